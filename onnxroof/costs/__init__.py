@@ -1,0 +1,360 @@
+"""Per-op cost functions, their registry, and the counting conventions they all follow.
+
+Counting conventions (pinned by tests in tests/costs/):
+
+- 1 multiply-accumulate (MAC) = 2 FLOPs. Every Cost carries FLOPs and MACs separately; MACs count only the
+  multiply-accumulates of matrix-like products (Conv, Gemm, MatMul, Einsum, recurrent gates, attention).
+- Conv: ``2 * N * C_out * prod(out_spatial) * (C_in / group) * prod(kernel)`` FLOPs, plus one add per output
+  element for a bias. Gemm/MatMul: ``2*M*N*K`` per batch, plus one FLOP per output element for each of a bias
+  add, a non-unit alpha and a non-unit beta.
+- Elementwise ops: one FLOP per output element per arithmetic step; transcendental functions (exp, log, tanh,
+  erf, sqrt, sin, ...) count as one step each. Compound ops state their per-element constant where they are
+  registered (Sigmoid = 4: neg, exp, add, div; Softmax = 5; LayerNormalization = 7; inference
+  BatchNormalization = 2 because engines fold it to a per-channel scale and shift).
+- Bytes: each distinct input tensor is read once and each output written once, at its dtype's size (the
+  compulsory-traffic model). Ops that touch only part of an input (Gather, Slice) read only what they use.
+- Weights (initializers, Constant, ConstantOfShape of a constant shape, and anything computed only from them)
+  are read like any other input and never cost compute. Params = elements of the weight tensors a node reads,
+  except int64 and bool tensors, which ONNX uses for shapes, axes and indices.
+- Shape-only ops (Shape, Reshape, Squeeze, Unsqueeze, Identity, Flatten, Dropout at inference) cost 0 FLOPs,
+  0 bytes and 0 kernels. Data-movement ops (Transpose, Concat, Slice, Gather, Pad, Resize, ...) cost bytes.
+- Kernels: how many device kernels the op launches on a GPU-style engine (paper 001's launch-overhead count);
+  1 for most ops, 0 for shape-only ops, per time step for recurrent ops.
+- An op with no cost function is never free: it is listed as unsupported and charged its tensor bytes.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field, replace
+from math import prod
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+from onnx import TensorProto
+
+__all__ = [
+    "Cost",
+    "Tensor",
+    "NodeView",
+    "CostFn",
+    "UnknownShape",
+    "register",
+    "lookup",
+    "registered_ops",
+    "compute_cost",
+    "dtype_size",
+    "dtype_name",
+    "io_bytes",
+    "weight_params",
+    "elementwise",
+]
+
+# Element sizes in bytes per ONNX element type. Sub-byte types (int4/uint4/float4) are rounded per element to
+# half a byte; strings have no fixed size and count as 0 (they never carry compute).
+_DTYPE_SIZE: dict[int, float] = {
+    TensorProto.FLOAT: 4,
+    TensorProto.UINT8: 1,
+    TensorProto.INT8: 1,
+    TensorProto.UINT16: 2,
+    TensorProto.INT16: 2,
+    TensorProto.INT32: 4,
+    TensorProto.INT64: 8,
+    TensorProto.STRING: 0,
+    TensorProto.BOOL: 1,
+    TensorProto.FLOAT16: 2,
+    TensorProto.DOUBLE: 8,
+    TensorProto.UINT32: 4,
+    TensorProto.UINT64: 8,
+    TensorProto.COMPLEX64: 8,
+    TensorProto.COMPLEX128: 16,
+    TensorProto.BFLOAT16: 2,
+}
+for _name, _size in (
+    ("FLOAT8E4M3FN", 1),
+    ("FLOAT8E4M3FNUZ", 1),
+    ("FLOAT8E5M2", 1),
+    ("FLOAT8E5M2FNUZ", 1),
+    ("FLOAT8E8M0", 1),
+    ("UINT4", 0.5),
+    ("INT4", 0.5),
+    ("FLOAT4E2M1", 0.5),
+    ("UINT2", 0.25),
+    ("INT2", 0.25),
+):
+    if hasattr(TensorProto, _name):
+        _DTYPE_SIZE[getattr(TensorProto, _name)] = _size
+
+_NON_PARAM_DTYPES = {TensorProto.INT64, TensorProto.BOOL, TensorProto.STRING}
+
+
+def dtype_size(elem_type: int) -> float:
+    """Bytes per element of an ONNX element type (0 for an unknown or undefined type)."""
+    return _DTYPE_SIZE.get(elem_type, 0)
+
+
+def dtype_name(elem_type: int) -> str:
+    """Lower-case ONNX name of an element type: 'float', 'float16', 'int8', ..."""
+    try:
+        return TensorProto.DataType.Name(elem_type).lower()
+    except ValueError:
+        return "undefined"
+
+
+class UnknownShape(Exception):
+    """A cost function needed a tensor shape that shape inference could not resolve."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tensor:
+    """A value in the graph: its name, element type, static shape (None when unknown) and whether it is a weight."""
+
+    name: str
+    dtype: int
+    shape: tuple[int, ...] | None
+    is_weight: bool = False
+
+    @property
+    def known(self) -> bool:
+        return self.shape is not None
+
+    @property
+    def rank(self) -> int:
+        return len(self.need_shape())
+
+    @property
+    def numel(self) -> int:
+        return prod(self.need_shape())
+
+    @property
+    def itemsize(self) -> float:
+        return dtype_size(self.dtype)
+
+    @property
+    def nbytes(self) -> float:
+        return self.numel * self.itemsize
+
+    def need_shape(self) -> tuple[int, ...]:
+        """The shape, or UnknownShape naming this tensor."""
+        if self.shape is None:
+            raise UnknownShape(self.name)
+        return self.shape
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """What a cost function sees of one node: its resolved inputs/outputs (None for an omitted optional input),
+    its attributes as plain Python values (ints, floats, str, lists, numpy arrays for tensors, the attribute name
+    for a graph), the values of small constant inputs, and, for If/Loop/Scan, a callback that costs the subgraph
+    held in a named attribute."""
+
+    name: str
+    op_type: str
+    domain: str
+    inputs: tuple[Tensor | None, ...]
+    outputs: tuple[Tensor | None, ...]
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    constants: Mapping[int, np.ndarray] = field(default_factory=dict)
+    cost_subgraph: Callable[[str], "Cost"] | None = None
+
+    def input(self, i: int) -> Tensor | None:
+        """The i-th input, or None when it is absent or omitted."""
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    def output(self, i: int = 0) -> Tensor | None:
+        return self.outputs[i] if i < len(self.outputs) else None
+
+    def constant(self, i: int) -> np.ndarray | None:
+        """The value of input i when it is a small constant known at analysis time (a trip count, K of TopK)."""
+        return self.constants.get(i)
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        return self.attrs.get(name, default)
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """The cost of one kernel or a sum of them. Adds with ``+`` and scales with ``*`` (a loop body x trips)."""
+
+    flops: float = 0.0
+    macs: float = 0.0
+    bytes_read: float = 0.0
+    bytes_written: float = 0.0
+    params: int = 0
+    kernels: int = 0
+    note: str = ""
+
+    @property
+    def bytes(self) -> float:
+        return self.bytes_read + self.bytes_written
+
+    @property
+    def arithmetic_intensity(self) -> float:
+        """FLOPs per byte moved (0 where nothing moves)."""
+        return self.flops / self.bytes if self.bytes else 0.0
+
+    def __add__(self, other: "Cost") -> "Cost":
+        if not isinstance(other, Cost):
+            return NotImplemented
+        notes = "; ".join(n for n in (self.note, other.note) if n)
+        return Cost(
+            self.flops + other.flops,
+            self.macs + other.macs,
+            self.bytes_read + other.bytes_read,
+            self.bytes_written + other.bytes_written,
+            self.params + other.params,
+            self.kernels + other.kernels,
+            notes,
+        )
+
+    def __mul__(self, times: int | float) -> "Cost":
+        """The cost of running this ``times`` times over (params and notes are not multiplied)."""
+        return Cost(
+            self.flops * times,
+            self.macs * times,
+            self.bytes_read * times,
+            self.bytes_written * times,
+            self.params,
+            int(self.kernels * times),
+            self.note,
+        )
+
+    __rmul__ = __mul__
+
+    def with_note(self, note: str) -> "Cost":
+        return replace(self, note="; ".join(n for n in (self.note, note) if n))
+
+
+CostFn = Callable[[NodeView], Cost]
+
+_REGISTRY: dict[tuple[str, str], CostFn] = {}
+
+# Domains that onnxruntime treats as the standard one.
+_DEFAULT_DOMAINS = {"", "ai.onnx"}
+
+# The modules that register cost functions; imported once, on first lookup, so that importing onnxroof is cheap.
+_FAMILY_MODULES = (
+    "conv",
+    "matmul",
+    "elementwise",
+    "normalization",
+    "pooling",
+    "reduce",
+    "recurrent",
+    "movement",
+    "control",
+    "contrib",
+)
+_loaded = False
+
+
+def _key(op: str) -> tuple[str, str]:
+    """'Conv' -> ('', 'Conv'); 'com.microsoft::FusedConv' -> ('com.microsoft', 'FusedConv')."""
+    if "::" in op:
+        domain, op_type = op.split("::", 1)
+    else:
+        domain, op_type = "", op
+    return ("" if domain in _DEFAULT_DOMAINS else domain, op_type)
+
+
+def register(*ops: str) -> Callable[[CostFn], CostFn]:
+    """Register a cost function for one or more op types (``"domain::OpType"`` outside the default domain).
+
+    A second registration of the same op is a programming error and raises.
+    """
+
+    def decorate(fn: CostFn) -> CostFn:
+        for op in ops:
+            key = _key(op)
+            if key in _REGISTRY:
+                raise ValueError(f"cost function for {op!r} registered twice")
+            _REGISTRY[key] = fn
+        return fn
+
+    return decorate
+
+
+def _load_families() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for module in _FAMILY_MODULES:
+            importlib.import_module(f"{__name__}.{module}")
+
+
+def lookup(domain: str, op_type: str) -> CostFn | None:
+    """The cost function for an op, or None when none is registered."""
+    _load_families()
+    return _REGISTRY.get(("" if domain in _DEFAULT_DOMAINS else domain, op_type))
+
+
+def registered_ops() -> list[str]:
+    """Every registered op, as 'OpType' or 'domain::OpType', sorted."""
+    _load_families()
+    return sorted(f"{d}::{o}" if d else o for d, o in _REGISTRY)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Helpers shared by the op families.
+
+
+def _distinct(tensors: Iterable[Tensor | None]) -> list[Tensor]:
+    seen: set[str] = set()
+    out = []
+    for t in tensors:
+        if t is not None and t.name and t.name not in seen:
+            seen.add(t.name)
+            out.append(t)
+    return out
+
+
+def weight_params(inputs: Iterable[Tensor | None]) -> int:
+    """Elements of the distinct weight tensors among ``inputs`` (int64/bool metadata excluded)."""
+    return sum(t.numel for t in _distinct(inputs) if t.is_weight and t.known and t.dtype not in _NON_PARAM_DTYPES)
+
+
+def io_bytes(node: NodeView, inputs: Sequence[Tensor | None] | None = None) -> tuple[float, float]:
+    """(bytes read, bytes written) under the compulsory-traffic model: each distinct input read once, each
+    output written once. ``inputs`` restricts which inputs are read (default: all)."""
+    read = sum(t.nbytes for t in _distinct(node.inputs if inputs is None else inputs))
+    written = sum(t.nbytes for t in _distinct(node.outputs))
+    return read, written
+
+
+def elementwise(node: NodeView, flops_per_element: float, *, macs: float = 0.0) -> Cost:
+    """An op that does ``flops_per_element`` FLOPs per output element and reads/writes each tensor once."""
+    out = node.output(0)
+    if out is None:
+        raise UnknownShape(f"{node.name}: no output")
+    read, written = io_bytes(node)
+    return Cost(
+        flops=flops_per_element * out.numel,
+        macs=macs,
+        bytes_read=read,
+        bytes_written=written,
+        params=weight_params(node.inputs),
+        kernels=1,
+    )
+
+
+def compute_cost(node: NodeView) -> tuple[Cost, bool]:
+    """The cost of a node and whether a cost function covered it.
+
+    An op without a cost function is charged the bytes of its known tensors (one kernel, no FLOPs) and reported
+    as unsupported by the caller; it is never silently free.
+    """
+    fn = lookup(node.domain, node.op_type)
+    if fn is not None:
+        return fn(node), True
+    read = sum(t.nbytes for t in _distinct(node.inputs) if t.known)
+    written = sum(t.nbytes for t in _distinct(node.outputs) if t.known)
+    return Cost(bytes_read=read, bytes_written=written, params=weight_params(node.inputs), kernels=1), False
+
+
+def numel(shape: Sequence[int]) -> int:
+    return prod(shape)
+
+
+def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """Numpy-style broadcast of static shapes."""
+    return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
