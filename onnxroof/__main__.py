@@ -1,0 +1,5 @@
+"""``python -m onnxroof`` runs the command line."""
+
+from onnxroof.cli import main
+
+raise SystemExit(main())

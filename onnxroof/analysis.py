@@ -1,0 +1,369 @@
+"""The analysis pass: graph -> per-node cost -> per-node roofline prediction -> totals, by op type, unsupported.
+
+``analyze`` is the library's front door (``onnxroof.analyze``) and what ``onnxroof analyze`` prints.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from onnx import ModelProto, TensorProto
+
+from onnxroof import roofline
+from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, compute_cost, weight_params
+from onnxroof.devices import PRECISIONS, Device, load_device
+from onnxroof.errors import UserError
+from onnxroof.graph import Graph, Node, load_graph
+from onnxroof.roofline import Prediction
+
+DEFAULT_DEVICE = "v100-sxm2"
+
+# Element type a "what if" precision stores floating-point tensors in (paper 000's 8/16/32/64-bit study).
+PRECISION_DTYPE = {
+    "fp64": TensorProto.DOUBLE,
+    "fp32": TensorProto.FLOAT,
+    "tf32": TensorProto.FLOAT,  # TF32 computes at reduced precision but stores 32-bit floats
+    "fp16": TensorProto.FLOAT16,
+    "bf16": TensorProto.BFLOAT16,
+    "fp8": getattr(TensorProto, "FLOAT8E4M3FN", TensorProto.INT8),
+    "int8": TensorProto.INT8,
+}
+
+_FLOAT_PRECISION = {
+    TensorProto.FLOAT: "fp32",
+    TensorProto.FLOAT16: "fp16",
+    TensorProto.BFLOAT16: "bf16",
+    TensorProto.DOUBLE: "fp64",
+}
+for _name in ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ"):
+    if hasattr(TensorProto, _name):
+        _FLOAT_PRECISION[getattr(TensorProto, _name)] = "fp8"
+_INT8 = {TensorProto.INT8, TensorProto.UINT8}
+
+
+class UnsupportedOpWarning(UserWarning):
+    """An op has no cost function: it is charged its tensor bytes only."""
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    """One runtime node: its cost, the precision it computes at, and its place on the device's roofline."""
+
+    name: str
+    op_type: str
+    domain: str
+    precision: str
+    cost: Cost
+    prediction: Prediction
+    supported: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        c, p = self.cost, self.prediction
+        return {
+            "name": self.name,
+            "op_type": self.op_type,
+            "domain": self.domain,
+            "precision": p.precision,
+            "flops": c.flops,
+            "macs": c.macs,
+            "bytes_read": c.bytes_read,
+            "bytes_written": c.bytes_written,
+            "params": c.params,
+            "kernels": c.kernels,
+            "arithmetic_intensity": c.arithmetic_intensity,
+            "attainable_flops_s": roofline.attainable_flops(c.arithmetic_intensity, p.peak_flops_s, p.bandwidth_bytes_s),
+            "ridge_point": p.ridge_point,
+            "bound": p.bound,
+            "compute_time_s": p.compute_time_s,
+            "memory_time_s": p.memory_time_s,
+            "overhead_time_s": p.overhead_time_s,
+            "predicted_time_s": p.predicted_time_s,
+            "supported": self.supported,
+            "note": c.note,
+        }
+
+
+@dataclass(frozen=True)
+class Totals:
+    """The whole model: summed cost and time terms, distinct params, accumulated intensity (paper 000)."""
+
+    flops: float
+    macs: float
+    bytes_read: float
+    bytes_written: float
+    params: int
+    kernels: int
+    prediction: Prediction
+
+    @property
+    def arithmetic_intensity(self) -> float:
+        moved = self.bytes_read + self.bytes_written
+        return self.flops / moved if moved else 0.0
+
+    @property
+    def predicted_time_s(self) -> float:
+        return self.prediction.predicted_time_s
+
+    @property
+    def bound(self) -> str:
+        return self.prediction.bound
+
+    def to_dict(self) -> dict[str, Any]:
+        p = self.prediction
+        return {
+            "flops": self.flops,
+            "macs": self.macs,
+            "bytes_read": self.bytes_read,
+            "bytes_written": self.bytes_written,
+            "params": self.params,
+            "kernels": self.kernels,
+            "arithmetic_intensity": self.arithmetic_intensity,
+            "attainable_flops_s": roofline.attainable_flops(self.arithmetic_intensity, p.peak_flops_s, p.bandwidth_bytes_s),
+            "ridge_point": p.ridge_point,
+            "precision": p.precision,
+            "compute_time_s": p.compute_time_s,
+            "memory_time_s": p.memory_time_s,
+            "overhead_time_s": p.overhead_time_s,
+            "predicted_time_s": p.predicted_time_s,
+            "bound": p.bound,
+        }
+
+
+@dataclass(frozen=True)
+class OpTypeTotals:
+    """Costs and time of every node of one op type (paper 000 Figs. 3-4, paper 004 Fig. 8)."""
+
+    op_type: str
+    count: int
+    flops: float
+    macs: float
+    bytes_read: float
+    bytes_written: float
+    params: int
+    predicted_time_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """Nodes that could not be costed exactly, by op and reason; they are still charged their tensor bytes."""
+
+    op_type: str
+    domain: str
+    count: int
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Everything ``onnxroof analyze`` reports; ``to_dict`` is the JSON contract."""
+
+    model: str
+    device: Device
+    precision: str
+    totals: Totals
+    nodes: tuple[NodeResult, ...]
+    by_op_type: tuple[OpTypeTotals, ...]
+    unsupported: tuple[Unsupported, ...]
+    folded_nodes: int = 0
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "device": {
+                "key": self.device.key,
+                "name": self.device.name,
+                "peak_flops_s": self.totals.prediction.peak_flops_s,
+                "memory_bandwidth_bytes_s": self.device.memory_bandwidth.value,
+                "launch_overhead_s": self.device.launch_overhead.value,
+                "overlap": self.device.overlap,
+            },
+            "precision": self.precision,
+            "totals": self.totals.to_dict(),
+            "nodes": [n.to_dict() for n in self.nodes],
+            "by_op_type": [o.to_dict() for o in self.by_op_type],
+            "unsupported": [u.to_dict() for u in self.unsupported],
+            "folded_nodes": self.folded_nodes,
+            "warnings": list(self.warnings),
+        }
+
+
+# -------------------------------------------------------------------------------------------------------------
+
+
+def node_precision(op_type: str, inputs: Sequence[Tensor | None], outputs: Sequence[Tensor | None]) -> str:
+    """The precision a node computes at, from its dtypes: int8 when it consumes 8-bit integers (quantized ops),
+    else the first floating-point input's (or output's) type; fp32 for integer-only ops."""
+    if op_type != "DequantizeLinear" and any(t is not None and t.dtype in _INT8 for t in inputs):
+        return "int8"
+    for t in list(inputs) + list(outputs):
+        if t is not None and t.dtype in _FLOAT_PRECISION:
+            return _FLOAT_PRECISION[t.dtype]
+    return "fp32"
+
+
+def _retype(graph: Graph, dtype: int) -> Graph:
+    """The graph with every floating-point tensor stored as ``dtype`` (a what-if precision)."""
+    tensors = {
+        name: Tensor(t.name, dtype, t.shape, t.is_weight) if t.dtype in _FLOAT_PRECISION else t
+        for name, t in graph.tensors.items()
+    }
+    nodes = tuple(
+        Node(n.name, n.op_type, n.domain, n.inputs, n.outputs, n.attrs, n.folded, {k: _retype(g, dtype) for k, g in n.subgraphs.items()})
+        if n.subgraphs
+        else n
+        for n in graph.nodes
+    )
+    return Graph(graph.name, nodes, tensors, graph.constants, graph.inputs, graph.outputs, graph.opset, graph.ir_version, graph.warnings)
+
+
+class _Coster:
+    """Costs the nodes of a graph and its subgraphs, collecting what could not be costed exactly."""
+
+    def __init__(self) -> None:
+        self.unsupported: Counter[tuple[str, str, str]] = Counter()
+
+    def view(self, node: Node, graph: Graph) -> NodeView:
+        constants = {i: graph.constants[name] for i, name in enumerate(node.inputs) if name in graph.constants}
+        subgraph_cost: Callable[[str], Cost] | None = None
+        if node.subgraphs:
+            subgraph_cost = lambda attr: self.graph_cost(node.subgraphs[attr])  # noqa: E731
+        return NodeView(
+            node.name,
+            node.op_type,
+            node.domain,
+            tuple(graph.tensor(i) for i in node.inputs),
+            tuple(graph.tensor(o) for o in node.outputs),
+            node.attrs,
+            constants,
+            subgraph_cost,
+        )
+
+    def cost(self, view: NodeView) -> tuple[Cost, bool]:
+        try:
+            cost, supported = compute_cost(view)
+        except UnknownShape as exc:
+            self.unsupported[(view.domain, view.op_type, "shape unknown")] += 1
+            read = sum(t.nbytes for t in view.inputs if t is not None and t.known)
+            written = sum(t.nbytes for t in view.outputs if t is not None and t.known)
+            note = f"shape of {exc} unknown: charged known tensor bytes only"
+            return Cost(bytes_read=read, bytes_written=written, params=weight_params(view.inputs), kernels=1, note=note), False
+        if not supported:
+            self.unsupported[(view.domain, view.op_type, "no cost function")] += 1
+        return cost, supported
+
+    def graph_cost(self, graph: Graph) -> Cost:
+        total = Cost()
+        for node in graph.nodes:
+            if not node.folded:
+                total = total + self.cost(self.view(node, graph))[0]
+        return total
+
+
+def analyze(
+    model: str | os.PathLike | ModelProto | Graph,
+    device: str | os.PathLike | Device = DEFAULT_DEVICE,
+    inputs: Mapping[str, tuple[int, ...] | str] | None = None,
+    dims: Mapping[str, int] | None = None,
+    precision: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Analysis:
+    """Cost every node of a model and place it on a device's roofline.
+
+    ``model`` is a path, ``zoo:NAME``, a ModelProto or a loaded Graph; ``device`` a catalog key, a device file
+    or a Device; ``precision`` (fp64 ... int8) asks "what if every float tensor were stored and computed at P"
+    instead of following the tensors' own dtypes. ``progress(done, total)`` is called while nodes are costed.
+    """
+    if precision is not None and precision not in PRECISIONS:
+        raise UserError(f"unknown precision {precision!r}", "choose one of " + ", ".join(PRECISIONS))
+    dev = device if isinstance(device, Device) else load_device(device)
+    graph = model if isinstance(model, Graph) else load_graph(model, inputs=inputs, dims=dims)
+    if precision is not None:
+        graph = _retype(graph, PRECISION_DTYPE[precision])
+
+    coster = _Coster()
+    results: list[NodeResult] = []
+    runtime = [n for n in graph.nodes if not n.folded]
+    weight_reads: dict[str, Tensor] = {}
+    for index, node in enumerate(runtime):
+        view = coster.view(node, graph)
+        cost, supported = coster.cost(view)
+        prec = precision or node_precision(node.op_type, view.inputs, view.outputs)
+        results.append(NodeResult(node.name, node.op_type, node.domain, prec, cost, roofline.predict(cost, dev, prec), supported))
+        for t in view.inputs:
+            if t is not None and t.is_weight:
+                weight_reads[t.name] = t
+        if progress is not None and (index % 256 == 0 or index == len(runtime) - 1):
+            progress(index + 1, len(runtime))
+
+    main_precision = precision or _dominant_precision(results)
+    totals = _totals(results, weight_params(weight_reads.values()), dev, main_precision)
+    unsupported = tuple(
+        Unsupported(op, domain, count, reason) for (domain, op, reason), count in sorted(coster.unsupported.items())
+    )
+    messages = list(graph.warnings)
+    for u in unsupported:
+        qualified = f"{u.domain}::{u.op_type}" if u.domain else u.op_type
+        message = f"{u.count} {qualified} node(s): {u.reason}; charged their tensor bytes only"
+        messages.append(message)
+        warnings.warn(message, UnsupportedOpWarning, stacklevel=2)
+    for p in sorted({r.precision for r in results} - {r.prediction.precision for r in results}):
+        used = next(r.prediction.precision for r in results if r.precision == p)
+        messages.append(f"{dev.key} lists no {p} peak: {p} nodes use its {used} peak")
+    return Analysis(
+        model=graph.name,
+        device=dev,
+        precision=precision or "as-typed",
+        totals=totals,
+        nodes=tuple(results),
+        by_op_type=_by_op_type(results),
+        unsupported=unsupported,
+        folded_nodes=len(graph.nodes) - len(runtime),
+        warnings=tuple(messages),
+    )
+
+
+def _dominant_precision(results: Sequence[NodeResult]) -> str:
+    flops: Counter[str] = Counter()
+    for r in results:
+        flops[r.precision] += r.cost.flops
+    return flops.most_common(1)[0][0] if flops else "fp32"
+
+
+def _totals(results: Sequence[NodeResult], params: int, device: Device, precision: str) -> Totals:
+    cost = Cost()
+    for r in results:
+        cost = cost + Cost(r.cost.flops, r.cost.macs, r.cost.bytes_read, r.cost.bytes_written, 0, r.cost.kernels)
+    prediction = roofline.total((r.prediction for r in results), device, precision)
+    return Totals(cost.flops, cost.macs, cost.bytes_read, cost.bytes_written, params, cost.kernels, prediction)
+
+
+def _by_op_type(results: Sequence[NodeResult]) -> tuple[OpTypeTotals, ...]:
+    groups: dict[str, list[NodeResult]] = {}
+    for r in results:
+        key = f"{r.domain}::{r.op_type}" if r.domain else r.op_type
+        groups.setdefault(key, []).append(r)
+    rows = [
+        OpTypeTotals(
+            op_type=key,
+            count=len(rs),
+            flops=sum(r.cost.flops for r in rs),
+            macs=sum(r.cost.macs for r in rs),
+            bytes_read=sum(r.cost.bytes_read for r in rs),
+            bytes_written=sum(r.cost.bytes_written for r in rs),
+            params=sum(r.cost.params for r in rs),
+            predicted_time_s=sum(r.prediction.predicted_time_s for r in rs),
+        )
+        for key, rs in groups.items()
+    ]
+    return tuple(sorted(rows, key=lambda o: -o.predicted_time_s))

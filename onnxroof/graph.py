@@ -1,0 +1,366 @@
+"""Load an ONNX model into the analysis graph: shapes resolved, weights identified, no weight bytes read.
+
+A model is read with its external data left on disk (or absent), so a model that references hundreds of GB of
+weights analyzes in little memory. Input shapes are fixed from ``--input``/``--dim``, shapes come from onnx's
+shape inference and, for what it leaves unknown, from onnxruntime's symbolic shape inference. Weights are
+initializers, Constant nodes, ConstantOfShape of a constant shape, and every node computed only from weights:
+such nodes are "folded" (they run once at load time in any engine) and never cost compute.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import onnx
+from onnx import AttributeProto, GraphProto, ModelProto, TensorProto, numpy_helper
+
+from onnxroof.costs import Tensor
+from onnxroof.errors import UserError
+
+MIN_IR_VERSION = 3
+MIN_OPSET = 7
+_SMALL_CONSTANT = 64  # constants up to this many elements keep their values (trip counts, K of TopK, axes)
+
+# Nodes whose outputs change between runs even when every input is a weight: never folded.
+_NON_DETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node of the graph, with attributes as plain Python values and its subgraphs (If/Loop/Scan) loaded."""
+
+    name: str
+    op_type: str
+    domain: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attrs: Mapping[str, Any]
+    folded: bool = False
+    subgraphs: Mapping[str, "Graph"] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A graph ready for costing: nodes in topological order and every tensor's dtype, shape and weight flag."""
+
+    name: str
+    nodes: tuple[Node, ...]
+    tensors: Mapping[str, Tensor]
+    constants: Mapping[str, np.ndarray]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    opset: int = 0
+    ir_version: int = 0
+    warnings: tuple[str, ...] = ()
+
+    def tensor(self, name: str) -> Tensor | None:
+        """The tensor of that name, or None for an omitted optional input ('')."""
+        if not name:
+            return None
+        return self.tensors.get(name) or Tensor(name, TensorProto.UNDEFINED, None, False)
+
+
+# -------------------------------------------------------------------------------------------------------------
+# Reading
+
+
+def read_model(source: str | os.PathLike | ModelProto) -> tuple[ModelProto, str]:
+    """The model proto and a display name, from a path, a ``zoo:NAME[?batch=B&size=S]`` spec or a proto.
+
+    External weight data is never loaded. Every failure a user can cause becomes a UserError.
+    """
+    if isinstance(source, ModelProto):
+        return source, source.graph.name or "model"
+    spec = os.fspath(source)
+    if spec.startswith("zoo:"):
+        return _read_zoo(spec), spec
+    path = Path(spec)
+    if not path.exists():
+        raise UserError(f"no such file: {spec}", "check the path, or use zoo:NAME for a built-in model (onnxroof zoo)")
+    if path.is_dir():
+        raise UserError(f"{spec} is a directory, not an ONNX file", "pass the .onnx file inside it")
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:  # protobuf raises DecodeError, RuntimeWarning or others for a bad file
+        raise UserError(
+            f"{spec} is not a readable ONNX model ({type(exc).__name__}: {str(exc).strip() or 'parse error'})",
+            "the file may be truncated or not ONNX; re-export it or check the download",
+        ) from exc
+    if not model.HasField("graph") or model.ir_version == 0:
+        raise UserError(f"{spec} is not an ONNX model (no graph or IR version)", "re-export the model as ONNX")
+    return model, path.name
+
+
+def _read_zoo(spec: str) -> ModelProto:
+    import model_zoo
+
+    name, _, query = spec[len("zoo:") :].partition("?")
+    options: dict[str, Any] = {}
+    for part in filter(None, query.split("&")):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise UserError(f"bad zoo option {part!r} in {spec}", "write options as zoo:NAME?batch=4&size=160")
+        try:
+            options[key] = int(value)
+        except ValueError:
+            raise UserError(f"zoo option {key}={value!r} is not an integer", "e.g. zoo:resnet50?batch=8") from None
+    if name not in model_zoo.names():
+        raise UserError(f"no zoo model named {name!r}", "known: " + ", ".join(model_zoo.names()))
+    try:
+        return model_zoo.build(name, weights=False, **options)
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"cannot build {spec}: {exc}", "options are batch and size, e.g. zoo:unet?batch=16") from None
+
+
+# -------------------------------------------------------------------------------------------------------------
+# Input shapes
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """'1x3x224x224' -> (1, 3, 224, 224)."""
+    try:
+        dims = tuple(int(d) for d in re.split(r"[x,]", text.strip()))
+    except ValueError:
+        raise UserError(f"bad shape {text!r}", "write a shape as 1x3x224x224") from None
+    if not dims or any(d <= 0 for d in dims):
+        raise UserError(f"bad shape {text!r}: every dim must be a positive integer", "e.g. 1x3x224x224")
+    return dims
+
+
+def _runtime_inputs(graph: GraphProto) -> list[onnx.ValueInfoProto]:
+    initializers = {t.name for t in graph.initializer} | {t.values.name for t in graph.sparse_initializer}
+    return [vi for vi in graph.input if vi.name not in initializers]
+
+
+def _fix_inputs(model: ModelProto, inputs: Mapping[str, tuple[int, ...]], dims: Mapping[str, int]) -> None:
+    """Write --input shapes and --dim values into the (copied) model, then fail on anything left unresolved."""
+    graph = model.graph
+    runtime = {vi.name: vi for vi in _runtime_inputs(graph)}
+    for name, shape in inputs.items():
+        if name not in runtime:
+            raise UserError(f"the model has no input named {name!r}", "its inputs: " + ", ".join(runtime) or "none")
+        tensor_shape = runtime[name].type.tensor_type.shape
+        if tensor_shape.dim and len(tensor_shape.dim) != len(shape):
+            raise UserError(
+                f"--input {name} has {len(shape)} dims but the model declares {len(tensor_shape.dim)}",
+                f"give all {len(tensor_shape.dim)} dims",
+            )
+        del tensor_shape.dim[:]
+        for d in shape:
+            tensor_shape.dim.add().dim_value = d
+    if dims:
+        used = set()
+        for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+            for d in vi.type.tensor_type.shape.dim:
+                if d.HasField("dim_param") and d.dim_param in dims:
+                    used.add(d.dim_param)
+                    d.dim_value = dims[d.dim_param]
+        unknown = set(dims) - used
+        if unknown:
+            params = sorted({d.dim_param for vi in runtime.values() for d in vi.type.tensor_type.shape.dim if d.dim_param})
+            raise UserError(
+                f"--dim names no symbolic dim of this model: {', '.join(sorted(unknown))}",
+                "its symbolic dims: " + (", ".join(params) or "none"),
+            )
+    for vi in runtime.values():
+        if not vi.type.HasField("tensor_type"):
+            continue
+        shape = vi.type.tensor_type.shape
+        if not vi.type.tensor_type.HasField("shape"):
+            raise UserError(f"input {vi.name!r} has no declared shape", f"pass --input {vi.name}=1x3x224x224 (its shape)")
+        for i, d in enumerate(shape.dim):
+            if d.HasField("dim_value") and d.dim_value > 0:
+                continue
+            if d.dim_param:
+                raise UserError(
+                    f"input {vi.name!r} dim {i} is the unresolved symbol {d.dim_param!r}",
+                    f"pass --dim {d.dim_param}=1 (or --input {vi.name}=...)",
+                )
+            raise UserError(f"input {vi.name!r} dim {i} is unknown", f"pass --input {vi.name}=<shape like 1x3x224x224>")
+
+
+# -------------------------------------------------------------------------------------------------------------
+# Shapes and tensors
+
+
+def _shape_of(type_proto: onnx.TypeProto) -> tuple[int, tuple[int, ...] | None]:
+    if not type_proto.HasField("tensor_type"):
+        return TensorProto.UNDEFINED, None
+    tt = type_proto.tensor_type
+    if not tt.HasField("shape"):
+        return tt.elem_type, None
+    dims = []
+    for d in tt.shape.dim:
+        if not d.HasField("dim_value") or d.dim_value < 0:
+            return tt.elem_type, None
+        dims.append(d.dim_value)
+    return tt.elem_type, tuple(dims)
+
+
+def _value_infos(graph: GraphProto) -> Iterable[onnx.ValueInfoProto]:
+    yield from graph.input
+    yield from graph.value_info
+    yield from graph.output
+
+
+def _unknown_outputs(graph: GraphProto) -> list[str]:
+    known = {vi.name for vi in _value_infos(graph) if _shape_of(vi.type)[1] is not None}
+    known.update(t.name for t in graph.initializer)
+    return [o for n in graph.node for o in n.output if o and o not in known]
+
+
+def infer_shapes(model: ModelProto) -> tuple[ModelProto, list[str]]:
+    """Shapes from onnx's inference, then onnxruntime's symbolic inference for what is still unknown."""
+    warnings: list[str] = []
+    try:
+        model = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    except Exception as exc:  # inference errors on odd but runnable models: keep going with what we have
+        warnings.append(f"onnx shape inference failed ({str(exc).splitlines()[0][:120]}); shapes may be missing")
+    if _unknown_outputs(model.graph):
+        try:
+            from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+            inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True, guess_output_rank=False)
+            if inferred is not None:
+                model = inferred
+        except Exception as exc:  # symbolic inference is best effort (it needs sympy and inline shape constants)
+            warnings.append(f"symbolic shape inference failed ({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})")
+    return model, warnings
+
+
+def _attr_value(attr: AttributeProto) -> Any:
+    kind = attr.type
+    if kind == AttributeProto.INT:
+        return attr.i
+    if kind == AttributeProto.FLOAT:
+        return attr.f
+    if kind == AttributeProto.STRING:
+        return attr.s.decode("utf-8", "replace")
+    if kind == AttributeProto.INTS:
+        return list(attr.ints)
+    if kind == AttributeProto.FLOATS:
+        return list(attr.floats)
+    if kind == AttributeProto.STRINGS:
+        return [s.decode("utf-8", "replace") for s in attr.strings]
+    if kind == AttributeProto.TENSOR:
+        return _small_array(attr.t)
+    if kind in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
+        return attr.name
+    return None
+
+
+def _small_array(t: TensorProto) -> np.ndarray | None:
+    """The value of an inline tensor of at most _SMALL_CONSTANT elements; None for large or external ones."""
+    if t.data_location == TensorProto.EXTERNAL or np.prod(t.dims, dtype=np.int64) > _SMALL_CONSTANT:
+        return None
+    try:
+        return numpy_helper.to_array(t)
+    except Exception:
+        return None
+
+
+def _build(
+    graph: GraphProto, outer: Mapping[str, Tensor], outer_constants: Mapping[str, np.ndarray]
+) -> tuple[dict[str, Tensor], dict[str, np.ndarray], list[Node], list[str]]:
+    """Tensors, small constant values, nodes (with folding) and runtime input names of one (sub)graph."""
+    tensors: dict[str, Tensor] = dict(outer)
+    constants: dict[str, np.ndarray] = dict(outer_constants)
+    weights: set[str] = {name for name, t in outer.items() if t.is_weight}
+
+    for vi in _value_infos(graph):
+        dtype, shape = _shape_of(vi.type)
+        tensors[vi.name] = Tensor(vi.name, dtype, shape, False)
+    for init in graph.initializer:
+        weights.add(init.name)
+        tensors[init.name] = Tensor(init.name, init.data_type, tuple(init.dims), True)
+        value = _small_array(init)
+        if value is not None:
+            constants[init.name] = value
+    for sparse in graph.sparse_initializer:
+        weights.add(sparse.values.name)
+        tensors[sparse.values.name] = Tensor(sparse.values.name, sparse.values.data_type, tuple(sparse.dims), True)
+    runtime_inputs = [vi.name for vi in graph.input if vi.name not in weights]
+
+    nodes: list[Node] = []
+    for index, proto in enumerate(graph.node):
+        attrs = {a.name: _attr_value(a) for a in proto.attribute}
+        subgraph_protos = {a.name: a.g for a in proto.attribute if a.type == AttributeProto.GRAPH}
+        real_inputs = [i for i in proto.input if i]
+        folded = (
+            proto.op_type == "Constant"
+            or (
+                bool(real_inputs)
+                and not subgraph_protos
+                and proto.op_type not in _NON_DETERMINISTIC
+                and all(i in weights for i in real_inputs)
+            )
+        )
+        if proto.op_type == "Constant" and "value" in attrs and proto.output:
+            value_attr = next(a for a in proto.attribute if a.name == "value")
+            tensors[proto.output[0]] = Tensor(proto.output[0], value_attr.t.data_type, tuple(value_attr.t.dims), True)
+            if attrs["value"] is not None:
+                constants[proto.output[0]] = attrs["value"]
+        if folded:
+            for o in proto.output:
+                if o:
+                    weights.add(o)
+                    t = tensors.get(o)
+                    tensors[o] = Tensor(o, t.dtype if t else TensorProto.UNDEFINED, t.shape if t else None, True)
+        subgraphs = {}
+        for attr_name, sub in subgraph_protos.items():
+            sub_tensors, sub_constants, sub_nodes, sub_inputs = _build(sub, tensors, constants)
+            subgraphs[attr_name] = Graph(sub.name, tuple(sub_nodes), sub_tensors, sub_constants, tuple(sub_inputs), tuple(o.name for o in sub.output))
+        nodes.append(
+            Node(
+                proto.name or f"{proto.op_type}_{index}",
+                proto.op_type,
+                proto.domain,
+                tuple(proto.input),
+                tuple(proto.output),
+                attrs,
+                folded,
+                subgraphs,
+            )
+        )
+    return tensors, constants, nodes, runtime_inputs
+
+
+def load_graph(
+    source: str | os.PathLike | ModelProto,
+    inputs: Mapping[str, tuple[int, ...] | str] | None = None,
+    dims: Mapping[str, int] | None = None,
+) -> Graph:
+    """Read a model, fix its input shapes, infer every shape and identify weights: the analysis graph.
+
+    The caller's model (file or proto) is never modified: overrides are applied to a copy.
+    """
+    model, display_name = read_model(source)
+    if model.ir_version < MIN_IR_VERSION:
+        raise UserError(f"IR version {model.ir_version} is older than {MIN_IR_VERSION}", "re-export with a newer exporter")
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if opset and opset < MIN_OPSET:
+        raise UserError(f"opset {opset} is older than {MIN_OPSET}", "convert it with onnx.version_converter")
+    shapes = {k: parse_shape(v) if isinstance(v, str) else tuple(v) for k, v in (inputs or {}).items()}
+    if isinstance(source, ModelProto):  # the caller's proto: work on a copy
+        copy = ModelProto()
+        copy.CopyFrom(model)
+        model = copy
+    _fix_inputs(model, shapes, dict(dims or {}))
+    model, warnings = infer_shapes(model)
+    tensors, constants, nodes, runtime_inputs = _build(model.graph, {}, {})
+    return Graph(
+        name=display_name,
+        nodes=tuple(nodes),
+        tensors=tensors,
+        constants=constants,
+        inputs=tuple(runtime_inputs),
+        outputs=tuple(o.name for o in model.graph.output),
+        opset=opset,
+        ir_version=model.ir_version,
+        warnings=tuple(warnings),
+    )
