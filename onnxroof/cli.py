@@ -1,0 +1,226 @@
+"""onnxroof: what does this ONNX model cost on that hardware, and what bounds it?
+
+Commands:
+  analyze MODEL   per-layer FLOPs, bytes, params, arithmetic intensity and roofline time on a device
+  devices         the device catalog (peak FLOP/s per precision, bandwidth, launch overhead)
+  zoo             the built-in models usable as zoo:NAME wherever a model path goes
+  ops             the op types onnxroof has cost functions for
+
+Run 'onnxroof COMMAND --help' for a command's options. Errors a user can fix print one line with a hint and
+exit with code 2; --verbose shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Callable, Sequence
+
+ANALYZE_HELP = """Cost every node of an ONNX model and place it on a device's roofline.
+
+MODEL is an .onnx file (weights inline, external, or absent: weight bytes are never read) or zoo:NAME from
+'onnxroof zoo', optionally with zoo:NAME?batch=B&size=S. Each node gets FLOPs, MACs, bytes read and written,
+params, arithmetic intensity (FLOP/B) and, on the device, compute, memory and launch-overhead times, the
+predicted time and its bound. The table lists the nodes that take the longest; --format json gives every node.
+
+examples:
+  onnxroof analyze zoo:resnet50 --device a100-sxm4-80gb
+  onnxroof analyze model.onnx --dim batch=8 --precision fp16 --by-op-type
+  onnxroof analyze model.onnx --input pixel_values=1x3x384x384 --format json -o report.json
+"""
+
+
+def _pair(kind: str) -> Callable[[str], tuple[str, str]]:
+    def parse(text: str) -> tuple[str, str]:
+        name, sep, value = text.rpartition("=")
+        if not sep or not name or not value:
+            raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}")
+        return name, value
+
+    return parse
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    from onnxroof import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="onnxroof", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"onnxroof {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show tracebacks on errors")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    analyze = commands.add_parser(
+        "analyze", help="per-layer cost and roofline of a model", description=ANALYZE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    analyze.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
+    analyze.add_argument("-d", "--device", default=None, help="catalog key (see 'onnxroof devices') or a device .toml file; default v100-sxm2")
+    analyze.add_argument("--input", action="append", default=[], type=_pair("NAME=1x3x224x224"), metavar="NAME=SHAPE", help="fix an input's shape (repeatable)")
+    analyze.add_argument("--dim", action="append", default=[], type=_pair("NAME=VALUE"), metavar="NAME=VALUE", help="fix a symbolic dim such as batch (repeatable)")
+    analyze.add_argument("-p", "--precision", default=None, help="what if every float tensor were this precision: fp64, fp32, tf32, fp16, bf16, fp8, int8 (default: the tensors' own dtypes)")
+    analyze.add_argument("-f", "--format", default="table", choices=("table", "json", "csv"), help="output format (default table)")
+    analyze.add_argument("--top", type=int, default=20, metavar="N", help="table: list the N slowest nodes; 0 lists all in graph order (default 20)")
+    analyze.add_argument("--by-op-type", action="store_true", help="table: add totals per op type")
+    analyze.add_argument("-o", "--output", default=None, metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+    analyze.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
+
+    devices = commands.add_parser("devices", help="list the device catalog", description="The device catalog: every number with its source in --format json.")
+    devices.add_argument("-f", "--format", default="table", choices=("table", "json"))
+    devices.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
+
+    zoo = commands.add_parser("zoo", help="list the built-in models", description="Built-in models, usable as zoo:NAME or zoo:NAME?batch=B&size=S.")
+    zoo.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
+
+    ops = commands.add_parser("ops", help="list the ops with cost functions", description="Every op type (domain::op outside the default domain) that has a cost function.")
+    ops.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
+    return parser
+
+
+class _Progress:
+    """A one-line progress bar on stderr, shown only on a terminal and only for work that takes a while."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.start = time.monotonic()
+        self.enabled = sys.stderr.isatty()
+        self.shown = False
+
+    def stage(self, text: str) -> None:
+        if self.enabled:
+            sys.stderr.write(f"\r\033[K{self.label}: {text}")
+            sys.stderr.flush()
+            self.shown = True
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.enabled and (self.shown or time.monotonic() - self.start > 0.5):
+            width = 30
+            filled = int(width * done / max(total, 1))
+            self.stage(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} nodes")
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def _emit(text: str, output: str | None) -> None:
+    if output:
+        from onnxroof.atomic import write_text
+
+        write_text(output, text)
+    else:
+        sys.stdout.write(text)
+
+
+def _cmd_analyze(args: argparse.Namespace) -> int:
+    from onnxroof.analysis import DEFAULT_DEVICE, analyze
+    from onnxroof.errors import UserError
+    from onnxroof.report import render
+
+    dims: dict[str, int] = {}
+    for name, value in args.dim:
+        try:
+            dims[name] = int(value)
+        except ValueError:
+            raise UserError(f"--dim {name}={value}: the value must be an integer", f"e.g. --dim {name}=1") from None
+        if dims[name] <= 0:
+            raise UserError(f"--dim {name}={value}: the value must be positive", f"e.g. --dim {name}=1")
+    progress = _Progress("analyzing")
+    progress.stage("loading and inferring shapes")
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the CLI prints the analysis' own warnings once, below
+            result = analyze(
+                args.model,
+                device=args.device or DEFAULT_DEVICE,
+                inputs=dict(args.input),
+                dims=dims,
+                precision=args.precision,
+                progress=progress,
+            )
+    finally:
+        progress.close()
+    for message in result.warnings:
+        print(f"onnxroof: warning: {message}", file=sys.stderr)
+    _emit(render(result, args.format, top=args.top, by_op_type=args.by_op_type), args.output)
+    return 0
+
+
+def _cmd_devices(args: argparse.Namespace) -> int:
+    import json
+
+    from onnxroof.devices import PRECISIONS, catalog
+
+    devices = catalog()
+    if args.format == "json":
+        print(json.dumps({key: _device_dict(d) for key, d in devices.items()}, indent=2))
+        return 0
+    columns = "{:<17} {:<4} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8} {:>7} {:>7}"
+    print(columns.format("key", "kind", "fp64", "fp32", "fp16", "bf16", "int8", "GB/s", "GB", "launch"))
+    for key, d in devices.items():
+        peaks = {p: d.peak_flops[p].value / 1e12 for p in PRECISIONS if p in d.peak_flops}
+        cell = lambda p: f"{peaks[p]:.4g}" if p in peaks else "-"  # noqa: E731
+        capacity = f"{d.memory_capacity.value / 1e9:.4g}" if d.memory_capacity else "-"
+        print(
+            columns.format(
+                key, d.kind, cell("fp64"), cell("fp32"), cell("fp16"), cell("bf16"), cell("int8"),
+                f"{d.memory_bandwidth.value / 1e9:.4g}", capacity, f"{d.launch_overhead.value * 1e6:.3g}us",
+            )
+        )
+    print("\nPeaks in dense TFLOP/s (int8: TOPS). 'onnxroof devices --format json' gives every number's source.")
+    return 0
+
+
+def _device_dict(device: object) -> object:
+    import dataclasses
+
+    return dataclasses.asdict(device)  # type: ignore[call-overload]
+
+
+def _cmd_zoo(args: argparse.Namespace) -> int:
+    import model_zoo
+
+    for name in model_zoo.names():
+        print(f"zoo:{name:<14} {model_zoo.describe(name)}")
+    return 0
+
+
+def _cmd_ops(args: argparse.Namespace) -> int:
+    from onnxroof.costs import registered_ops
+
+    ops = registered_ops()
+    print("\n".join(ops))
+    print(f"\n{len(ops)} ops have cost functions; any other op is reported as unsupported and charged its bytes.")
+    return 0
+
+
+_COMMANDS = {"analyze": _cmd_analyze, "devices": _cmd_devices, "zoo": _cmd_zoo, "ops": _cmd_ops}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 2
+    try:
+        return _COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        print("onnxroof: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:
+        from onnxroof.errors import UserError
+
+        if args.verbose:
+            raise
+        if isinstance(exc, UserError):
+            print(f"onnxroof: error: {exc}", file=sys.stderr)
+            return 2
+        print(f"onnxroof: internal error: {type(exc).__name__}: {exc} (hint: rerun with --verbose)", file=sys.stderr)
+        return 1

@@ -1,0 +1,172 @@
+"""The analysis pass end to end: totals, precision, unsupported ops, the JSON contract, and published counts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnxroof
+from onnxroof.analysis import UnsupportedOpWarning, analyze
+from onnxroof.errors import UserError
+from onnxroof.report import render
+
+LIGHT_DIR = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+
+
+def _model(nodes, inputs, outputs, inits=(), opsets=(("", 17),)) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "m", inputs, outputs, list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets])
+
+
+def _vi(name, shape, dtype=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def _shared_weight_model() -> onnx.ModelProto:
+    """Two MatMuls share W[64,64]; a Relu after each."""
+    w = numpy_helper.from_array(np.ones((64, 64), np.float32), "W")
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["a"]),
+        helper.make_node("Relu", ["a"], ["b"]),
+        helper.make_node("MatMul", ["b", "W"], ["c"]),
+        helper.make_node("Relu", ["c"], ["y"]),
+    ]
+    return _model(nodes, [_vi("x", [8, 64])], [_vi("y", None)], [w])
+
+
+def test_totals_add_nodes_and_count_shared_weights_once():
+    a = analyze(_shared_weight_model(), device="v100-sxm2")
+    mm = [n for n in a.nodes if n.op_type == "MatMul"]
+    # Each MatMul: 8*64*64 = 32768 MACs, 65536 FLOPs, reads x (8*64*4) + W (64*64*4) = 2048 + 16384 B, writes 2048 B.
+    assert [n.cost.macs for n in mm] == [32768, 32768]
+    assert [n.cost.bytes_read for n in mm] == [18432, 18432]
+    assert [n.cost.params for n in mm] == [4096, 4096]
+    # Each Relu: 512 FLOPs, 2048 B in, 2048 B out.
+    assert a.totals.flops == 2 * 65536 + 2 * 512
+    assert a.totals.bytes_read == 2 * 18432 + 2 * 2048
+    assert a.totals.bytes_written == 4 * 2048
+    assert a.totals.params == 4096  # W once, though two nodes read it
+    assert a.totals.arithmetic_intensity == pytest.approx(a.totals.flops / (a.totals.bytes_read + a.totals.bytes_written))
+    assert a.totals.predicted_time_s == pytest.approx(sum(n.prediction.predicted_time_s for n in a.nodes))
+    by_op = {o.op_type: o for o in a.by_op_type}
+    assert by_op["MatMul"].count == 2 and by_op["MatMul"].flops == 2 * 65536
+
+
+def test_precision_what_if_rescales_float_bytes_and_picks_the_peak():
+    relu = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", [1, 1000])], [_vi("y", None)])
+    as_typed = analyze(relu, device="v100-sxm2")
+    assert as_typed.nodes[0].precision == "fp32"
+    assert as_typed.totals.bytes_read == 4000  # 1000 floats
+    for precision, size in (("fp64", 8), ("fp16", 2), ("bf16", 2), ("int8", 1)):
+        a = analyze(relu, device="h100-sxm", precision=precision)
+        assert a.totals.bytes_read == 1000 * size, precision
+        assert a.nodes[0].precision == precision
+    fp16 = analyze(relu, device="v100-sxm2", precision="fp16")
+    assert fp16.nodes[0].prediction.peak_flops_s == onnxroof.load_device("v100-sxm2").peak("fp16")[0]
+    with pytest.raises(UserError, match="unknown precision"):
+        analyze(relu, precision="fp12")
+
+
+def test_dtype_decides_precision_of_each_node():
+    x = _vi("x", [1, 16], TensorProto.FLOAT16)
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], [x], [_vi("y", None, TensorProto.FLOAT16)])
+    assert analyze(m).nodes[0].precision == "fp16"
+    q = _model(
+        [helper.make_node("MatMulInteger", ["a", "b"], ["y"])],
+        [_vi("a", [4, 8], TensorProto.UINT8), _vi("b", [8, 2], TensorProto.INT8)],
+        [_vi("y", None, TensorProto.INT32)],
+    )
+    assert analyze(q).nodes[0].precision == "int8"
+
+
+def test_unsupported_ops_are_listed_warned_and_charged_bytes():
+    nodes = [
+        helper.make_node("Frobnicate", ["x"], ["f"], domain="example.custom"),
+        helper.make_node("Frobnicate", ["f"], ["g"], domain="example.custom"),
+        helper.make_node("Relu", ["g"], ["y"]),
+    ]
+    m = _model(nodes, [_vi("x", [2, 3])], [_vi("y", [2, 3])], opsets=(("", 17), ("example.custom", 1)))
+    m.graph.value_info.extend([_vi("f", [2, 3]), _vi("g", [2, 3])])
+    with pytest.warns(UnsupportedOpWarning, match="2 example.custom::Frobnicate"):
+        a = analyze(m)
+    assert [(u.op_type, u.domain, u.count) for u in a.unsupported] == [("Frobnicate", "example.custom", 2)]
+    first = a.nodes[0]
+    assert not first.supported
+    assert (first.cost.bytes_read, first.cost.bytes_written, first.cost.flops) == (24, 24, 0)  # 6 floats in, 6 out
+    assert "Frobnicate" in render(a, "table")
+    assert json.loads(render(a, "json"))["unsupported"][0]["count"] == 2
+
+
+def test_json_contract_fields():
+    data = json.loads(render(analyze(_shared_weight_model(), device="t4"), "json"))
+    assert {"model", "device", "precision", "totals", "nodes", "by_op_type", "unsupported"} <= set(data)
+    assert {
+        "flops", "macs", "bytes_read", "bytes_written", "params", "arithmetic_intensity", "predicted_time_s", "bound"
+    } <= set(data["totals"])
+    assert {
+        "name", "op_type", "flops", "macs", "bytes_read", "bytes_written", "params", "arithmetic_intensity", "bound",
+        "compute_time_s", "memory_time_s", "overhead_time_s", "predicted_time_s",
+    } <= set(data["nodes"][0])
+    assert data["device"]["key"] == "t4"
+
+
+def test_csv_has_a_row_per_node():
+    text = render(analyze(_shared_weight_model()), "csv")
+    lines = text.strip().splitlines()
+    assert lines[0].startswith("name,op_type,")
+    assert len(lines) == 1 + 4
+
+
+def test_table_fits_100_columns():
+    text = render(analyze("zoo:resnet18"), "table", top=0, by_op_type=True)
+    assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_paper001_lstm_kernel_is_overhead_bound_on_v100():
+    # Paper 001: 2 kernels per time step (GEMM + elementwise), 16 steps, 4.2 us per launch on a V100:
+    # overhead = 2 * 16 * 4.2e-6 = 134.4 us, far above its ~1.6 MFLOP / 15.7 TFLOP/s compute time.
+    a = analyze("zoo:lstm_kernel", device="v100-sxm2")
+    lstm = next(n for n in a.nodes if n.op_type == "LSTM")
+    assert lstm.cost.kernels == 32
+    assert lstm.prediction.overhead_time_s == pytest.approx(134.4e-6)
+    assert lstm.prediction.bound == "overhead"
+    # MACs: 16 steps * 16 batch * 4*16*(32+16) = 786432
+    assert lstm.cost.macs == 786432
+
+
+def test_paper001_conv2d_kernel_flops():
+    # 2 * N*C_out*H_out*W_out * C_in*kH*kW = 2 * 16*64*56*56 * 64*3*3 = 3699376128 FLOPs, no bias.
+    a = analyze("zoo:conv2d_kernel", device="v100-sxm2")
+    conv = next(n for n in a.nodes if n.op_type == "Conv")
+    assert conv.cost.flops == 2 * 16 * 64 * 56 * 56 * 64 * 3 * 3
+
+
+# torchvision's published multiply-accumulates (its "GFLOPS" column counts MACs of conv, linear and matmul).
+TORCHVISION_GMACS = {
+    "resnet18": 1.814,
+    "resnet50": 4.089,
+    "vgg16": 15.47,
+    "mobilenetv2": 0.301,
+    "vit_b_16": 17.564,
+}
+
+
+@pytest.mark.parametrize("name", sorted(TORCHVISION_GMACS))
+def test_zoo_macs_match_torchvision_within_half_a_percent(name: str):
+    a = analyze(f"zoo:{name}")
+    macs = sum(n.cost.macs for n in a.nodes if n.op_type in ("Conv", "Gemm", "MatMul"))
+    assert macs / 1e9 == pytest.approx(TORCHVISION_GMACS[name], rel=0.005)
+
+
+@pytest.mark.skipif(not LIGHT_DIR.exists(), reason="onnx's bundled light models are not installed")
+def test_bundled_light_resnet50_has_25_6_m_params():
+    a = analyze(LIGHT_DIR / "light_resnet50.onnx")
+    # 25.6 M: ResNet50's weights incl. BatchNorm running statistics, all built by ConstantOfShape.
+    assert a.totals.params == pytest.approx(25.6e6, rel=0.005)
+    assert a.folded_nodes >= 239  # every ConstantOfShape is folded, none costs compute
+    assert not a.unsupported

@@ -1,0 +1,121 @@
+"""The command line: reports in every format, one-line errors with exit code 2, and atomic output files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from onnxroof.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    """The CLI in a separate process, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "onnxroof", *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+@pytest.fixture
+def symbolic_model(tmp_path: Path) -> Path:
+    w = numpy_helper.from_array(np.ones((16, 8), np.float32), "W")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["h"]), helper.make_node("Relu", ["h"], ["y"])],
+        "sym",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])],
+        [w],
+    )
+    path = tmp_path / "sym.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_analyze_table_json_and_csv(symbolic_model: Path, capsys):
+    assert main(["analyze", str(symbolic_model), "--dim", "batch=4"]) == 0
+    table = capsys.readouterr().out
+    assert "MatMul" in table and "bound" in table
+    assert max(len(line) for line in table.splitlines()) <= 100
+
+    assert main(["analyze", str(symbolic_model), "--dim", "batch=4", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    # MatMul [4,16] x [16,8]: 2*4*8*16 = 1024 FLOPs; Relu: 32 FLOPs.
+    assert data["totals"]["flops"] == 1024 + 32
+    assert [n["op_type"] for n in data["nodes"]] == ["MatMul", "Relu"]
+
+    assert main(["analyze", str(symbolic_model), "--input", "x=2x16", "--format", "csv"]) == 0
+    rows = capsys.readouterr().out.strip().splitlines()
+    assert len(rows) == 3
+
+
+def test_output_file_is_written_and_the_model_untouched(symbolic_model: Path, tmp_path: Path):
+    before = symbolic_model.read_bytes()
+    out = tmp_path / "report.json"
+    assert main(["analyze", str(symbolic_model), "--dim", "batch=1", "-f", "json", "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["model"] == "sym.onnx"
+    assert symbolic_model.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "sym.onnx"]
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["analyze", "missing.onnx"], "no such file"),
+        (["analyze", "zoo:nope"], "no zoo model named"),
+        (["analyze", "zoo:conv2d_kernel", "--device", "gtx9999"], "unknown device"),
+        (["analyze", "zoo:conv2d_kernel", "--precision", "fp12"], "unknown precision"),
+        (["analyze", "zoo:conv2d_kernel", "--dim", "batch=x"], "must be an integer"),
+    ],
+)
+def test_user_errors_are_one_line_with_a_hint_and_exit_2(args, expected):
+    result = run(*args)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert expected in lines[0] and "hint" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_unresolved_dim_names_the_fix(symbolic_model: Path):
+    result = run("analyze", str(symbolic_model))
+    assert result.returncode == 2
+    assert "'batch'" in result.stderr and "--dim batch=1" in result.stderr
+
+
+def test_not_onnx_and_truncated_files(tmp_path: Path, symbolic_model: Path):
+    junk = tmp_path / "junk.onnx"
+    junk.write_text("not a model\n" * 10)
+    truncated = tmp_path / "cut.onnx"
+    truncated.write_bytes(symbolic_model.read_bytes()[:40])
+    for path in (junk, truncated):
+        result = run("analyze", str(path))
+        assert result.returncode == 2, result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_verbose_shows_the_traceback():
+    result = run("--verbose", "analyze", "missing.onnx")
+    assert result.returncode != 0
+    assert "Traceback" in result.stderr
+
+
+def test_devices_zoo_and_ops_listings():
+    devices = run("devices")
+    assert devices.returncode == 0 and "h100-sxm" in devices.stdout and "colab-xeon-1core" in devices.stdout
+    sources = json.loads(run("devices", "--format", "json").stdout)
+    assert sources["v100-sxm2"]["launch_overhead"]["source"]
+    zoo = run("zoo")
+    assert zoo.returncode == 0 and "zoo:unet" in zoo.stdout
+    ops = run("ops")
+    assert ops.returncode == 0 and "Conv" in ops.stdout.split()
+
+
+def test_help_explains_each_command():
+    assert "analyze" in run("--help").stdout
+    assert "--dim" in run("analyze", "--help").stdout

@@ -1,0 +1,164 @@
+"""Loading: weights identified without reading their bytes, shapes fixed and inferred, bad input refused."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from onnxroof.errors import UserError
+from onnxroof.graph import load_graph, parse_shape
+
+LIGHT_DIR = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+
+
+def _tiny_model(batch: int | str = 1) -> onnx.ModelProto:
+    """x[batch,4] -> MatMul(W[4,3]) -> Add(b) -> Mul(scale) -> y, where scale = Constant * ConstantOfShape(shape)."""
+    w = numpy_helper.from_array(np.ones((4, 3), np.float32), "W")
+    b = numpy_helper.from_array(np.zeros((3,), np.float32), "b")
+    nodes = [
+        helper.make_node("Constant", [], ["shape"], value=numpy_helper.from_array(np.array([3], np.int64))),
+        helper.make_node("ConstantOfShape", ["shape"], ["ones"], value=numpy_helper.from_array(np.array([1.0], np.float32))),
+        helper.make_node("Constant", [], ["two"], value=numpy_helper.from_array(np.array(2.0, np.float32))),
+        helper.make_node("Mul", ["ones", "two"], ["scale"]),  # computed only from weights: folded
+        helper.make_node("MatMul", ["x", "W"], ["xw"]),
+        helper.make_node("Add", ["xw", "b"], ["h"]),
+        helper.make_node("Mul", ["h", "scale"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [w, b],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_weights_are_initializers_constants_and_what_is_computed_only_from_them():
+    g = load_graph(_tiny_model())
+    folded = {n.op_type + ":" + n.outputs[0] for n in g.nodes if n.folded}
+    assert folded == {"Constant:shape", "ConstantOfShape:ones", "Constant:two", "Mul:scale"}
+    assert {n.outputs[0] for n in g.nodes if not n.folded} == {"xw", "h", "y"}
+    assert g.tensors["scale"].is_weight and g.tensors["W"].is_weight
+    assert not g.tensors["h"].is_weight
+    assert g.tensors["y"].shape == (1, 3)
+    assert g.inputs == ("x",)
+
+
+def test_the_callers_proto_is_not_modified():
+    model = _tiny_model("batch")
+    before = model.SerializeToString()
+    load_graph(model, dims={"batch": 2})
+    assert model.SerializeToString() == before
+
+
+def test_dim_and_input_overrides():
+    g = load_graph(_tiny_model("batch"), dims={"batch": 8})
+    assert g.tensors["y"].shape == (8, 3)
+    g = load_graph(_tiny_model("batch"), inputs={"x": "5x4"})
+    assert g.tensors["y"].shape == (5, 3)
+
+
+def test_unresolved_dim_names_the_dim_and_the_fix():
+    with pytest.raises(UserError) as err:
+        load_graph(_tiny_model("batch"))
+    assert "'batch'" in err.value.message and "--dim batch=1" in err.value.hint
+
+
+def test_unknown_input_and_unknown_dim_names_are_refused():
+    with pytest.raises(UserError, match="no input named 'nope'"):
+        load_graph(_tiny_model(), inputs={"nope": (1, 4)})
+    with pytest.raises(UserError, match="--dim names no symbolic dim"):
+        load_graph(_tiny_model("batch"), dims={"sequence": 4})
+    with pytest.raises(UserError, match="bad shape"):
+        parse_shape("1xthree")
+
+
+def test_missing_external_data_analyzes_the_same_and_the_file_is_untouched(tmp_path: Path):
+    model = _tiny_model()
+    # Make W large enough to be stored externally.
+    model.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.ones((4, 3), np.float32), "W"))
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location="m.data", size_threshold=0)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    with_data = load_graph(path)
+    (tmp_path / "m.data").unlink()
+    without_data = load_graph(path)
+    assert with_data.tensors == without_data.tensors
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+    assert sorted(os.listdir(tmp_path)) == ["m.onnx"]
+
+
+def test_a_model_referencing_200_gb_of_absent_weights_loads(tmp_path: Path):
+    # 4 weights of 50e9 / 4 float elements each: 50 G params, 200 GB, none of it on disk.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 125000])
+    inits, nodes, prev = [], [], "x"
+    for i in range(4):
+        t = TensorProto(name=f"w{i}", data_type=TensorProto.FLOAT, dims=[125000, 100000])
+        t.data_location = TensorProto.EXTERNAL
+        for key, value in (("location", "weights.bin"), ("offset", str(i * 50_000_000_000)), ("length", "50000000000")):
+            entry = t.external_data.add()
+            entry.key, entry.value = key, value
+        inits.append(t)
+        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"h{i}"]))
+        nodes.append(helper.make_node("Slice", [f"h{i}", "starts", "ends"], [f"s{i}"]))
+        prev = f"s{i}"
+    inits += [numpy_helper.from_array(np.array([0], np.int64), "starts"), numpy_helper.from_array(np.array([125000], np.int64), "ends")]
+    graph = helper.make_graph(nodes, "huge", [x], [helper.make_tensor_value_info(prev, TensorProto.FLOAT, None)], inits)
+    path = tmp_path / "huge.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    assert path.stat().st_size < 10_000
+    g = load_graph(path)
+    assert sum(g.tensors[f"w{i}"].numel for i in range(4)) == 50_000_000_000
+
+
+def test_bad_files_are_user_errors(tmp_path: Path):
+    with pytest.raises(UserError, match="no such file"):
+        load_graph(tmp_path / "absent.onnx")
+    with pytest.raises(UserError, match="directory"):
+        load_graph(tmp_path)
+    text = tmp_path / "notes.onnx"
+    text.write_text("this is not a protobuf\n" * 20)
+    with pytest.raises(UserError, match="not"):
+        load_graph(text)
+    good = tmp_path / "good.onnx"
+    onnx.save(_tiny_model(), str(good))
+    truncated = tmp_path / "truncated.onnx"
+    truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    with pytest.raises(UserError):
+        load_graph(truncated)
+
+
+def test_unknown_zoo_name_is_a_user_error():
+    with pytest.raises(UserError, match="no zoo model named"):
+        load_graph("zoo:not-a-model")
+
+
+def test_symbolic_shape_inference_fills_what_onnx_leaves_unknown():
+    # onnx's inference does not know the com.microsoft Gelu op; onnxruntime's symbolic inference does.
+    nodes = [
+        helper.make_node("Gelu", ["x"], ["g"], domain="com.microsoft"),
+        helper.make_node("Relu", ["g"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "contrib", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    g = load_graph(model)
+    assert g.tensors["g"].shape == (2, 8)
+    assert g.tensors["y"].shape == (2, 8)
+
+
+@pytest.mark.skipif(not LIGHT_DIR.exists(), reason="onnx's bundled light models are not installed")
+def test_light_models_use_ir3_inputs_and_constant_of_shape_weights():
+    g = load_graph(LIGHT_DIR / "light_resnet50.onnx")
+    assert g.ir_version == 3
+    assert g.inputs == ("gpu_0/data_0",)  # the 269 initializers listed as inputs are weights
+    assert all(n.folded for n in g.nodes if n.op_type == "ConstantOfShape")

@@ -1,0 +1,136 @@
+"""Benchmark: analysis wall time and peak memory, next to the floor of onnx.load + infer_shapes on the same file.
+
+Prints one table. Each measurement runs in a fresh Python process so that its peak RSS is its own. Goals:
+analysis at most 2x the floor, time linear in node count, memory independent of weight bytes (the generated
+graphs reference gigabytes of external weights that are not on disk), and at most half the time of onnx-tool's
+model_profile on a real model with weights inline (measured when onnx-tool is installed).
+
+usage: python tools/bench_analyze.py [--nodes 5000,25000,50000] [--zoo resnet50,vit_b_16] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_MEASURE = r"""
+import json, resource, sys, time
+sys.path.insert(0, {root!r})
+mode, path, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
+import onnx
+if mode == "ours":
+    import onnxroof.costs, onnxroof.analysis
+    onnxroof.costs.registered_ops()
+    run = lambda: onnxroof.analysis.analyze(path, device="v100-sxm2")
+elif mode == "floor":
+    run = lambda: onnx.shape_inference.infer_shapes(onnx.load(path, load_external_data=False))
+else:
+    import onnx_tool
+    run = lambda: onnx_tool.model_profile(path, savenode=None)
+best = float("inf")
+for _ in range(repeat):
+    start = time.perf_counter()
+    run()
+    best = min(best, time.perf_counter() - start)
+print(json.dumps({{"seconds": best, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+
+def measure(mode: str, path: Path, repeat: int) -> dict | None:
+    """Best-of-``repeat`` seconds and peak RSS of one mode in a fresh process (None when it cannot run)."""
+    code = _MEASURE.format(root=str(ROOT))
+    result = subprocess.run([sys.executable, "-c", code, mode, str(path), str(repeat)], capture_output=True, text=True)
+    if result.returncode != 0:
+        return None
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def chain_model(nodes: int, width: int = 256):
+    """A chain of MatMul -> Add -> Relu -> Mul blocks (4 nodes each) whose weights are external and absent."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    def external(name: str, dims: list[int], offset: int) -> TensorProto:
+        t = TensorProto(name=name, data_type=TensorProto.FLOAT, dims=dims)
+        t.data_location = TensorProto.EXTERNAL
+        length = 4
+        for d in dims:
+            length *= d
+        for key, value in (("location", "absent.weights"), ("offset", str(offset)), ("length", str(length))):
+            entry = t.external_data.add()
+            entry.key, entry.value = key, value
+        return t
+
+    inits, graph_nodes, prev, offset = [], [], "x", 0
+    for i in range(nodes // 4):
+        w, b, s = external(f"w{i}", [width, width], offset), external(f"b{i}", [width], 0), external(f"s{i}", [width], 0)
+        offset += width * width * 4
+        inits += [w, b, s]
+        graph_nodes += [
+            helper.make_node("MatMul", [prev, w.name], [f"m{i}"]),
+            helper.make_node("Add", [f"m{i}", b.name], [f"a{i}"]),
+            helper.make_node("Relu", [f"a{i}"], [f"r{i}"]),
+            helper.make_node("Mul", [f"r{i}", s.name], [f"y{i}"]),
+        ]
+        prev = f"y{i}"
+    graph = helper.make_graph(
+        graph_nodes, f"chain{nodes}",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, width])],
+        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, None)],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), offset
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", default="5000,25000,50000", help="generated graph sizes (comma separated)")
+    parser.add_argument("--zoo", default="resnet50,mobilenetv2,vit_b_16,unet", help="zoo models to time")
+    parser.add_argument("--repeat", type=int, default=3, help="best of this many runs per measurement")
+    parser.add_argument("--no-onnx-tool", action="store_true", help="skip the onnx-tool comparison")
+    args = parser.parse_args(argv)
+
+    sys.path.insert(0, str(ROOT))
+    import onnx
+
+    import model_zoo
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in [int(v) for v in args.nodes.split(",") if v]:
+            model, weight_bytes = chain_model(n)
+            path = Path(tmp) / f"chain{n}.onnx"
+            onnx.save(model, str(path))
+            rows.append((f"chain {n} nodes", weight_bytes, path, False))
+        for name in [v for v in args.zoo.split(",") if v]:
+            path = Path(tmp) / f"{name}.onnx"
+            model = model_zoo.build(name, weights=True)
+            onnx.save(model, str(path))
+            rows.append((f"zoo:{name} (inline)", path.stat().st_size, path, not args.no_onnx_tool))
+
+        print(f"{'model':<26} {'weights':>9} {'floor s':>9} {'ours s':>9} {'ratio':>6} {'floor MB':>9} {'ours MB':>8} {'onnx-tool s':>12}")
+        for label, weight_bytes, path, with_tool in rows:
+            floor = measure("floor", path, args.repeat)
+            ours = measure("ours", path, args.repeat)
+            tool = measure("onnx_tool", path, 1) if with_tool else None
+            if floor is None or ours is None:
+                print(f"{label:<26} measurement failed")
+                continue
+            tool_text = f"{tool['seconds']:.3f}" if tool else ("n/a" if with_tool else "-")
+            print(
+                f"{label:<26} {weight_bytes / 1e9:>7.2f}GB {floor['seconds']:>9.3f} {ours['seconds']:>9.3f} "
+                f"{ours['seconds'] / floor['seconds']:>6.2f} {floor['peak_rss_mb']:>9.0f} {ours['peak_rss_mb']:>8.0f} {tool_text:>12}"
+            )
+    print("\nfloor = onnx.load + onnx.shape_inference.infer_shapes; ours = onnxroof.analyze (load, inference, costs, "
+          "roofline); best of --repeat runs; peak RSS per fresh process. onnx-tool n/a: pip install onnx-tool.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
