@@ -1,1 +1,314 @@
-"""Cost functions: matmul."""
+"""Cost functions: matrix products.
+
+Gemm, MatMul, Einsum, their integer and quantized forms (MatMulInteger, QLinearMatMul) and onnxruntime's fused
+and quantized variants (FusedGemm, FusedMatMul, MatMulIntegerToFloat, DynamicQuantizeMatMul, QGemm, MatMulNBits).
+
+A product of an ``M x K`` and a ``K x N`` matrix is ``M*N*K`` MACs (``2*M*N*K`` FLOPs), times the number of
+broadcast batch matrices; per output element there is one more FLOP for each of a bias add, a non-unit alpha and
+a non-unit beta (Gemm), and the stated constants for dequantization, requantization and fused activations. Shapes
+come from the inputs, so contrib ops whose output shape inference left unknown are still counted; only an
+unknown input shape raises :class:`~onnxroof.costs.UnknownShape`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from math import prod
+from typing import NamedTuple, Sequence
+
+from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, broadcast_shape, register, weight_params
+from onnxroof.costs.conv import REQUANTIZE_FLOPS, activation_flops, kernel_cost, str_attr, with_output_shape
+
+__all__ = [
+    "ACCUMULATOR_SCALE_FLOPS",
+    "DYNAMIC_RANGE_FLOPS",
+    "WEIGHT_DEQUANTIZE_FLOPS",
+    "MatMulDims",
+    "einsum_cost",
+    "gemm_dims",
+    "matmul_dims",
+    "parse_einsum",
+]
+
+# FLOPs per output element to turn an int32 accumulator into a float (MatMulIntegerToFloat,
+# DynamicQuantizeMatMul, QGemm without an output scale): one multiply by the combined scale a_scale * b_scale.
+# The int-to-float conversion is not an arithmetic step, and the zero points were already corrected in the integer
+# accumulation, so this is 1 where DequantizeLinear of a stored int8 tensor, (q - zero_point) * scale, is 2.
+ACCUMULATOR_SCALE_FLOPS: float = 1
+
+# FLOPs per input element to find the quantization range of a float tensor at run time (DynamicQuantizeMatMul):
+# one min and one max.
+DYNAMIC_RANGE_FLOPS: float = 2
+
+# FLOPs per weight element to dequantize a block-quantized weight (MatMulNBits): ``(q - zero_point) * scale``,
+# one subtract and one multiply (as DequantizeLinear), done once per call.
+WEIGHT_DEQUANTIZE_FLOPS: float = 2
+
+
+class MatMulDims(NamedTuple):
+    """The sizes of a (batched) matrix product: ``batch`` matrices of ``m x k`` times ``k x n``, and Y's shape."""
+
+    batch: int
+    m: int
+    k: int
+    n: int
+    out_shape: tuple[int, ...]
+
+    @property
+    def macs(self) -> int:
+        return self.batch * self.m * self.n * self.k
+
+
+def matmul_dims(a_shape: Sequence[int], b_shape: Sequence[int]) -> MatMulDims:
+    """numpy.matmul semantics: a 1-D A is a row vector and a 1-D B a column vector (their added dim is dropped
+    from Y); the leading (batch) dims of A and B broadcast."""
+    a, b = tuple(a_shape), tuple(b_shape)
+    if not a or not b:
+        raise ValueError("matmul of a scalar")
+    a2 = (1, *a) if len(a) == 1 else a
+    b2 = (*b, 1) if len(b) == 1 else b
+    batch = broadcast_shape(a2[:-2], b2[:-2])
+    m, k, n = a2[-2], a2[-1], b2[-1]
+    out = (*batch, *((m,) if len(a) > 1 else ()), *((n,) if len(b) > 1 else ()))
+    return MatMulDims(prod(batch), m, k, n, tuple(out))
+
+
+def gemm_dims(a_shape: Sequence[int], b_shape: Sequence[int], trans_a: bool, trans_b: bool) -> MatMulDims:
+    """Gemm: A is ``M x K`` (``K x M`` when transA), B is ``K x N`` (``N x K`` when transB)."""
+    m, k = (a_shape[1], a_shape[0]) if trans_a else (a_shape[0], a_shape[1])
+    n = b_shape[0] if trans_b else b_shape[1]
+    return MatMulDims(1, m, k, n, (m, n))
+
+
+def _need(node: NodeView, *indices: int) -> list[Tensor]:
+    """The inputs at ``indices``, each required to be present and of known shape."""
+    tensors = []
+    for i in indices:
+        t = node.input(i)
+        if t is None:
+            raise UnknownShape(f"{node.name}: input {i} missing")
+        t.need_shape()
+        tensors.append(t)
+    return tensors
+
+
+def _present(node: NodeView, index: int) -> int:
+    return int(node.input(index) is not None)
+
+
+def _gemm(node: NodeView, activation: str = "") -> Cost:
+    """Gemm count: 2*M*N*K, plus per output element one add for C, one multiply for alpha != 1, one multiply for
+    beta != 1 when C is present, and the fused activation's constant."""
+    a, b = _need(node, 0, 1)
+    dims = gemm_dims(a.need_shape(), b.need_shape(), bool(node.attr("transA", 0)), bool(node.attr("transB", 0)))
+    has_c = _present(node, 2)
+    scales_by_alpha = int(float(node.attr("alpha", 1.0)) != 1.0)
+    scales_c_by_beta = has_c * int(float(node.attr("beta", 1.0)) != 1.0)
+    act, note = activation_flops(activation)
+    per_output = has_c + scales_by_alpha + scales_c_by_beta + act
+    outputs = prod(dims.out_shape)
+    resolved = with_output_shape(node, dims.out_shape, a.dtype)
+    return kernel_cost(resolved, 2 * dims.macs + per_output * outputs, dims.macs, note)
+
+
+@register("Gemm")
+def gemm(node: NodeView) -> Cost:
+    """ONNX Gemm ``alpha * op(A) @ op(B) + beta * C``: 2*M*N*K FLOPs, plus M*N each for the C add, a non-unit
+    alpha and (with C) a non-unit beta."""
+    return _gemm(node)
+
+
+@register("com.microsoft::FusedGemm")
+def fused_gemm(node: NodeView) -> Cost:
+    """onnxruntime FusedGemm: Gemm followed by the ``activation`` attribute's per-element FLOPs
+    (:data:`~onnxroof.costs.conv.ACTIVATION_FLOPS`) on each of the M*N outputs."""
+    return _gemm(node, str_attr(node, "activation"))
+
+
+def _matmul(node: NodeView, a_index: int, b_index: int, per_output: float, fallback_dtype: int | None = None) -> Cost:
+    """numpy-style matmul of inputs ``a_index`` and ``b_index``: batch*M*N*K MACs, 2 FLOPs each, plus
+    ``per_output`` FLOPs per output element."""
+    a, b = _need(node, a_index, b_index)
+    dims = matmul_dims(a.need_shape(), b.need_shape())
+    resolved = with_output_shape(node, dims.out_shape, a.dtype if fallback_dtype is None else fallback_dtype)
+    return kernel_cost(resolved, 2 * dims.macs + per_output * prod(dims.out_shape), dims.macs)
+
+
+@register("MatMul")
+def matmul(node: NodeView) -> Cost:
+    """ONNX MatMul (numpy.matmul semantics, 1-D operands and batch broadcasting): prod(batch dims of Y) * M * N * K
+    MACs, 2 FLOPs each."""
+    return _matmul(node, 0, 1, 0)
+
+
+@register("MatMulInteger")
+def matmul_integer(node: NodeView) -> Cost:
+    """ONNX MatMulInteger (A, B, a_zero_point, b_zero_point -> int32): the MatMul MAC count on 8-bit operands;
+    the zero points are folded into the integer accumulation and not counted separately."""
+    return _matmul(node, 0, 1, 0)
+
+
+@register("QLinearMatMul")
+def qlinear_matmul(node: NodeView) -> Cost:
+    """ONNX QLinearMatMul (a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point): the MatMul
+    MAC count on 8-bit operands plus :data:`~onnxroof.costs.conv.REQUANTIZE_FLOPS` per output element."""
+    return _matmul(node, 0, 3, REQUANTIZE_FLOPS)
+
+
+@register("com.microsoft::MatMulIntegerToFloat")
+def matmul_integer_to_float(node: NodeView) -> Cost:
+    """onnxruntime MatMulIntegerToFloat (A, B, a_scale, b_scale, a_zero_point, b_zero_point, bias): the integer
+    MatMul, then :data:`ACCUMULATOR_SCALE_FLOPS` per output element and one add per output element for the bias."""
+    scale = node.input(2)
+    return _matmul(node, 0, 1, ACCUMULATOR_SCALE_FLOPS + _present(node, 6), None if scale is None else scale.dtype)
+
+
+@register("com.microsoft::DynamicQuantizeMatMul")
+def dynamic_quantize_matmul(node: NodeView) -> Cost:
+    """onnxruntime DynamicQuantizeMatMul (A float, B int8/uint8, b_scale, b_zero_point, bias): quantizes A at run
+    time (:data:`DYNAMIC_RANGE_FLOPS` + :data:`~onnxroof.costs.conv.REQUANTIZE_FLOPS` per element of A), then the
+    integer MatMul, :data:`ACCUMULATOR_SCALE_FLOPS` per output element and one add per output element for the bias."""
+    a = _need(node, 0)[0]
+    cost = _matmul(node, 0, 1, ACCUMULATOR_SCALE_FLOPS + _present(node, 4))
+    return replace(cost, flops=cost.flops + (DYNAMIC_RANGE_FLOPS + REQUANTIZE_FLOPS) * a.numel)
+
+
+@register("com.microsoft::FusedMatMul")
+def fused_matmul(node: NodeView) -> Cost:
+    """onnxruntime FusedMatMul: ``alpha * op(A) @ op(B)`` with numpy batching, where op applies transBatch (dim 0
+    moved to just before the last dim) and then trans (swap of the last two dims). batch*M*N*K MACs, 2 FLOPs each,
+    plus one multiply per output element for a non-unit alpha."""
+    a, b = _need(node, 0, 1)
+    a_shape = _fused_matmul_operand(a.need_shape(), node.attr("transBatchA", 0), node.attr("transA", 0))
+    b_shape = _fused_matmul_operand(b.need_shape(), node.attr("transBatchB", 0), node.attr("transB", 0))
+    dims = matmul_dims(a_shape, b_shape)
+    alpha_mults = prod(dims.out_shape) if float(node.attr("alpha", 1.0)) != 1.0 else 0
+    return kernel_cost(with_output_shape(node, dims.out_shape, a.dtype), 2 * dims.macs + alpha_mults, dims.macs)
+
+
+def _fused_matmul_operand(shape: tuple[int, ...], trans_batch: int, trans: int) -> tuple[int, ...]:
+    """The shape FusedMatMul multiplies: ``[d0, d1, ..., dn-2, dn-1]`` becomes ``[d1, ..., dn-2, d0, dn-1]`` under
+    transBatch (rank 3 and up), then the last two dims swap under trans (rank 2 and up)."""
+    if trans_batch and len(shape) >= 3:
+        shape = (*shape[1:-1], shape[0], shape[-1])
+    if trans and len(shape) >= 2:
+        shape = (*shape[:-2], shape[-1], shape[-2])
+    return shape
+
+
+@register("com.microsoft::QGemm")
+def qgemm(node: NodeView) -> Cost:
+    """onnxruntime QGemm (A, a_scale, a_zero_point, B, b_scale, b_zero_point, C, y_scale, y_zero_point): 2*M*N*K
+    FLOPs on 8-bit operands, plus per output element one add for the int32 C, one multiply for alpha != 1, and
+    either :data:`~onnxroof.costs.conv.REQUANTIZE_FLOPS` (with y_scale: a quantized output) or
+    :data:`ACCUMULATOR_SCALE_FLOPS` (a float output)."""
+    a, b = _need(node, 0, 3)
+    dims = gemm_dims(a.need_shape(), b.need_shape(), bool(node.attr("transA", 0)), bool(node.attr("transB", 0)))
+    y_scale, a_scale = node.input(7), node.input(1)
+    convert = REQUANTIZE_FLOPS if y_scale is not None else ACCUMULATOR_SCALE_FLOPS
+    per_output = convert + _present(node, 6) + (float(node.attr("alpha", 1.0)) != 1.0)
+    if y_scale is not None:
+        y_zero_point = node.input(8)
+        fallback = y_zero_point.dtype if y_zero_point is not None else a.dtype
+    else:
+        fallback = a_scale.dtype if a_scale is not None else a.dtype
+    resolved = with_output_shape(node, dims.out_shape, fallback)
+    return kernel_cost(resolved, 2 * dims.macs + per_output * prod(dims.out_shape), dims.macs)
+
+
+@register("com.microsoft::MatMulNBits")
+def matmul_nbits(node: NodeView) -> Cost:
+    """onnxruntime MatMulNBits (A, B packed, scales, zero_points, g_idx, bias; attributes K, N, bits): A
+    ``[..., K]`` times a ``K x N`` weight stored block-quantized in ``bits`` bits. prod(A.shape[:-1]) * N * K MACs,
+    2 FLOPs each, plus :data:`WEIGHT_DEQUANTIZE_FLOPS` per weight element (N*K, dequantized once per call) and
+    one add per output element for the bias. Bytes are the packed bytes actually stored; params count the N*K
+    logical weights (not the packed bytes) plus the scales, zero points and bias."""
+    a = _need(node, 0)[0]
+    k, n = int(node.attr("K")), int(node.attr("N"))
+    rows = prod(a.need_shape()[:-1])
+    out_shape = (*a.need_shape()[:-1], n)
+    macs = rows * n * k
+    flops = 2 * macs + WEIGHT_DEQUANTIZE_FLOPS * n * k + _present(node, 5) * rows * n
+    cost = kernel_cost(with_output_shape(node, out_shape, a.dtype), flops, macs)
+    packed = node.input(1)
+    others = [t for i, t in enumerate(node.inputs) if i != 1]
+    logical = n * k if packed is not None and packed.is_weight else 0
+    return replace(cost, params=weight_params(others) + logical)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Einsum.
+
+
+def parse_einsum(
+    equation: str, shapes: Sequence[Sequence[int]]
+) -> tuple[list[list[str]], list[str], dict[str, int]]:
+    """Parse an einsum equation against its operand shapes.
+
+    Returns the labels of each operand, the labels of the output and the size of every label. The dims covered by
+    ``...`` get labels ``"...0"``, ``"...1"``, ... aligned from the right across operands (numpy broadcasting).
+    Without ``->`` the output is implicit: the ellipsis dims, then the letters that occur exactly once, sorted.
+    """
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise ValueError(f"einsum {equation!r} names {len(terms)} operands, got {len(shapes)}")
+    ell_ranks = [len(s) - len(t.replace("...", "")) if "..." in t else 0 for t, s in zip(terms, shapes)]
+    ell_rank = max(ell_ranks, default=0)
+    ell_dims = [tuple(s)[t.index("...") : t.index("...") + r] for t, s, r in zip(terms, shapes, ell_ranks) if r]
+    ell_shape = broadcast_shape(*ell_dims) if ell_dims else ()
+    sizes: dict[str, int] = {f"...{i}": int(d) for i, d in enumerate(ell_shape)}
+
+    def expand(term: str, rank: int) -> list[str]:
+        head, ell, tail = term.partition("...")
+        middle = [f"...{i}" for i in range(ell_rank - rank, ell_rank)] if ell else []
+        return [*head, *middle, *tail]
+
+    operands = []
+    for term, shape, rank in zip(terms, shapes, ell_ranks):
+        labels = expand(term, rank)
+        if len(labels) != len(shape):
+            raise ValueError(f"einsum term {term!r} does not match shape {tuple(shape)}")
+        for label, dim in zip(labels, shape):
+            if not label.startswith("..."):
+                sizes[label] = max(sizes.get(label, 1), int(dim))
+        operands.append(labels)
+    if arrow:
+        output = expand(rhs, ell_rank)
+    else:
+        letters = [c for t in terms for c in t.replace("...", "")]
+        output = [f"...{i}" for i in range(ell_rank)] + sorted(c for c in set(letters) if letters.count(c) == 1)
+    return operands, output, sizes
+
+
+def einsum_cost(equation: str, shapes: Sequence[Sequence[int]]) -> tuple[float, float, tuple[int, ...]]:
+    """(FLOPs, MACs, output shape) of an einsum, counted as the naive loop nest over every distinct label.
+
+    Two or more operands: every point of the full index space (the product of the sizes of all distinct labels)
+    multiplies the operands together and accumulates, which is ``(operands - 1)`` MACs per point, 2 FLOPs each.
+    This is exact for contractions such as ``bij,bjk->bik`` and an upper bound for products without a reduction.
+    One operand: a transpose, diagonal or copy (no label summed away) costs 0 FLOPs; a sum or trace (some label
+    absent from the output) costs one add per input element summed, i.e. the product of its distinct label sizes
+    (``ij->j``: i*j; ``ii->``: i). Neither counts as MACs.
+    """
+    operands, output, sizes = parse_einsum(equation, shapes)
+    out_shape = tuple(sizes[label] for label in output)
+    labels = {label for labels in operands for label in labels}
+    points = prod(sizes[label] for label in labels)
+    if len(operands) >= 2:
+        macs = points * (len(operands) - 1)
+        return 2 * macs, macs, out_shape
+    summed = labels - set(output)
+    return (points if summed else 0), 0, out_shape
+
+
+@register("Einsum")
+def einsum(node: NodeView) -> Cost:
+    """ONNX Einsum, counted by :func:`einsum_cost` (naive loop nest; one FLOP per summed element for a single
+    operand)."""
+    inputs = [t for t in node.inputs if t is not None]
+    if not inputs:
+        raise UnknownShape(f"{node.name}: no inputs")
+    flops, macs, out_shape = einsum_cost(str_attr(node, "equation"), [t.need_shape() for t in inputs])
+    return kernel_cost(with_output_shape(node, out_shape, inputs[0].dtype), flops, macs)
