@@ -1,1 +1,225 @@
-"""Cost functions: pooling."""
+"""Cost functions: pooling ops (windowed, global, unpooling, onnxruntime's NCHWc/NHWC/quantized variants).
+
+A windowed pool does ``prod(kernel_shape)`` adds or comparisons per output element (the accumulator starts at 0
+or -inf and takes every window element once), plus the per-output extras stated per op. Windows that hang over
+the padding are counted at full size, an upper bound. The output shape comes from shape inference when it is
+known; otherwise (contrib ops, which onnx's inference does not cover) ``pool_output_spatial`` computes it from
+the input shape and the attributes, with ONNX's formula. Bytes follow the compulsory-traffic model; a MaxPool's
+optional Indices output (int64) is written too. Each op is one kernel.
+"""
+
+from __future__ import annotations
+
+from math import ceil, floor, prod
+from typing import Sequence
+
+from onnx import TensorProto
+
+from . import Cost, NodeView, UnknownShape, register
+from .elementwise import DEQUANTIZE_FLOPS, QUANTIZE_FLOPS, kernel_cost, resolved_shape
+
+# (FLOPs per window element, FLOPs per output element) of the windowed pools.
+WINDOW_POOL_FLOPS: dict[str, tuple[float, float]] = {
+    "MaxPool": (1, 0),  # one comparison per window element
+    "AveragePool": (1, 1),  # one add per window element, one divide by the window count
+    "LpPool": (2, 1),  # |x|^p and an add per window element, the p-th root per output
+    # Dequantizing and requantizing are affine, so they apply once to the window sum: divide (1) + dequantize (2)
+    # + requantize (2) = 5 per output.
+    "QLinearAveragePool": (1, 1 + DEQUANTIZE_FLOPS + QUANTIZE_FLOPS),
+}
+
+# (FLOPs per input element, FLOPs per output element) of the global pools.
+GLOBAL_POOL_FLOPS: dict[str, tuple[float, float]] = {
+    "GlobalMaxPool": (1, 0),  # one comparison per input element
+    "GlobalAveragePool": (1, 1),  # one add per input element, one divide per output
+    "GlobalLpPool": (2, 1),  # |x|^p and an add per input element, the p-th root per output
+    "QLinearGlobalAveragePool": (1, 1 + DEQUANTIZE_FLOPS + QUANTIZE_FLOPS),  # as QLinearAveragePool: 5 per output
+}
+
+BILINEAR_FLOPS = 7  # w00*a + w01*b + w10*c + w11*d with the weights precomputed per position: 4 mul + 3 add
+
+
+def _ints(value: object, default: Sequence[int]) -> list[int]:
+    return [int(v) for v in value] if value is not None else list(default)  # type: ignore[union-attr]
+
+
+def _str(value: object, default: str) -> str:
+    if value is None:
+        return default
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def pool_output_spatial(
+    in_spatial: Sequence[int],
+    kernel: Sequence[int],
+    *,
+    strides: Sequence[int] | None = None,
+    pads: Sequence[int] | None = None,
+    dilations: Sequence[int] | None = None,
+    ceil_mode: int = 0,
+    auto_pad: str = "NOTSET",
+) -> tuple[int, ...]:
+    """Output spatial dims of a pooling window, as the ONNX spec computes them.
+
+    With explicit pads (auto_pad NOTSET): ``(in + pad_begin + pad_end - ((k - 1) * d + 1)) / s + 1``, floored, or
+    ceiled with ceil_mode, in which case a last window that would start past the input and its leading pad is
+    dropped. SAME_UPPER/SAME_LOWER: ``ceil(in / s)``. VALID: ``ceil((in - ((k - 1) * d + 1) + 1) / s)``.
+    """
+    rank = len(in_spatial)
+    strides = list(strides) if strides else [1] * rank
+    dilations = list(dilations) if dilations else [1] * rank
+    pads = list(pads) if pads else [0] * (2 * rank)
+    out = []
+    for i in range(rank):
+        extent = (kernel[i] - 1) * dilations[i] + 1
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            out.append(ceil(in_spatial[i] / strides[i]))
+        elif auto_pad == "VALID":
+            out.append(ceil((in_spatial[i] - extent + 1) / strides[i]))
+        else:
+            span = (in_spatial[i] + pads[i] + pads[rank + i] - extent) / strides[i] + 1
+            if ceil_mode:
+                n = ceil(span)
+                if (n - 1) * strides[i] >= in_spatial[i] + pads[i]:
+                    n -= 1
+            else:
+                n = floor(span)
+            out.append(n)
+    return tuple(out)
+
+
+def _channels_last(node: NodeView) -> bool:
+    """NHWC pools: onnxruntime's NhwcMaxPool and its internal NHWC domain always; the quantized ones when
+    channels_last=1."""
+    return (
+        node.op_type == "NhwcMaxPool"
+        or node.domain == "com.ms.internal.nhwc"
+        or bool(node.attr("channels_last", 0))
+    )
+
+
+def _split(shape: Sequence[int], channels_last: bool) -> tuple[int, int, tuple[int, ...]]:
+    """(batch, channels, spatial dims) of an NCHW or NHWC shape."""
+    if channels_last:
+        return shape[0], shape[-1], tuple(shape[1:-1])
+    return shape[0], shape[1], tuple(shape[2:])
+
+
+def _join(batch: int, channels: int, spatial: Sequence[int], channels_last: bool) -> tuple[int, ...]:
+    return (batch, *spatial, channels) if channels_last else (batch, channels, *spatial)
+
+
+def _x_shape(node: NodeView) -> tuple[int, ...]:
+    x = node.input(0)
+    if x is None:
+        raise UnknownShape(f"{node.name}: no input")
+    return x.need_shape()
+
+
+def _window_output_shape(node: NodeView) -> tuple[int, ...]:
+    """Output 0's shape: from shape inference, else computed from X and the pooling attributes."""
+    y = node.output(0)
+    if y is not None and y.known:
+        return y.shape  # type: ignore[return-value]
+    channels_last = _channels_last(node)
+    batch, channels, spatial = _split(_x_shape(node), channels_last)
+    out_spatial = pool_output_spatial(
+        spatial,
+        _ints(node.attr("kernel_shape"), []),
+        strides=node.attr("strides"),
+        pads=node.attr("pads"),
+        dilations=node.attr("dilations"),
+        ceil_mode=int(node.attr("ceil_mode", 0)),
+        auto_pad=_str(node.attr("auto_pad"), "NOTSET"),
+    )
+    return _join(batch, channels, out_spatial, channels_last)
+
+
+@register(
+    "MaxPool",
+    "AveragePool",
+    "LpPool",
+    "com.microsoft.nchwc::MaxPool",
+    "com.microsoft.nchwc::AveragePool",
+    "com.microsoft::NhwcMaxPool",
+    "com.microsoft::QLinearAveragePool",
+    "com.ms.internal.nhwc::MaxPool",
+    "com.ms.internal.nhwc::AveragePool",
+    "com.ms.internal.nhwc::QLinearAveragePool",
+)
+def window_pool(node: NodeView) -> Cost:
+    """A windowed pool: per output element, ``WINDOW_POOL_FLOPS[op]`` = (per window element, per output) FLOPs,
+    i.e. ``out_numel * (a * prod(kernel_shape) + b)``. The NCHWc and NHWC variants cost what the plain op does
+    (the layout changes nothing but which axes are spatial; a fused activation is not counted)."""
+    kernel = _ints(node.attr("kernel_shape"), [])
+    if not kernel:
+        raise UnknownShape(f"{node.name}: no kernel_shape")
+    op = "MaxPool" if node.op_type == "NhwcMaxPool" else node.op_type
+    per_window, per_output = WINDOW_POOL_FLOPS[op]
+    out_shape = _window_output_shape(node)
+    flops = prod(out_shape) * (per_window * prod(kernel) + per_output)
+    return kernel_cost(node, flops, {0: out_shape, 1: out_shape}, dtypes={1: TensorProto.INT64})
+
+
+@register(
+    "GlobalMaxPool",
+    "GlobalAveragePool",
+    "GlobalLpPool",
+    "com.microsoft.nchwc::GlobalMaxPool",
+    "com.microsoft.nchwc::GlobalAveragePool",
+    "com.microsoft::QLinearGlobalAveragePool",
+    "com.ms.internal.nhwc::GlobalMaxPool",
+    "com.ms.internal.nhwc::GlobalAveragePool",
+)
+def global_pool(node: NodeView) -> Cost:
+    """A global pool over all spatial axes: ``GLOBAL_POOL_FLOPS[op]`` = (per input element, per output element)
+    FLOPs, i.e. ``a * in_numel + b * N * C``."""
+    per_input, per_output = GLOBAL_POOL_FLOPS[node.op_type]
+    channels_last = _channels_last(node)
+    x_shape = _x_shape(node)
+    batch, channels, spatial = _split(x_shape, channels_last)
+    out_shape = resolved_shape(
+        node.output(0), _join(batch, channels, [1] * len(spatial), channels_last), f"{node.name}: output 0"
+    )
+    flops = per_input * prod(x_shape) + per_output * prod(out_shape)
+    return kernel_cost(node, flops, {0: out_shape})
+
+
+@register("MaxUnpool")
+def max_unpool(node: NodeView) -> Cost:
+    """MaxUnpool: scatters X to the positions in I inside a zero-filled output. Pure data movement: 0 FLOPs;
+    reads X and I (output_shape is host-side metadata), writes the whole output."""
+    x_shape = _x_shape(node)
+    requested = node.constant(2)
+    if requested is not None:
+        fallback: tuple[int, ...] = tuple(int(v) for v in requested)
+    else:
+        kernel = _ints(node.attr("kernel_shape"), [])
+        rank = len(kernel)
+        strides = _ints(node.attr("strides"), [1] * rank)
+        pads = _ints(node.attr("pads"), [0] * (2 * rank))
+        spatial = [
+            (x_shape[2 + i] - 1) * strides[i] - pads[i] - pads[rank + i] + kernel[i] for i in range(rank)
+        ]
+        fallback = (x_shape[0], x_shape[1], *spatial)
+    out_shape = resolved_shape(node.output(0), fallback, f"{node.name}: output 0")
+    return kernel_cost(node, 0, {0: out_shape}, inputs=[node.input(0), node.input(1)])
+
+
+@register("com.microsoft.nchwc::Upsample")
+def nchwc_upsample(node: NodeView) -> Cost:
+    """onnxruntime's NCHWc Upsample by integer ``scales``. mode='nearest' copies: 0 FLOPs, bytes only.
+    mode='linear' (bilinear over H and W) interpolates each output element from 4 inputs: 4 mul + 3 add = 7
+    FLOPs per output element, the weights being precomputed per output position."""
+    x_shape = _x_shape(node)
+    scales = _ints(node.attr("scales"), [])
+    if len(scales) == len(x_shape) - 2:
+        scales = [1, 1, *scales]
+    if len(scales) != len(x_shape):
+        fallback = None
+    else:
+        fallback = tuple(d * s for d, s in zip(x_shape, scales))
+    out_shape = resolved_shape(node.output(0), fallback, f"{node.name}: output 0")
+    mode = _str(node.attr("mode"), "nearest")
+    per_output = 0 if mode == "nearest" else BILINEAR_FLOPS
+    return kernel_cost(node, per_output * prod(out_shape), {0: out_shape})
