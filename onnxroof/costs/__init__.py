@@ -47,7 +47,6 @@ __all__ = [
     "dtype_name",
     "io_bytes",
     "weight_params",
-    "elementwise",
 ]
 
 # Element sizes in bytes per ONNX element type. Sub-byte types (int4/uint4/float4) are rounded per element to
@@ -236,7 +235,6 @@ _DEFAULT_DOMAINS = {"", "ai.onnx"}
 _FAMILY_MODULES = (
     "conv",
     "matmul",
-    "elementwise",
     "normalization",
     "pooling",
     "reduce",
@@ -319,22 +317,6 @@ def io_bytes(node: NodeView, inputs: Sequence[Tensor | None] | None = None) -> t
     read = sum(t.nbytes for t in _distinct(node.inputs if inputs is None else inputs))
     written = sum(t.nbytes for t in _distinct(node.outputs))
     return read, written
-
-
-def elementwise(node: NodeView, flops_per_element: float, *, macs: float = 0.0) -> Cost:
-    """An op that does ``flops_per_element`` FLOPs per output element and reads/writes each tensor once."""
-    out = node.output(0)
-    if out is None:
-        raise UnknownShape(f"{node.name}: no output")
-    read, written = io_bytes(node)
-    return Cost(
-        flops=flops_per_element * out.numel,
-        macs=macs,
-        bytes_read=read,
-        bytes_written=written,
-        params=weight_params(node.inputs),
-        kernels=1,
-    )
 
 
 def compute_cost(node: NodeView) -> tuple[Cost, bool]:

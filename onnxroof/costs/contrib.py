@@ -1,1 +1,284 @@
-"""Cost functions: contrib."""
+"""Cost functions: onnxruntime's fused transformer ops (com.microsoft Attention, MultiHeadAttention,
+GroupQueryAttention, RotaryEmbedding).
+
+Shared terms, with B batch, S query length, L total key length (past + new), N heads, H and Hv the query/key and
+value head sizes:
+
+- score elements: ``B * N * S * L``, one per entry of ``softmax(Q K^T * scale)``;
+- MACs: ``B*N*S*L*H`` for ``Q K^T`` and ``B*N*S*L*Hv`` for ``softmax(...) V`` (plus the input projection for
+  Attention, which carries its own weights);
+- per score element: 1 FLOP for the scale multiply (even where an engine folds it into Q), 5 for the softmax
+  (max, subtract, exp, sum, divide, the convention in costs/__init__), and 1 more for each of an additive mask and
+  an attention bias;
+- 1 FLOP per projected element for a bias add.
+
+The full ``S x L`` score matrix is counted even for causal (unidirectional) attention: unfused kernels compute it
+and mask, and it is the bound a roofline wants.
+
+Kernels: the unfused path's launches, stated per op (projection GEMM, ``Q K^T`` GEMM, softmax, context GEMM). A
+flash-style fused kernel launches fewer.
+
+Bytes: each input read once and each output written once (past and present key/value caches included), except
+RotaryEmbedding's cos/sin caches, of which only the rows of the positions used are read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, io_bytes, register, weight_params
+
+__all__ = [
+    "SOFTMAX_FLOPS",
+    "SCALE_FLOPS",
+    "ROTARY_FLOPS",
+    "SOFTCAP_FLOPS",
+    "ATTENTION_KERNELS",
+    "MHA_KERNELS",
+    "attention",
+    "multi_head_attention",
+    "group_query_attention",
+    "rotary_embedding",
+]
+
+SOFTMAX_FLOPS = 5  # per score element: max, subtract, exp, sum, divide
+SCALE_FLOPS = 1  # per score element: multiply by 1/sqrt(head_size)
+MASK_FLOPS = 1  # per score element: add (or select) the mask
+ATTENTION_BIAS_FLOPS = 1  # per score element: add the bias
+SOFTCAP_FLOPS = 3  # per score element: divide, tanh, multiply
+ROTARY_FLOPS = 3  # per rotated element: x1*cos - x2*sin (or x2*cos + x1*sin): 2 multiplies, 1 add
+ATTENTION_KERNELS = 4  # QKV projection GEMM, Q K^T GEMM, softmax, context GEMM
+MHA_KERNELS = 3  # Q K^T GEMM, softmax, context GEMM (inputs already projected)
+
+
+@dataclass(frozen=True, slots=True)
+class _Heads:
+    """The sizes scaled dot-product attention costs depend on."""
+
+    batch: int
+    seq: int  # query length S
+    kv_new: int  # new key/value length this call
+    total: int  # total key length L = past + kv_new
+    heads: int  # N (query heads)
+    head_size: int  # H, query and key
+    head_size_v: int  # Hv
+
+    @property
+    def scores(self) -> int:
+        """Elements of the score matrix ``Q K^T``: B * N * S * L."""
+        return self.batch * self.heads * self.seq * self.total
+
+    @property
+    def macs(self) -> int:
+        """``Q K^T`` plus ``softmax(.) V``: B*N*S*L*(H + Hv)."""
+        return self.scores * (self.head_size + self.head_size_v)
+
+
+def _need(node: NodeView, i: int, what: str) -> Tensor:
+    """Input i, or UnknownShape naming the missing input."""
+    t = node.input(i)
+    if t is None:
+        raise UnknownShape(f"{node.name}: {node.op_type} needs its {what} input")
+    return t
+
+
+def _bsd(node: NodeView, t: Tensor) -> tuple[int, int, int]:
+    """A ``[batch, sequence, hidden]`` input's three sizes, or UnknownShape saying what was found."""
+    shape = t.need_shape()
+    if len(shape) != 3:
+        raise UnknownShape(f"{node.name}: {node.op_type} input {t.name} of shape {shape}: expected [B, S, hidden]")
+    return shape[0], shape[1], shape[2]
+
+
+def _num_heads(node: NodeView) -> int:
+    """The required ``num_heads`` attribute."""
+    heads = int(node.attr("num_heads", 0))
+    if heads <= 0:
+        raise UnknownShape(f"{node.name}: {node.op_type} has no num_heads attribute")
+    return heads
+
+
+def _past_length(node: NodeView, past: Tensor | None, axis: int, shared_buffer: bool, length_input: int,
+                 notes: list[str]) -> int:
+    """The past sequence length: the past tensor's length axis, or, when past and present share one buffer (whose
+    length is the maximum), the constant ``past_sequence_length`` input; the buffer length, noted, otherwise."""
+    if past is None:
+        return 0
+    buffer_length = past.need_shape()[axis]
+    if not shared_buffer:
+        return buffer_length
+    known = node.constant(length_input)
+    if known is not None and known.size == 1:
+        return int(known.reshape(-1)[0])
+    notes.append("past_sequence_length unknown: the shared buffer's full length counted as past")
+    return buffer_length
+
+
+def _score_flops(node: NodeView, dims: _Heads, mask_input: int, bias_input: int) -> int:
+    """Scale and softmax on every score element, plus an additive mask and attention bias where given."""
+    per_score = SCALE_FLOPS + SOFTMAX_FLOPS
+    per_score += MASK_FLOPS if mask_input >= 0 and node.input(mask_input) is not None else 0
+    per_score += ATTENTION_BIAS_FLOPS if node.input(bias_input) is not None else 0
+    return dims.scores * per_score
+
+
+def _cost(node: NodeView, macs: int, flops: float, kernels: int, notes: list[str]) -> Cost:
+    """Assemble an attention op's Cost: compulsory-traffic bytes, params of its weights, notes joined."""
+    read, written = io_bytes(node)
+    cost = Cost(flops=flops, macs=macs, bytes_read=read, bytes_written=written, params=weight_params(node.inputs),
+                kernels=kernels)
+    return cost.with_note("; ".join(notes)) if notes else cost
+
+
+@register("com.microsoft::Attention")
+def attention(node: NodeView) -> Cost:
+    """Attention with its own input projection: input ``[B, S, D_in]``, weights ``[D_in, Dq + Dk + Dv]``
+    (``qkv_hidden_sizes`` = [Dq, Dk, Dv], else three equal parts), bias ``[Dq + Dk + Dv]``, past
+    ``[2, B, N, P, H]``. With N = num_heads, H = Dq / N, Hv = Dv / N and L = S + P:
+
+    - MACs = ``B*S*D_in*(Dq+Dk+Dv)`` (projection) + ``B*N*S*L*H`` (scores) + ``B*N*S*L*Hv`` (context);
+    - FLOPs = 2 * MACs + ``B*S*(Dq+Dk+Dv)`` bias adds (when bias is given) + 6 per score element (scale 1,
+      softmax 5) + 1 per score element for each of mask_index and attention_bias + 3 per rotated Q/K element
+      with ``do_rotary``.
+    """
+    x, w = _need(node, 0, "input"), _need(node, 1, "weights")
+    batch, seq, d_in = _bsd(node, x)
+    heads = _num_heads(node)
+    sizes = node.attr("qkv_hidden_sizes")
+    if sizes is not None and len(sizes) == 3:
+        dq, dk, dv = (int(s) for s in sizes)
+    else:
+        total = w.need_shape()[-1]
+        dq = dk = dv = total // 3
+    notes: list[str] = []
+    past = _past_length(node, node.input(4), 3, bool(node.attr("past_present_share_buffer", 0)), 6, notes)
+    dims = _Heads(batch, seq, seq, seq + past, heads, dq // heads, dv // heads)
+    projected = batch * seq * (dq + dk + dv)
+    macs = projected * d_in + dims.macs
+    flops = 2 * macs + (projected if node.input(2) is not None else 0) + _score_flops(node, dims, 3, 5)
+    if node.attr("do_rotary", 0):
+        rotary_dim = int(node.attr("rotary_embedding_dim", 0)) or dims.head_size
+        flops += ROTARY_FLOPS * batch * seq * heads * 2 * min(rotary_dim, dims.head_size)
+    return _cost(node, macs, flops, ATTENTION_KERNELS, notes)
+
+
+def _mha_dims(node: NodeView, heads: int) -> tuple[int, int, int, int, int, bool]:
+    """(B, S, L_new, H, Hv, kv_projected_here) from MultiHeadAttention's query/key/value layouts:
+
+    - query ``[B, S, D]``, key ``[B, L, D]``, value ``[B, L, Dv]``;
+    - packed QKV: query ``[B, S, N, 3, H]`` with no key and value;
+    - packed KV: query ``[B, S, D]``, key ``[B, L, N, 2, H]``, no value;
+    - cached cross-attention: query ``[B, S, D]``, key ``[B, N, L, H]``, value ``[B, N, L, Hv]`` (already in
+      head layout, so no bias is added to them).
+    """
+    q, k, v = _need(node, 0, "query"), node.input(1), node.input(2)
+    q_shape = q.need_shape()
+    if len(q_shape) == 5:
+        b, s, _, _, h = q_shape
+        return b, s, s, h, h, True
+    if len(q_shape) != 3 or k is None:
+        raise UnknownShape(f"{node.name}: MultiHeadAttention query {q.name} of shape {q_shape} with "
+                           f"{'no key' if k is None else 'a key'}: expected [B,S,D] with a key, or packed [B,S,N,3,H]")
+    b, s, d = q_shape
+    k_shape = k.need_shape()
+    if len(k_shape) == 5 and v is None:
+        return b, s, k_shape[1], k_shape[4], k_shape[4], True
+    if v is None:
+        raise UnknownShape(f"{node.name}: MultiHeadAttention key {k.name} of shape {k_shape} needs a value input")
+    v_shape = v.need_shape()
+    if len(k_shape) == 3 and len(v_shape) == 3:
+        return b, s, k_shape[1], d // heads, v_shape[2] // heads, True
+    if len(k_shape) == 4 and len(v_shape) == 4:
+        return b, s, k_shape[2], k_shape[3], v_shape[3], False
+    raise UnknownShape(f"{node.name}: MultiHeadAttention key {k_shape} / value {v_shape}: unsupported layout")
+
+
+@register("com.microsoft::MultiHeadAttention")
+def multi_head_attention(node: NodeView) -> Cost:
+    """MultiHeadAttention on already-projected Q, K, V (layouts in ``_mha_dims``), with D = N*H, Dv = N*Hv and
+    L = past_key length + new key length:
+
+    - MACs = ``B*S*L*D`` (scores) + ``B*S*L*Dv`` (context);
+    - FLOPs = 2 * MACs + 6 per score element ``B*N*S*L`` (scale 1, softmax 5) + 1 per score element for each of
+      key_padding_mask and attention_bias + with a bias input, 1 add per projected element
+      (``B*S*D`` for Q, and ``B*L_new*(D + Dv)`` for K and V unless they come in head layout).
+    """
+    heads = _num_heads(node)
+    b, s, kv_new, h, hv, kv_projected = _mha_dims(node, heads)
+    notes: list[str] = []
+    past = _past_length(node, node.input(6), 2, node.input(8) is not None, 8, notes)
+    dims = _Heads(b, s, kv_new, kv_new + past, heads, h, hv)
+    flops = 2 * dims.macs + _score_flops(node, dims, 4, 5)
+    if node.input(3) is not None:
+        flops += b * s * heads * h + (b * kv_new * heads * (h + hv) if kv_projected else 0)
+    return _cost(node, dims.macs, flops, MHA_KERNELS, notes)
+
+
+@register("com.microsoft::GroupQueryAttention")
+def group_query_attention(node: NodeView) -> Cost:
+    """GroupQueryAttention: N query heads share ``kv_num_heads`` key/value heads; query ``[B, S, N*H]`` with key
+    and value ``[B, S, Nkv*H]``, or packed ``[B, S, (N + 2*Nkv)*H]``. L = the constant total_sequence_length input,
+    else past_key length + S (noted), else S.
+
+    - MACs = ``2 * B*N*S*L*H`` (scores and context; every query head reads its group's K and V);
+    - FLOPs = 2 * MACs + 6 per score element (scale 1, softmax 5) + 3 per score element with ``softcap``
+      + 1 per score element with attention_bias + 3 per rotated element of Q and K with ``do_rotary``
+      (``B*S*(N + Nkv)*H``).
+    Kernels: 3, plus 1 for the rotary embedding.
+    """
+    q = _need(node, 0, "query")
+    b, s, d = _bsd(node, q)
+    heads, kv_heads = _num_heads(node), int(node.attr("kv_num_heads", 0))
+    if kv_heads <= 0:
+        raise UnknownShape(f"{node.name}: GroupQueryAttention has no kv_num_heads attribute")
+    h = d // (heads + 2 * kv_heads) if node.input(1) is None else d // heads
+    notes: list[str] = []
+    total_len = node.constant(6)
+    if total_len is not None and total_len.size == 1:
+        total = int(total_len.reshape(-1)[0])
+    elif (past := node.input(3)) is not None:
+        total = past.need_shape()[2] + s
+        notes.append("total_sequence_length unknown: past_key length + sequence length counted")
+    else:
+        total = s
+    dims = _Heads(b, s, s, total, heads, h, h)
+    flops = 2 * dims.macs + _score_flops(node, dims, -1, 10)
+    if float(node.attr("softcap", 0.0)) > 0:
+        flops += SOFTCAP_FLOPS * dims.scores
+    kernels = MHA_KERNELS
+    if node.attr("do_rotary", 0):
+        flops += ROTARY_FLOPS * b * s * (heads + kv_heads) * h
+        kernels += 1
+    return _cost(node, dims.macs, flops, kernels, notes)
+
+
+@register("com.microsoft::RotaryEmbedding")
+def rotary_embedding(node: NodeView) -> Cost:
+    """RotaryEmbedding: 3 FLOPs per rotated element (``x1*cos - x2*sin``: 2 multiplies, 1 add); elements beyond
+    ``rotary_embedding_dim`` of each head pass through at no cost. Input ``[B, S, N*H]`` (then ``num_heads`` gives
+    H when a partial rotary dim is set) or ``[B, N, S, H]``.
+
+    Bytes: the input and position_ids read once, the output written once, and of each cos/sin cache
+    ``[max_len, rotary_dim/2]`` only the rows of the positions used (at most one per query position, at most the
+    cache's length).
+    """
+    x = _need(node, 0, "input")
+    shape = x.need_shape()
+    rotary_dim = int(node.attr("rotary_embedding_dim", 0))
+    if len(shape) == 4:
+        head_size, positions = shape[3], shape[0] * shape[2]
+    elif len(shape) == 3:
+        heads = int(node.attr("num_heads", 0))
+        if rotary_dim and heads <= 0:
+            raise UnknownShape(f"{node.name}: RotaryEmbedding with rotary_embedding_dim needs num_heads")
+        head_size, positions = (shape[2] // heads if heads else shape[2]), shape[0] * shape[1]
+    else:
+        raise UnknownShape(f"{node.name}: RotaryEmbedding input {x.name} of shape {shape}: expected rank 3 or 4")
+    rotated = x.numel * min(rotary_dim or head_size, head_size) // head_size
+    caches = [node.input(2), node.input(3)]
+    read, written = io_bytes(node, [x, node.input(1)])
+    for cache in (c for c in caches if c is not None):
+        rows, width = cache.need_shape()
+        read += min(rows, positions) * width * cache.itemsize
+    return Cost(flops=ROTARY_FLOPS * rotated, bytes_read=read, bytes_written=written,
+                params=weight_params(node.inputs), kernels=1)

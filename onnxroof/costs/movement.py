@@ -1,1 +1,322 @@
-"""Cost functions: movement."""
+"""Cost functions: shape-only ops, data creation, conversion and data movement.
+
+Five kinds of op live here, each with one formula:
+
+- Shape-only and metadata ops (``ZERO_COST_OPS``): views of a tensor (Reshape, Squeeze, Identity, ...) or
+  facts about it (Shape, Size, OptionalHasElement). Engines alias the buffer or answer from the shape, so they
+  cost 0 FLOPs, 0 bytes and 0 kernels, as the counting conventions say.
+- Data creation (Constant, ConstantOfShape, EyeLike, Range, Random*): 0 FLOPs; the output is written once. A
+  creator whose output is a weight (a Constant, a ConstantOfShape of a constant shape) is folded at load time and
+  costs nothing at run time.
+- Conversion and data movement (Cast, Transpose, Concat, Split, Pad, Tile, Expand, ...): 0 FLOPs, one kernel,
+  each input read once and each output written once, except that Slice and the Gather family read only the
+  elements they keep.
+- Movement with a little arithmetic (Where, TopK, NonZero, CumSum, Unique, Resize/Upsample): the FLOPs per
+  element are stated where the op is registered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from math import ceil, log2, prod
+from typing import Sequence
+
+from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, io_bytes, register, weight_params
+
+__all__ = [
+    "ZERO_COST_OPS",
+    "DATA_MOVEMENT_OPS",
+    "CREATOR_OPS",
+    "LERP_FLOPS",
+    "CUBIC_TAP_FLOPS",
+    "zero_cost",
+    "constant",
+    "create",
+    "cast",
+    "cast_like",
+    "data_movement",
+    "slice_",
+    "gather",
+    "resize",
+    "where",
+    "topk",
+    "nonzero",
+    "cumsum",
+    "unique",
+]
+
+# Ops that only relabel a tensor or report facts about it: 0 FLOPs, 0 bytes, 0 kernels.
+ZERO_COST_OPS: tuple[str, ...] = (
+    # views: the output aliases the input buffer
+    "Reshape",
+    "Squeeze",
+    "Unsqueeze",
+    "Flatten",
+    "Identity",
+    "Dropout",  # inference: an identity
+    "Optional",
+    "OptionalGetElement",
+    # metadata: answered from the shape or the optional's presence, no data touched
+    "Shape",
+    "Size",
+    "OptionalHasElement",
+)
+
+# Ops that copy or rearrange elements without arithmetic: read every input once, write every output once.
+DATA_MOVEMENT_OPS: tuple[str, ...] = (
+    "Transpose",
+    "Concat",
+    "Split",
+    "Pad",  # every mode (constant, reflect, edge, wrap) reads the input and writes the padded output
+    "Tile",
+    "Expand",
+    "DepthToSpace",
+    "SpaceToDepth",
+    "Trilu",
+    "ReverseSequence",
+    "Compress",
+    "OneHot",
+    "ScatterND",  # data + indices + updates read, output written
+    "ScatterElements",
+    "Scatter",
+    "com.microsoft.nchwc::ReorderInput",  # NCHW <-> NCHWc blocked layout transforms
+    "com.microsoft.nchwc::ReorderOutput",
+)
+
+# Ops that create a tensor: which of their inputs carry data they actually read (the *Like ops and EyeLike only
+# use their input's shape and dtype).
+CREATOR_OPS: dict[str, bool] = {
+    "ConstantOfShape": True,  # reads the shape tensor
+    "Range": True,  # reads the start, limit and delta scalars
+    "EyeLike": False,
+    "RandomNormal": False,
+    "RandomUniform": False,
+    "RandomNormalLike": False,
+    "RandomUniformLike": False,
+}
+
+# Linear interpolation: one lerp ``a + t * (b - a)`` = subtract, multiply, add.
+LERP_FLOPS = 3
+# Cubic interpolation: one multiply-add per tap; 4 taps per resized axis.
+CUBIC_TAP_FLOPS = 2
+CUBIC_TAPS_PER_AXIS = 4
+
+_INDEX_BYTES = 8  # TopK's indices output is always int64
+
+
+def _output(node: NodeView, i: int = 0) -> Tensor:
+    """Output i, or UnknownShape when the node lacks it."""
+    out = node.output(i)
+    if out is None:
+        raise UnknownShape(f"{node.name}: no output {i}")
+    return out
+
+
+def _input(node: NodeView, i: int = 0) -> Tensor:
+    """Input i, or UnknownShape when it is omitted."""
+    x = node.input(i)
+    if x is None:
+        raise UnknownShape(f"{node.name}: no input {i}")
+    return x
+
+
+def _reads(node: NodeView, inputs: Sequence[Tensor | None] | None = None) -> float:
+    """Bytes read under the compulsory-traffic model, without needing the outputs' shapes."""
+    return io_bytes(replace(node, outputs=()), inputs)[0]
+
+
+def _known_writes(node: NodeView) -> tuple[float, list[str]]:
+    """Bytes of the outputs whose shapes are known, and the names of those whose shapes are not."""
+    outputs = [t for t in node.outputs if t is not None]
+    return sum(t.nbytes for t in outputs if t.known), [t.name for t in outputs if not t.known]
+
+
+def _movement(node: NodeView, read: float, written: float, flops: float = 0.0) -> Cost:
+    """One kernel moving ``read`` + ``written`` bytes with ``flops`` of arithmetic; params of the weights read."""
+    return Cost(flops=flops, bytes_read=read, bytes_written=written, params=weight_params(node.inputs), kernels=1)
+
+
+@register(*ZERO_COST_OPS)
+def zero_cost(node: NodeView) -> Cost:
+    """Shape-only and metadata ops: the engine aliases the buffer or answers from the shape; nothing runs."""
+    return Cost()
+
+
+@register("Constant")
+def constant(node: NodeView) -> Cost:
+    """Constant: a weight, materialised at load time; nothing runs at inference."""
+    return Cost()
+
+
+def _range_length(node: NodeView) -> int | None:
+    """Range's output length from constant start, limit and delta: ``max(ceil((limit - start) / delta), 0)``."""
+    start, limit, delta = (node.constant(i) for i in range(3))
+    if start is None or limit is None or delta is None or float(delta) == 0:
+        return None
+    return max(ceil((float(limit) - float(start)) / float(delta)), 0)
+
+
+@register(*CREATOR_OPS)
+def create(node: NodeView) -> Cost:
+    """Data creation: 0 FLOPs (random number generation is not counted as arithmetic), the output written once,
+    the shape/start/limit/delta inputs read where the op reads them. An output that is a weight (computed only
+    from weights) is folded at load time and costs nothing."""
+    out = _output(node)
+    if out.is_weight:
+        return Cost()
+    if not out.known and node.op_type == "Range" and (length := _range_length(node)) is not None:
+        out = Tensor(out.name, out.dtype, (length,), out.is_weight)
+    read = _reads(node) if CREATOR_OPS[node.op_type] else 0.0
+    return Cost(bytes_read=read, bytes_written=out.nbytes, kernels=1)
+
+
+@register("Cast")
+def cast(node: NodeView) -> Cost:
+    """Cast: a dtype conversion. 0 FLOPs; it reads the input at its dtype and writes the output at the new one."""
+    read, written = io_bytes(node)
+    return _movement(node, read, written)
+
+
+@register("CastLike")
+def cast_like(node: NodeView) -> Cost:
+    """CastLike: Cast to the dtype of input 1, of which only the dtype is used, so only input 0 is read."""
+    read, written = io_bytes(node, [node.input(0)])
+    return _movement(node, read, written)
+
+
+@register(*DATA_MOVEMENT_OPS)
+def data_movement(node: NodeView) -> Cost:
+    """Pure data movement: 0 FLOPs, one kernel, each distinct input read once and each output written once."""
+    read, written = io_bytes(node)
+    return _movement(node, read, written)
+
+
+@register("Slice")
+def slice_(node: NodeView) -> Cost:
+    """Slice reads only the elements it keeps (output numel at the input's dtype) plus its small starts, ends,
+    axes and steps inputs, and writes the output."""
+    x, out = _input(node), _output(node)
+    small_read, written = io_bytes(node, node.inputs[1:])
+    return _movement(node, small_read + out.numel * x.itemsize, written)
+
+
+@register("Gather", "GatherElements", "GatherND")
+def gather(node: NodeView) -> Cost:
+    """Gather family: reads the indices and only the gathered elements (output numel at the data's dtype), never
+    the whole data tensor, and writes the output. Params still count a weight data tensor (an embedding table) in
+    full: the model has to hold all of it."""
+    data, out = _input(node, 0), _output(node)
+    index_read, written = io_bytes(node, [node.input(1)])
+    return _movement(node, index_read + out.numel * data.itemsize, written)
+
+
+def _mode(node: NodeView) -> str:
+    """Resize/Upsample interpolation mode, lower-case (default nearest)."""
+    mode = node.attr("mode", "nearest")
+    return (mode.decode() if isinstance(mode, bytes) else str(mode)).lower()
+
+
+@register("Resize", "Upsample")
+def resize(node: NodeView) -> Cost:
+    """Resize/Upsample, per output element, with k = the number of axes whose size changes:
+
+    - nearest: 0 FLOPs (a copy);
+    - linear (bilinear, trilinear): ``2^k - 1`` lerps at 3 FLOPs each (subtract, multiply, add), 9 for bilinear;
+    - cubic: ``4^k`` taps at 2 FLOPs each (multiply, add), 32 for bicubic.
+
+    Coordinate transforms are per-axis work that engines precompute and are not counted; nor is the widened
+    filter of ``antialias`` downscaling. Bytes: the input (and roi/scales/sizes) read once, the output written.
+    """
+    x, out = _input(node), _output(node)
+    in_shape, out_shape = x.need_shape(), out.need_shape()
+    if len(in_shape) != len(out_shape):
+        raise UnknownShape(f"{node.name}: input rank {len(in_shape)} != output rank {len(out_shape)}")
+    k = sum(a != b for a, b in zip(in_shape, out_shape))
+    mode = _mode(node)
+    if "cubic" in mode:
+        per_element = CUBIC_TAPS_PER_AXIS**k * CUBIC_TAP_FLOPS
+    elif "linear" in mode:
+        per_element = (2**k - 1) * LERP_FLOPS
+    else:
+        per_element = 0
+    read, written = io_bytes(node)
+    return _movement(node, read, written, flops=per_element * out.numel)
+
+
+def _per_element(node: NodeView, flops_per_element: int) -> Cost:
+    """``flops_per_element`` FLOPs per output element, each input read once, the output written once."""
+    read, written = io_bytes(node)
+    return _movement(node, read, written, flops=flops_per_element * _output(node).numel)
+
+
+@register("Where")
+def where(node: NodeView) -> Cost:
+    """Where: one select per output element (1 FLOP); condition, X and Y read once, the output written."""
+    return _per_element(node, 1)
+
+
+@register("CumSum")
+def cumsum(node: NodeView) -> Cost:
+    """CumSum: one add per element (a running sum along the axis, ``exclusive`` and ``reverse`` alike)."""
+    return _per_element(node, 1)
+
+
+def _topk_k(node: NodeView, rank: int, axis: int) -> int:
+    """K from the constant input 1, else from the values output's shape along ``axis``."""
+    k = node.constant(1)
+    if k is not None and k.size == 1:
+        return int(k.reshape(-1)[0])
+    for out in node.outputs:
+        if out is not None and out.known and out.rank == rank:
+            return out.need_shape()[axis]
+    raise UnknownShape(f"{node.name}: K is neither a constant nor visible in the output shape")
+
+
+@register("TopK")
+def topk(node: NodeView) -> Cost:
+    """TopK: per row of length n along ``axis``, ``n * ceil(log2 k)`` comparisons (a heap of the k best, each
+    element costing one sift through log2 k levels); at k = 1 a linear scan, one comparison per element.
+
+    K comes from the constant input 1, else from the output shape. Bytes: X and K read; the values (X's dtype)
+    and the int64 indices, ``rows * k`` elements each, written.
+    """
+    x = _input(node)
+    shape = x.need_shape()
+    if not shape:
+        raise UnknownShape(f"{node.name}: TopK input {x.name} is a scalar")
+    axis = int(node.attr("axis", -1)) % len(shape)
+    n = shape[axis]
+    k = min(_topk_k(node, len(shape), axis), n)
+    rows = prod(shape) // n if n else 0
+    comparisons = 0 if k <= 0 else rows * n * max(1, ceil(log2(k)))
+    read = _reads(node)
+    written = rows * k * (x.itemsize + _INDEX_BYTES)
+    return _movement(node, read, written, flops=comparisons)
+
+
+@register("NonZero")
+def nonzero(node: NodeView) -> Cost:
+    """NonZero: one comparison with zero per input element; the input read once. Its output size depends on the
+    data, so its writes are counted only when shape inference resolved them, and a note says when not."""
+    x = _input(node)
+    read = _reads(node)
+    written, unknown = _known_writes(node)
+    cost = _movement(node, read, written, flops=x.numel)
+    return cost.with_note(f"data-dependent output {', '.join(unknown)}: writes not counted") if unknown else cost
+
+
+@register("Unique")
+def unique(node: NodeView) -> Cost:
+    """Unique: a sort of the n items (elements, or slices along ``axis``) with ``n * ceil(log2 n)`` comparisons
+    plus n to mark duplicates, each comparison touching one element (or one slice of ``numel / n`` elements):
+    ``numel * (ceil(log2 n) + 1)`` FLOPs. The input is read once; outputs are written where their sizes are known
+    (they depend on the data) and a note says when they are not."""
+    x = _input(node)
+    shape = x.need_shape()
+    axis = node.attr("axis")
+    n = shape[int(axis) % len(shape)] if axis is not None and shape else prod(shape)
+    flops = prod(shape) * ((ceil(log2(n)) if n > 1 else 0) + 1) if n else 0
+    read = _reads(node)
+    written, unknown = _known_writes(node)
+    cost = _movement(node, read, written, flops=flops)
+    return cost.with_note(f"data-dependent output {', '.join(unknown)}: writes not counted") if unknown else cost
