@@ -98,6 +98,7 @@ class Totals:
     params: int
     kernels: int
     prediction: Prediction
+    time_by_bound: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def arithmetic_intensity(self) -> float:
@@ -130,6 +131,7 @@ class Totals:
             "overhead_time_s": p.overhead_time_s,
             "predicted_time_s": p.predicted_time_s,
             "bound": p.bound,
+            "time_by_bound": dict(self.time_by_bound),
         }
 
 
@@ -345,7 +347,11 @@ def _totals(results: Sequence[NodeResult], params: int, device: Device, precisio
     for r in results:
         cost = cost + Cost(r.cost.flops, r.cost.macs, r.cost.bytes_read, r.cost.bytes_written, 0, r.cost.kernels)
     prediction = roofline.total((r.prediction for r in results), device, precision)
-    return Totals(cost.flops, cost.macs, cost.bytes_read, cost.bytes_written, params, cost.kernels, prediction)
+    by_bound = {bound: 0.0 for bound in roofline.BOUNDS}
+    for r in results:
+        if r.prediction.bound in by_bound:
+            by_bound[r.prediction.bound] += r.prediction.predicted_time_s
+    return Totals(cost.flops, cost.macs, cost.bytes_read, cost.bytes_written, params, cost.kernels, prediction, by_bound)
 
 
 def _by_op_type(results: Sequence[NodeResult]) -> tuple[OpTypeTotals, ...]:

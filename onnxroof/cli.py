@@ -157,7 +157,7 @@ def _cmd_devices(args: argparse.Namespace) -> int:
 
     devices = catalog()
     if args.format == "json":
-        print(json.dumps({key: _device_dict(d) for key, d in devices.items()}, indent=2))
+        print(json.dumps({key: d.to_dict() for key, d in devices.items()}, indent=2))
         return 0
     columns = "{:<17} {:<4} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8} {:>7} {:>7}"
     print(columns.format("key", "kind", "fp64", "fp32", "fp16", "bf16", "int8", "GB/s", "GB", "launch"))
@@ -175,10 +175,6 @@ def _cmd_devices(args: argparse.Namespace) -> int:
     return 0
 
 
-def _device_dict(device: object) -> object:
-    import dataclasses
-
-    return dataclasses.asdict(device)  # type: ignore[call-overload]
 
 
 def _cmd_zoo(args: argparse.Namespace) -> int:

@@ -164,9 +164,36 @@ def test_zoo_macs_match_torchvision_within_half_a_percent(name: str):
 
 
 @pytest.mark.skipif(not LIGHT_DIR.exists(), reason="onnx's bundled light models are not installed")
-def test_bundled_light_resnet50_has_25_6_m_params():
+def test_bundled_light_resnet50_weights_cost_no_compute():
     a = analyze(LIGHT_DIR / "light_resnet50.onnx")
-    # 25.6 M: ResNet50's weights incl. BatchNorm running statistics, all built by ConstantOfShape.
-    assert a.totals.params == pytest.approx(25.6e6, rel=0.005)
-    assert a.folded_nodes >= 239  # every ConstantOfShape is folded, none costs compute
+    assert a.folded_nodes == 239  # its 239 ConstantOfShape weight builders run once at load, never as compute
+    assert "ConstantOfShape" not in {n.op_type for n in a.nodes}
+
+
+def test_time_by_bound_splits_the_predicted_time():
+    # Relu on 1e6 floats is memory-bound on a V100 (1 FLOP per 8 B, far left of the 17.4 FLOP/B ridge).
+    relu = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", [1000, 1000])], [_vi("y", None)])
+    a = analyze(relu, device="v100-sxm2")
+    assert a.totals.time_by_bound["memory"] == pytest.approx(a.totals.predicted_time_s)
+    assert a.totals.time_by_bound["compute"] == 0 and a.totals.time_by_bound["overhead"] == 0
+    # 8e6 B / 900e9 B/s = 8.89 us
+    assert a.totals.predicted_time_s == pytest.approx(8e6 / 900e9)
+
+
+# Published parameter counts of the networks behind onnx's bundled light models.
+LIGHT_PARAMS = {
+    "light_bvlc_alexnet.onnx": 60_965_224,  # BVLC AlexNet (Caffe, grouped convs)
+    "light_vgg19.onnx": 143_667_240,  # VGG19 (Simonyan & Zisserman; torchvision vgg19)
+    "light_squeezenet.onnx": 1_235_496,  # SqueezeNet 1.1 (torchvision squeezenet1_1)
+    # ResNet50 25,557,032 (torchvision) + BatchNorm running mean and variance, which these models keep as
+    # weights: 2 * 26,560 BN channels (64 + 1,408 + 3,584 + 10,240 + 11,264 over stem and stages 1-4).
+    "light_resnet50.onnx": 25_557_032 + 2 * 26_560,
+}
+
+
+@pytest.mark.skipif(not LIGHT_DIR.exists(), reason="onnx's bundled light models are not installed")
+@pytest.mark.parametrize("name", sorted(LIGHT_PARAMS))
+def test_bundled_light_models_params_match_published_counts(name: str):
+    a = analyze(LIGHT_DIR / name)
+    assert a.totals.params == LIGHT_PARAMS[name]
     assert not a.unsupported

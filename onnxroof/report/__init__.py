@@ -68,6 +68,8 @@ def _header(a: Analysis) -> list[str]:
         f"nodes {len(a.nodes)} (+{a.folded_nodes} folded weight nodes)",
         f"  predicted {seconds(p.predicted_time_s)} = compute {seconds(p.compute_time_s)} | memory "
         f"{seconds(p.memory_time_s)} | overhead {seconds(p.overhead_time_s)}   bound: {p.bound}",
+        "  predicted time in nodes bound by "
+        + ", ".join(f"{b} {100 * s / (p.predicted_time_s or 1):.0f}%" for b, s in t.time_by_bound.items()),
     ]
     return lines
 
