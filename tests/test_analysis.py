@@ -197,3 +197,51 @@ def test_bundled_light_models_params_match_published_counts(name: str):
     a = analyze(LIGHT_DIR / name)
     assert a.totals.params == LIGHT_PARAMS[name]
     assert not a.unsupported
+
+
+def _branch(name: str, op: str, repeats: int) -> onnx.GraphProto:
+    """A subgraph applying ``op`` ``repeats`` times to the outer-scope tensor x[4,8]."""
+    nodes, prev = [], "x"
+    for i in range(repeats):
+        nodes.append(helper.make_node(op, [prev], [f"{name}{i}"]))
+        prev = f"{name}{i}"
+    return helper.make_graph(nodes, name, [], [_vi(prev, [4, 8])])
+
+
+def test_if_costs_its_costlier_branch_and_loop_its_body_times_trips():
+    # then: 3 Relu over 32 elements = 96 FLOPs; else: 1 Relu = 32 FLOPs -> If costs 96.
+    cond = numpy_helper.from_array(np.array(True), "cond")
+    if_node = helper.make_node("If", ["c"], ["y"], then_branch=_branch("t", "Relu", 3), else_branch=_branch("e", "Relu", 1))
+    m = _model([helper.make_node("Identity", ["cond"], ["c"]), if_node], [_vi("x", [4, 8])], [_vi("y", [4, 8])], [cond])
+    # cond is a weight, so Identity(cond) folds; If reads a weight condition but is never folded (it has subgraphs).
+    a = analyze(m)
+    node = next(n for n in a.nodes if n.op_type == "If")
+    assert node.cost.flops == 96
+
+    # Loop with trip count 5 (a constant) whose body does one Relu on [4,8]: 5 * 32 = 160 FLOPs.
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Relu", ["v_in"], ["v_out"])],
+        "body",
+        [_vi("i", [], TensorProto.INT64), _vi("cond_in", [], TensorProto.BOOL), _vi("v_in", [4, 8])],
+        [_vi("cond_out", [], TensorProto.BOOL), _vi("v_out", [4, 8])],
+    )
+    inits = [numpy_helper.from_array(np.array(5, np.int64), "M"), numpy_helper.from_array(np.array(True), "keep")]
+    loop = helper.make_node("Loop", ["M", "keep", "x"], ["y"], body=body)
+    a = analyze(_model([loop], [_vi("x", [4, 8])], [_vi("y", [4, 8])], inits))
+    assert a.nodes[0].cost.flops == 5 * 32
+
+
+def test_opset7_model_with_upsample_and_legacy_batchnorm():
+    # Opset 7: Upsample with a scales attribute; BatchNormalization with the old 'spatial' attribute.
+    stats = [numpy_helper.from_array(np.ones(3, np.float32), n) for n in ("s", "b", "m", "v")]
+    nodes = [
+        helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["n"], spatial=1),
+        helper.make_node("Upsample", ["n"], ["y"], mode="nearest", scales=[1.0, 1.0, 2.0, 2.0]),
+    ]
+    m = _model(nodes, [_vi("x", [1, 3, 4, 4])], [_vi("y", None)], stats, opsets=(("", 7),))
+    m.ir_version = 3
+    a = analyze(m)
+    bn, up = a.nodes
+    assert bn.cost.flops == 2 * 48  # 2 FLOPs per element (folded scale and shift) * 1*3*4*4
+    assert up.cost.bytes_written == 1 * 3 * 8 * 8 * 4  # nearest x2: 192 floats written
+    assert not a.unsupported
