@@ -297,11 +297,13 @@ def analyze(
     results: list[NodeResult] = []
     runtime = [n for n in graph.nodes if not n.folded]
     weight_reads: dict[str, Tensor] = {}
+    roofs: dict[str, roofline.Roof] = {}
     for index, node in enumerate(runtime):
         view = coster.view(node, graph)
         cost, supported = coster.cost(view)
         prec = precision or node_precision(node.op_type, view.inputs, view.outputs)
-        results.append(NodeResult(node.name, node.op_type, node.domain, prec, cost, roofline.predict(cost, dev, prec), supported))
+        roof = roofs.get(prec) or roofs.setdefault(prec, roofline.roof_of(dev, prec))
+        results.append(NodeResult(node.name, node.op_type, node.domain, prec, cost, roofline.predict_on(cost, roof), supported))
         for t in view.inputs:
             if t is not None and t.is_weight:
                 weight_reads[t.name] = t
@@ -343,9 +345,13 @@ def _dominant_precision(results: Sequence[NodeResult]) -> str:
 
 
 def _totals(results: Sequence[NodeResult], params: int, device: Device, precision: str) -> Totals:
-    cost = Cost()
-    for r in results:
-        cost = cost + Cost(r.cost.flops, r.cost.macs, r.cost.bytes_read, r.cost.bytes_written, 0, r.cost.kernels)
+    cost = Cost(
+        flops=sum(r.cost.flops for r in results),
+        macs=sum(r.cost.macs for r in results),
+        bytes_read=sum(r.cost.bytes_read for r in results),
+        bytes_written=sum(r.cost.bytes_written for r in results),
+        kernels=sum(r.cost.kernels for r in results),
+    )
     prediction = roofline.total((r.prediction for r in results), device, precision)
     by_bound = {bound: 0.0 for bound in roofline.BOUNDS}
     for r in results:

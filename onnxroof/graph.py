@@ -194,12 +194,11 @@ def _shape_of(type_proto: onnx.TypeProto) -> tuple[int, tuple[int, ...] | None]:
     tt = type_proto.tensor_type
     if not tt.HasField("shape"):
         return tt.elem_type, None
-    dims = []
-    for d in tt.shape.dim:
-        if not d.HasField("dim_value") or d.dim_value < 0:
-            return tt.elem_type, None
-        dims.append(d.dim_value)
-    return tt.elem_type, tuple(dims)
+    dims = tuple(d.dim_value for d in tt.shape.dim)
+    # dim_value reads 0 when unset (a symbolic or unknown dim); only then is the slower exact check needed.
+    if 0 in dims and any(not d.HasField("dim_value") for d in tt.shape.dim):
+        return tt.elem_type, None
+    return tt.elem_type, dims
 
 
 def _value_infos(graph: GraphProto) -> Iterable[onnx.ValueInfoProto]:

@@ -57,23 +57,43 @@ def attainable_flops(arithmetic_intensity: float, peak_flops_s: float, bandwidth
     return min(peak_flops_s, arithmetic_intensity * bandwidth_bytes_s)
 
 
-def predict(cost: Cost, device: Device, precision: str) -> Prediction:
-    """Place one node's cost on the device's roofline at a precision (the device may fall back, see Device.peak)."""
+@dataclass(frozen=True, slots=True)
+class Roof:
+    """A device's roofline at one precision: the numbers every prediction at that precision needs."""
+
+    peak_flops_s: float
+    bandwidth_bytes_s: float
+    launch_overhead_s: float
+    overlap: str
+    precision: str
+
+
+def roof_of(device: Device, precision: str) -> Roof:
+    """The device's roof at a precision (the device may fall back to another precision, see Device.peak)."""
     peak, used = device.peak(precision)
-    bandwidth = device.memory_bandwidth.value
-    compute = cost.flops / peak
-    memory = cost.bytes / bandwidth
-    overhead = cost.kernels * device.launch_overhead.value
+    return Roof(peak, device.memory_bandwidth.value, device.launch_overhead.value, device.overlap, used)
+
+
+def predict_on(cost: Cost, roof: Roof) -> Prediction:
+    """Place one node's cost under a roof."""
+    compute = cost.flops / roof.peak_flops_s
+    memory = (cost.bytes_read + cost.bytes_written) / roof.bandwidth_bytes_s
+    overhead = cost.kernels * roof.launch_overhead_s
     return Prediction(
         compute_time_s=compute,
         memory_time_s=memory,
         overhead_time_s=overhead,
-        predicted_time_s=combine(device.overlap, compute, memory, overhead),
+        predicted_time_s=combine(roof.overlap, compute, memory, overhead),
         bound=bound_of(compute, memory, overhead),
-        peak_flops_s=peak,
-        bandwidth_bytes_s=bandwidth,
-        precision=used,
+        peak_flops_s=roof.peak_flops_s,
+        bandwidth_bytes_s=roof.bandwidth_bytes_s,
+        precision=roof.precision,
     )
+
+
+def predict(cost: Cost, device: Device, precision: str) -> Prediction:
+    """Place one node's cost on the device's roofline at a precision."""
+    return predict_on(cost, roof_of(device, precision))
 
 
 def total(predictions: Iterable[Prediction], device: Device, precision: str) -> Prediction:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from math import prod
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -104,7 +105,7 @@ class UnknownShape(Exception):
     """A cost function needed a tensor shape that shape inference could not resolve."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Tensor:
     """A value in the graph: its name, element type, static shape (None when unknown) and whether it is a weight."""
 
@@ -121,17 +122,17 @@ class Tensor:
     def rank(self) -> int:
         return len(self.need_shape())
 
-    @property
+    @cached_property
     def numel(self) -> int:
         return prod(self.need_shape())
 
     @property
     def itemsize(self) -> float:
-        return dtype_size(self.dtype)
+        return _DTYPE_SIZE.get(self.dtype, 0)
 
-    @property
+    @cached_property
     def nbytes(self) -> float:
-        return self.numel * self.itemsize
+        return self.numel * _DTYPE_SIZE.get(self.dtype, 0)
 
     def need_shape(self) -> tuple[int, ...]:
         """The shape, or UnknownShape naming this tensor."""

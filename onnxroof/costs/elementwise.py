@@ -264,7 +264,9 @@ def broadcasting(node: NodeView) -> Cost:
     """A numpy-broadcasting op: ``BROADCAST_FLOPS[op]`` FLOPs per output element; a broadcast operand is read at
     its own size, not the output's."""
     key = op_key(node)
-    return pointwise(node, BROADCAST_FLOPS[key], _broadcast_of(node, _BROADCAST_DATA_INPUTS.get(key)))
+    out = node.output(0)
+    stand_in = None if out is not None and out.known else _broadcast_of(node, _BROADCAST_DATA_INPUTS.get(key))
+    return pointwise(node, BROADCAST_FLOPS[key], stand_in)
 
 
 # ---------------------------------------------------------------------------------------------------------
