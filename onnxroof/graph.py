@@ -329,6 +329,25 @@ def _build(
     return tensors, constants, nodes, runtime_inputs
 
 
+_STRIPPED = "#weight-bytes-not-read"  # '#' marks data that is not on disk, as onnx's own model container does
+
+
+def _drop_weight_bytes(graph: GraphProto) -> None:
+    """Turn every inline initializer larger than a small constant into a dims-only reference, in place.
+
+    Analysis needs weights' shapes and dtypes, never their values; without their bytes, shape inference (which
+    copies the whole model across the C++ boundary twice) runs as fast on inline weights as on external ones.
+    """
+    for init in graph.initializer:
+        if init.data_location == TensorProto.EXTERNAL or np.prod(init.dims, dtype=np.int64) <= _SMALL_CONSTANT:
+            continue
+        for data_field in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data"):
+            init.ClearField(data_field)
+        init.data_location = TensorProto.EXTERNAL
+        entry = init.external_data.add()
+        entry.key, entry.value = "location", _STRIPPED
+
+
 def load_graph(
     source: str | os.PathLike | ModelProto,
     inputs: Mapping[str, tuple[int, ...] | str] | None = None,
@@ -350,6 +369,7 @@ def load_graph(
         copy.CopyFrom(model)
         model = copy
     _fix_inputs(model, shapes, dict(dims or {}))
+    _drop_weight_bytes(model.graph)
     model, warnings = infer_shapes(model)
     tensors, constants, nodes, runtime_inputs = _build(model.graph, {}, {})
     return Graph(
