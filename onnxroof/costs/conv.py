@@ -15,7 +15,7 @@ constants stated where each op is registered. When shape inference left ``Y`` un
 computed from ``X``, ``W`` and the attributes with the ONNX Conv formula; only an unknown ``X`` or ``W`` raises
 :class:`~onnxroof.costs.UnknownShape`.
 
-This module also holds the per-element activation constants (:data:`ACTIVATION_FLOPS`) and the requantization
+This module also holds the requantization
 constant (:data:`REQUANTIZE_FLOPS`) that fused and quantized ops in other families reuse.
 """
 
@@ -26,6 +26,7 @@ from math import ceil, prod
 from typing import Sequence
 
 from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, io_bytes, register, weight_params
+from onnxroof.costs.activations import ACTIVATION_FLOPS, activation_flops
 
 __all__ = [
     "ACTIVATION_FLOPS",
@@ -37,28 +38,6 @@ __all__ = [
     "str_attr",
     "with_output_shape",
 ]
-
-# FLOPs per element of the activations that onnxruntime fuses into Conv and Gemm (the ``activation`` attribute of
-# FusedConv, FusedGemm and NCHWc Conv). One FLOP per arithmetic step, one per transcendental, as the counting
-# conventions say; the values agree with the standalone ops in the elementwise family, so fusing an activation
-# changes the kernel count and the bytes but not the FLOPs.
-ACTIVATION_FLOPS: dict[str, float] = {
-    "Identity": 0,  # nothing to compute
-    "Relu": 1,  # max(x, 0)
-    "Tanh": 1,  # one transcendental
-    "Sigmoid": 4,  # 1 / (1 + exp(-x)): neg, exp, add, div
-    "LeakyRelu": 2,  # compare x < 0, mul alpha (the select is free)
-    "Clip": 2,  # max(x, min), min(., max)
-    "HardSigmoid": 4,  # max(0, min(1, alpha * x + beta)): mul, add, min, max
-    "Gelu": 5,  # 0.5 * x * (1 + erf(x / sqrt(2))): div, erf, add, mul, mul
-    "ThresholdedRelu": 1,  # compare x > alpha (the select is free)
-    "Elu": 4,  # compare, exp, sub 1, mul alpha
-    "Selu": 5,  # compare, exp, mul alpha, sub alpha, mul gamma
-    "Softplus": 3,  # log(exp(x) + 1): exp, add, log
-    "Softsign": 3,  # x / (1 + |x|): abs, add, div
-    "ScaledTanh": 3,  # alpha * tanh(beta * x): mul, tanh, mul
-    "ParametricSoftplus": 5,  # alpha * log(exp(beta * x) + 1): mul, exp, add, log, mul
-}
 
 # FLOPs per element to quantize to int8/uint8: to requantize an int32 accumulator (QLinearConv, QLinearMatMul,
 # QGemm with an output scale), or to quantize a float (DynamicQuantizeMatMul's input). Multiply by the scale (for
@@ -77,19 +56,6 @@ def str_attr(node: NodeView, name: str, default: str = "") -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8")
     return str(value) if value is not None else default
-
-
-def activation_flops(name: str) -> tuple[float, str]:
-    """FLOPs per element of a fused activation named by an ``activation`` attribute, and a note.
-
-    No activation (an empty name) costs 0. An activation missing from :data:`ACTIVATION_FLOPS` is charged one FLOP
-    per element, never zero, and the returned note says so.
-    """
-    if not name:
-        return 0.0, ""
-    if name in ACTIVATION_FLOPS:
-        return float(ACTIVATION_FLOPS[name]), ""
-    return 1.0, f"activation {name!r} has no stated cost; counted as 1 FLOP per element"
 
 
 def with_output_shape(node: NodeView, shape: Sequence[int], fallback_dtype: int) -> NodeView:

@@ -121,7 +121,7 @@ def gemm(node: NodeView) -> Cost:
 @register("com.microsoft::FusedGemm")
 def fused_gemm(node: NodeView) -> Cost:
     """onnxruntime FusedGemm: Gemm followed by the ``activation`` attribute's per-element FLOPs
-    (:data:`~onnxroof.costs.conv.ACTIVATION_FLOPS`) on each of the M*N outputs."""
+    (:data:`~onnxroof.costs.activations.ACTIVATION_FLOPS`) on each of the M*N outputs."""
     return _gemm(node, str_attr(node, "activation"))
 
 

@@ -27,23 +27,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from onnxroof.costs import Cost, NodeView, UnknownShape, io_bytes, register, weight_params
+from onnxroof.costs.activations import ACTIVATION_FLOPS
 
 __all__ = ["ACTIVATION_FLOPS", "KERNELS_PER_STEP", "lstm", "gru", "rnn", "dynamic_quantize_lstm"]
-
-# FLOPs per element of each activation an ONNX recurrent op accepts (the `activations` attribute).
-ACTIVATION_FLOPS: dict[str, int] = {
-    "Sigmoid": 4,  # neg, exp, add, div (the convention in costs/__init__)
-    "Tanh": 1,  # one transcendental
-    "Relu": 1,  # max(x, 0)
-    "Affine": 2,  # alpha * x + beta
-    "LeakyRelu": 2,  # multiply, select
-    "ThresholdedRelu": 1,  # compare-select
-    "ScaledTanh": 3,  # alpha * tanh(beta * x)
-    "HardSigmoid": 4,  # multiply, add, max, min
-    "Elu": 4,  # exp, subtract, multiply, select
-    "Softsign": 3,  # abs, add, divide
-    "Softplus": 3,  # exp, add, log
-}
 
 # One GEMM and one elementwise kernel per time step and direction (paper 001's cuDNN LSTM profile).
 KERNELS_PER_STEP = 2
