@@ -113,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
             path = Path(tmp) / f"chain{n}.onnx"
             onnx.save(model, str(path))
             rows.append((f"chain {n} nodes", weight_bytes, path, False))
+        # 4 blocks of [111804 x 111804] float weights: 200 GB referenced, none of it on disk.
+        model, weight_bytes = chain_model(16, width=111_804)
+        path = Path(tmp) / "chain200gb.onnx"
+        onnx.save(model, str(path))
+        rows.append(("chain 16 nodes, 200 GB", weight_bytes, path, False))
         for name in [v for v in args.zoo.split(",") if v]:
             path = Path(tmp) / f"{name}.onnx"
             model = model_zoo.build(name, weights=True)
