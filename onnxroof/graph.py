@@ -21,6 +21,7 @@ from onnx import AttributeProto, GraphProto, ModelProto, TensorProto, numpy_help
 
 from onnxroof.costs import Tensor
 from onnxroof.errors import UserError
+from onnxroof.shape_proxy import infer_with_proxies
 
 MIN_IR_VERSION = 3
 MIN_OPSET = 7
@@ -214,7 +215,13 @@ def _unknown_outputs(graph: GraphProto) -> list[str]:
 
 
 def infer_shapes(model: ModelProto) -> tuple[ModelProto, list[str]]:
-    """Shapes from onnx's inference, then onnxruntime's symbolic inference for what is still unknown."""
+    """Shapes from onnx's inference, then onnxruntime's symbolic inference for what is still unknown. onnxruntime
+    contrib ops that neither knows (FusedConv, NCHWc, QLinear, ...) are inferred through standard stand-ins."""
+    return infer_with_proxies(model, _infer_standard)
+
+
+def _infer_standard(model: ModelProto) -> tuple[ModelProto, list[str]]:
+    """onnx's shape inference, then onnxruntime's symbolic inference when outputs remain unknown."""
     warnings: list[str] = []
     try:
         model = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
@@ -222,14 +229,36 @@ def infer_shapes(model: ModelProto) -> tuple[ModelProto, list[str]]:
         warnings.append(f"onnx shape inference failed ({str(exc).splitlines()[0][:120]}); shapes may be missing")
     if _unknown_outputs(model.graph):
         try:
-            from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
-
-            inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True, guess_output_rank=False)
-            if inferred is not None:
-                model = inferred
+            model = _merge_shapes(model, _symbolic_infer(model))
         except Exception as exc:  # symbolic inference is best effort (it needs sympy and inline shape constants)
             warnings.append(f"symbolic shape inference failed ({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})")
     return model, warnings
+
+
+def _merge_shapes(model: ModelProto, extra: ModelProto) -> ModelProto:
+    """``model`` plus the shapes that ``extra`` knows and ``model`` does not (only the top-level graph)."""
+    known = {vi.name for vi in _value_infos(model.graph) if _shape_of(vi.type)[1] is not None}
+    for vi in _value_infos(extra.graph):
+        if vi.name not in known and _shape_of(vi.type)[1] is not None:
+            model.graph.value_info.append(vi)
+            known.add(vi.name)
+    return model
+
+
+def _symbolic_infer(model: ModelProto) -> ModelProto:
+    """onnxruntime's symbolic shape inference, keeping what it resolved even when it cannot resolve everything.
+
+    Its public ``infer_shapes`` raises on an incomplete result and first saves the model into the current
+    directory; this runs the same steps without writing anything.
+    """
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    inference = SymbolicShapeInference(2**31 - 1, True, False, 0)  # int_max, auto_merge, guess_output_rank, verbose
+    inference._preprocess(model)
+    while inference.run_:
+        inference._infer_impl()
+    inference._update_output_from_vi()
+    return inference.out_mp_
 
 
 def _attr_value(attr: AttributeProto) -> Any:
@@ -273,7 +302,8 @@ def _build(
 
     for vi in _value_infos(graph):
         dtype, shape = _shape_of(vi.type)
-        tensors[vi.name] = Tensor(vi.name, dtype, shape, False)
+        if shape is not None or vi.name not in tensors:  # a declared output without a shape keeps the inferred one
+            tensors[vi.name] = Tensor(vi.name, dtype, shape, False)
     for init in graph.initializer:
         weights.add(init.name)
         tensors[init.name] = Tensor(init.name, init.data_type, tuple(init.dims), True)

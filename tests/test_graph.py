@@ -162,3 +162,25 @@ def test_light_models_use_ir3_inputs_and_constant_of_shape_weights():
     assert g.ir_version == 3
     assert g.inputs == ("gpu_0/data_0",)  # the 269 initializers listed as inputs are weights
     assert all(n.folded for n in g.nodes if n.op_type == "ConstantOfShape")
+
+
+def test_incomplete_shape_inference_writes_nothing_and_keeps_what_it_resolved(tmp_path: Path, monkeypatch):
+    # A custom op nobody can infer: onnxruntime's symbolic inference gives up on it (and would save its working
+    # model into the current directory); what comes before it keeps its shape.
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Mystery", ["r"], ["m"], domain="example.custom"),
+        helper.make_node("Relu", ["m"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "custom", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("example.custom", 1)])
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    g = load_graph(model)
+    assert list(work.iterdir()) == []
+    assert g.tensors["r"].shape == (2, 3)
+    assert g.tensor("m").shape is None
