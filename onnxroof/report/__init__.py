@@ -32,6 +32,17 @@ def seconds(value: float) -> str:
     return f"{value * 1e9:.3g} ns" if value else "0"
 
 
+_DOMAIN_ABBREVIATIONS = (("com.microsoft.nchwc::", "nchwc::"), ("com.microsoft::", "ms::"))
+
+
+def _short_op(op: str) -> str:
+    """An op type with onnxruntime's long domains abbreviated for the table (JSON and CSV keep them whole)."""
+    for long, short in _DOMAIN_ABBREVIATIONS:
+        if op.startswith(long):
+            return short + op[len(long):]
+    return op
+
+
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "~"
 
@@ -86,7 +97,7 @@ def _node_rows(a: Analysis, nodes: list[tuple[int, NodeResult]]) -> list[str]:
             _NODE_COLUMNS.format(
                 index,
                 _clip(n.name, 26),
-                _clip(n.op_type, 14),
+                _clip(_short_op(f"{n.domain}::{n.op_type}" if n.domain else n.op_type), 14),
                 f"{c.flops / 1e9:.3f}",
                 f"{c.bytes / 1e6:.2f}",
                 f"{c.arithmetic_intensity:.3g}",
@@ -107,7 +118,7 @@ def _op_rows(a: Analysis) -> list[str]:
     for o in a.by_op_type:
         lines.append(
             _OP_COLUMNS.format(
-                _clip(o.op_type, 24),
+                _clip(_short_op(o.op_type), 24),
                 o.count,
                 f"{o.flops / 1e9:.3f}",
                 f"{o.macs / 1e9:.3f}",
