@@ -13,7 +13,8 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from collections import ChainMap
+from typing import Any, Iterable, Mapping, MutableMapping
 
 import numpy as np
 import onnx
@@ -294,26 +295,28 @@ def _small_array(t: TensorProto) -> np.ndarray | None:
 
 def _build(
     graph: GraphProto, outer: Mapping[str, Tensor], outer_constants: Mapping[str, np.ndarray]
-) -> tuple[dict[str, Tensor], dict[str, np.ndarray], list[Node], list[str]]:
+) -> tuple[MutableMapping[str, Tensor], MutableMapping[str, np.ndarray], list[Node], list[str]]:
     """Tensors, small constant values, nodes (with folding) and runtime input names of one (sub)graph."""
-    tensors: dict[str, Tensor] = dict(outer)
-    constants: dict[str, np.ndarray] = dict(outer_constants)
-    weights: set[str] = {name for name, t in outer.items() if t.is_weight}
+    # A subgraph sees the enclosing scopes' tensors through a chain, not a copy: nested Ifs stay linear.
+    tensors: MutableMapping[str, Tensor] = ChainMap({}, outer) if outer else {}
+    constants: MutableMapping[str, np.ndarray] = ChainMap({}, outer_constants) if outer_constants else {}
+
+    def is_weight(name: str) -> bool:
+        t = tensors.get(name)
+        return t is not None and t.is_weight
 
     for vi in _value_infos(graph):
         dtype, shape = _shape_of(vi.type)
         if shape is not None or vi.name not in tensors:  # a declared output without a shape keeps the inferred one
             tensors[vi.name] = Tensor(vi.name, dtype, shape, False)
     for init in graph.initializer:
-        weights.add(init.name)
         tensors[init.name] = Tensor(init.name, init.data_type, tuple(init.dims), True)
         value = _small_array(init)
         if value is not None:
             constants[init.name] = value
     for sparse in graph.sparse_initializer:
-        weights.add(sparse.values.name)
         tensors[sparse.values.name] = Tensor(sparse.values.name, sparse.values.data_type, tuple(sparse.dims), True)
-    runtime_inputs = [vi.name for vi in graph.input if vi.name not in weights]
+    runtime_inputs = [vi.name for vi in graph.input if not is_weight(vi.name)]
 
     nodes: list[Node] = []
     for index, proto in enumerate(graph.node):
@@ -326,7 +329,7 @@ def _build(
                 bool(real_inputs)
                 and not subgraph_protos
                 and proto.op_type not in _NON_DETERMINISTIC
-                and all(i in weights for i in real_inputs)
+                and all(is_weight(i) for i in real_inputs)
             )
         )
         if proto.op_type == "Constant" and "value" in attrs and proto.output:
@@ -337,7 +340,6 @@ def _build(
         if folded:
             for o in proto.output:
                 if o:
-                    weights.add(o)
                     t = tensors.get(o)
                     tensors[o] = Tensor(o, t.dtype if t else TensorProto.UNDEFINED, t.shape if t else None, True)
         subgraphs = {}
