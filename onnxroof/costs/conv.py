@@ -27,6 +27,7 @@ from typing import Sequence
 
 from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, io_bytes, register, weight_params
 from onnxroof.costs.activations import ACTIVATION_FLOPS, activation_flops
+from onnxroof.costs.pooling import pool_output_spatial
 
 __all__ = [
     "ACTIVATION_FLOPS",
@@ -103,24 +104,12 @@ def conv_output_spatial(
     pads: Sequence[int] | None = None,
     auto_pad: str = "NOTSET",
 ) -> tuple[int, ...]:
-    """Output spatial dims of an ONNX Conv (also of pooling windows).
+    """Output spatial dims of an ONNX Conv: a pooling window's geometry without ceil_mode.
 
     NOTSET: ``floor((in + pad_begin + pad_end - (dilation*(k-1) + 1)) / stride) + 1``; VALID: the same with no
     padding; SAME_UPPER/SAME_LOWER: ``ceil(in / stride)`` (the padding is chosen to make it so).
     """
-    n = len(in_spatial)
-    strides_ = _ints(strides, n, 1)
-    dilations_ = _ints(dilations, n, 1)
-    pads_ = _ints(pads, 2 * n, 0)
-    out = []
-    for i, size in enumerate(in_spatial):
-        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-            out.append(ceil(size / strides_[i]))
-            continue
-        padded = size if auto_pad == "VALID" else size + pads_[i] + pads_[i + n]
-        window = dilations_[i] * (kernel[i] - 1) + 1
-        out.append((padded - window) // strides_[i] + 1)
-    return tuple(out)
+    return pool_output_spatial(in_spatial, kernel, strides=strides, dilations=dilations, pads=pads, auto_pad=auto_pad)
 
 
 def conv_transpose_output_spatial(
