@@ -121,28 +121,24 @@ def skip_layer_normalization(node: NodeView) -> Cost:
     """onnxruntime SkipLayerNormalization (inputs input, skip, gamma, beta?, bias?): input + skip (+ bias), then
     LayerNorm over the last axis: 1 add (2 with bias) + 6 + 1 for beta, so 9 FLOPs per element with both. The
     optional outputs (mean, inv_std_var, input_skip_bias_sum) are written when present."""
-    x_shape = _x_shape(node)
-    flops = 1 + int(_given(node, 4)) + LAYER_NORM_CORE_FLOPS + int(_given(node, 3))
-    stats = _stats_shape(x_shape, -1)
-    return pointwise(
-        node,
-        flops,
-        x_shape,
-        fallback={1: stats, 2: stats, 3: x_shape},
-        dtypes={1: TensorProto.FLOAT, 2: TensorProto.FLOAT},
-    )
+    return _skip_norm(node, 1 + int(_given(node, 4)) + LAYER_NORM_CORE_FLOPS + int(_given(node, 3)))
 
 
 @register("com.microsoft::SkipSimplifiedLayerNormalization")
 def skip_simplified_layer_normalization(node: NodeView) -> Cost:
     """onnxruntime SkipSimplifiedLayerNormalization (inputs input, skip, gamma, bias?): input + skip (+ bias),
     then RMS norm over the last axis: 1 add (2 with bias) + 4 = 5 or 6 FLOPs per element."""
+    return _skip_norm(node, 1 + int(_given(node, 3)) + RMS_NORM_FLOPS)
+
+
+def _skip_norm(node: NodeView, flops_per_element: float) -> Cost:
+    """A skip-add fused with a normalization over the last axis; its optional outputs are the per-row float
+    statistics (mean, inverse std) and the input + skip (+ bias) sum."""
     x_shape = _x_shape(node)
-    flops = 1 + int(_given(node, 3)) + RMS_NORM_FLOPS
     stats = _stats_shape(x_shape, -1)
     return pointwise(
         node,
-        flops,
+        flops_per_element,
         x_shape,
         fallback={1: stats, 2: stats, 3: x_shape},
         dtypes={1: TensorProto.FLOAT, 2: TensorProto.FLOAT},
