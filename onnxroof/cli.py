@@ -50,10 +50,13 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"onnxroof {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="show tracebacks on errors")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # -v works after the command too; SUPPRESS keeps a subcommand from resetting a -v given before it.
+    verbose = argparse.ArgumentParser(add_help=False)
+    verbose.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
 
     analyze = commands.add_parser(
         "analyze", help="per-layer cost and roofline of a model", description=ANALYZE_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter, parents=[verbose],
     )
     analyze.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
     analyze.add_argument("-d", "--device", default=None, help="catalog key (see 'onnxroof devices') or a device .toml file; default v100-sxm2")
@@ -64,17 +67,13 @@ def _build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--top", type=int, default=20, metavar="N", help="table: list the N slowest nodes; 0 lists all in graph order (default 20)")
     analyze.add_argument("--by-op-type", action="store_true", help="table: add totals per op type")
     analyze.add_argument("-o", "--output", default=None, metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
-    analyze.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
 
-    devices = commands.add_parser("devices", help="list the device catalog", description="The device catalog: every number with its source in --format json.")
+    devices = commands.add_parser("devices", help="list the device catalog", description="The device catalog: every number with its source in --format json.", parents=[verbose])
     devices.add_argument("-f", "--format", default="table", choices=("table", "json"))
-    devices.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
 
-    zoo = commands.add_parser("zoo", help="list the built-in models", description="Built-in models, usable as zoo:NAME or zoo:NAME?batch=B&size=S.")
-    zoo.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
+    zoo = commands.add_parser("zoo", help="list the built-in models", description="Built-in models, usable as zoo:NAME or zoo:NAME?batch=B&size=S.", parents=[verbose])
 
-    ops = commands.add_parser("ops", help="list the ops with cost functions", description="Every op type (domain::op outside the default domain) that has a cost function.")
-    ops.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
+    ops = commands.add_parser("ops", help="list the ops with cost functions", description="Every op type (domain::op outside the default domain) that has a cost function.", parents=[verbose])
     return parser
 
 

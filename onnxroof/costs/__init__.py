@@ -45,7 +45,6 @@ __all__ = [
     "registered_ops",
     "compute_cost",
     "dtype_size",
-    "dtype_name",
     "io_bytes",
     "weight_params",
 ]
@@ -91,14 +90,6 @@ _NON_PARAM_DTYPES = {TensorProto.INT64, TensorProto.BOOL, TensorProto.STRING}
 def dtype_size(elem_type: int) -> float:
     """Bytes per element of an ONNX element type (0 for an unknown or undefined type)."""
     return _DTYPE_SIZE.get(elem_type, 0)
-
-
-def dtype_name(elem_type: int) -> str:
-    """Lower-case ONNX name of an element type: 'float', 'float16', 'int8', ..."""
-    try:
-        return TensorProto.DataType.Name(elem_type).lower()
-    except ValueError:
-        return "undefined"
 
 
 class UnknownShape(Exception):
@@ -332,10 +323,6 @@ def compute_cost(node: NodeView) -> tuple[Cost, bool]:
     read = sum(t.nbytes for t in _distinct(node.inputs) if t.known)
     written = sum(t.nbytes for t in _distinct(node.outputs) if t.known)
     return Cost(bytes_read=read, bytes_written=written, params=weight_params(node.inputs), kernels=1), False
-
-
-def numel(shape: Sequence[int]) -> int:
-    return prod(shape)
 
 
 def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
