@@ -1,0 +1,250 @@
+"""onnxruntime sessions for measuring: a runnable copy of a model, providers it really got, inputs, optimized graph.
+
+Everything that talks to onnxruntime for ``measure``, ``calibrate`` and ``validate`` goes through here, so that
+provider checks, thread settings and the handling of absent weights are written once. onnxruntime is imported
+lazily: the analysis pass never needs it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from math import prod
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import onnx
+from onnx import ModelProto, TensorProto, numpy_helper
+
+from onnxroof.errors import UserError
+
+PROVIDERS: Mapping[str, str] = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+OPT_LEVELS: tuple[str, ...] = ("disable", "basic", "extended", "all")
+_RANDOM_WEIGHTS_NOTE = "weights absent: {count} initializer(s) filled with random values of the right shapes"
+
+
+@dataclass(frozen=True)
+class RunnableModel:
+    """A model onnxruntime can run: every weight present (random where the file had none), inputs fixed."""
+
+    model: ModelProto
+    name: str
+    inputs: Mapping[str, tuple[tuple[int, ...], int]]  # runtime input -> (shape, ONNX element type)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def ort() -> Any:
+    """The onnxruntime module, or a UserError saying how to get it."""
+    try:
+        import onnxruntime
+    except ImportError as exc:  # pragma: no cover - onnxruntime is a dependency
+        raise UserError("onnxruntime is not installed", "pip install onnxruntime (or onnxroof[cuda] for GPUs)") from exc
+    return onnxruntime
+
+
+def provider_name(provider: str) -> str:
+    """'cpu' / 'cuda' (or a full onnxruntime provider name) -> the onnxruntime provider name."""
+    key = provider.lower().removesuffix("executionprovider")
+    if key in PROVIDERS:
+        return PROVIDERS[key]
+    raise UserError(f"unknown execution provider {provider!r}", "use cpu or cuda")
+
+
+def runnable_model(
+    source: str | os.PathLike | ModelProto,
+    inputs: Mapping[str, tuple[int, ...] | str] | None = None,
+    dims: Mapping[str, int] | None = None,
+    seed: int = 0,
+) -> RunnableModel:
+    """A copy of the model with its weights loaded (random where absent) and its input shapes fixed.
+
+    The user's file is never modified. External weights are read when their file is there; a missing file, a
+    short one, or weights stripped from the model are replaced by deterministic random values and said in
+    ``notes``. ``inputs``/``dims`` fix shapes as in ``onnxroof analyze``.
+    """
+    from onnxroof.graph import _fix_inputs, _runtime_inputs, parse_shape, read_model
+
+    model, name = read_model(source)
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    base = Path(os.fspath(source)).parent if isinstance(source, (str, os.PathLike)) and not str(source).startswith("zoo:") else None
+    filled = _load_or_fill_weights(copy.graph, base, np.random.default_rng(seed))
+    shapes = {k: parse_shape(v) if isinstance(v, str) else tuple(v) for k, v in (inputs or {}).items()}
+    _fix_inputs(copy, shapes, dict(dims or {}))
+    runtime_inputs = {
+        vi.name: (tuple(d.dim_value for d in vi.type.tensor_type.shape.dim), vi.type.tensor_type.elem_type)
+        for vi in _runtime_inputs(copy.graph)
+    }
+    notes = (_RANDOM_WEIGHTS_NOTE.format(count=filled),) if filled else ()
+    return RunnableModel(copy, name, runtime_inputs, notes)
+
+
+def _load_or_fill_weights(graph: onnx.GraphProto, base: Path | None, rng: np.random.Generator) -> int:
+    """Load external initializers in place (subgraphs included); fill those whose bytes are absent. Returns how
+    many were filled."""
+    filled = 0
+    for init in graph.initializer:
+        if init.data_location != TensorProto.EXTERNAL:
+            continue
+        info = {e.key: e.value for e in init.external_data}
+        value = _read_external(init, info, base)
+        if value is None:
+            value = random_array(tuple(init.dims), init.data_type, rng)
+            filled += 1
+        loaded = numpy_helper.from_array(value, init.name)
+        init.CopyFrom(loaded)
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                filled += _load_or_fill_weights(attr.g, base, rng)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for sub in attr.graphs:
+                    filled += _load_or_fill_weights(sub, base, rng)
+    return filled
+
+
+def _read_external(init: TensorProto, info: Mapping[str, str], base: Path | None) -> np.ndarray | None:
+    """The tensor's value from its external file, or None when the file or its bytes are not there."""
+    location = info.get("location", "")
+    if base is None or not location or location.startswith("#"):
+        return None
+    path = base / location
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(init.data_type)
+    count = prod(init.dims)
+    offset, length = int(info.get("offset", 0)), count * dtype.itemsize
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            raw = handle.read(length)
+    except OSError:
+        return None
+    if len(raw) != length:
+        return None
+    return np.frombuffer(raw, dtype=dtype).reshape(tuple(init.dims)).copy()
+
+
+def random_array(shape: tuple[int, ...], elem_type: int, rng: np.random.Generator) -> np.ndarray:
+    """Deterministic values of an ONNX element type: small normal floats (no denormals, no overflow in deep
+    nets), zeros for integer indices and shapes (valid for any Gather), random bytes for 8-bit types."""
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(elem_type)
+    if np.issubdtype(dtype, np.floating):
+        return (rng.standard_normal(shape, dtype=np.float32) * 0.05).astype(dtype)
+    if dtype in (np.int8, np.uint8):
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dtype)
+    if dtype == np.bool_:
+        return np.zeros(shape, dtype=np.bool_)
+    return np.zeros(shape, dtype=dtype)
+
+
+def random_feeds(model: RunnableModel, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random inputs of the right dtype and shape for every runtime input."""
+    rng = np.random.default_rng(seed)
+    return {name: random_array(shape, elem, rng) for name, (shape, elem) in model.inputs.items()}
+
+
+def load_feeds(path: str | os.PathLike, model: RunnableModel) -> dict[str, np.ndarray]:
+    """Inputs from an .npz file, checked against the model's runtime inputs (names, shapes, dtypes)."""
+    try:
+        with np.load(os.fspath(path)) as data:
+            feeds = {k: data[k] for k in data.files}
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot read inputs from {path}: {exc}", "pass an .npz written by numpy.savez") from None
+    missing = sorted(set(model.inputs) - set(feeds))
+    if missing:
+        raise UserError(f"{path} lacks input(s) {', '.join(missing)}", "its arrays must be named like the model's inputs")
+    for name, (shape, elem) in model.inputs.items():
+        want = onnx.helper.tensor_dtype_to_np_dtype(elem)
+        if feeds[name].dtype != want:
+            raise UserError(f"input {name!r} in {path} is {feeds[name].dtype}, the model wants {want}", "save it with that dtype")
+        if tuple(feeds[name].shape) != shape:
+            raise UserError(
+                f"input {name!r} in {path} has shape {'x'.join(map(str, feeds[name].shape))}, the model wants "
+                f"{'x'.join(map(str, shape))}",
+                f"pass --input {name}={'x'.join(map(str, feeds[name].shape))} to run at that shape",
+            )
+    return {name: feeds[name] for name in model.inputs}
+
+
+def session_options(threads: int, opt_level: str = "all", *, profile_prefix: str | None = None, optimized_path: str | None = None) -> Any:
+    """onnxruntime SessionOptions: ``threads`` intra-op threads (1 inter-op), an optimization level, optional
+    profiling and an optional path to save the optimized graph to (weights over 1 KiB kept out of it)."""
+    rt = ort()
+    if opt_level not in OPT_LEVELS:
+        raise UserError(f"unknown optimization level {opt_level!r}", "use one of " + ", ".join(OPT_LEVELS))
+    options = rt.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = rt.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = {
+        "disable": rt.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": rt.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": rt.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": rt.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }[opt_level]
+    options.log_severity_level = 3
+    if threads == 1:
+        # One thread should mean one: no spinning pool thread competing with the measured one.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if profile_prefix is not None:
+        options.enable_profiling = True
+        options.profile_file_prefix = profile_prefix
+    if optimized_path is not None:
+        options.optimized_model_filepath = optimized_path
+        options.add_session_config_entry("session.optimized_model_external_initializers_file_name", Path(optimized_path).name + ".data")
+        options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+    return options
+
+
+def make_session(
+    model: ModelProto,
+    provider: str = "cpu",
+    threads: int = 1,
+    opt_level: str = "all",
+    *,
+    allow_fallback: bool = False,
+    profile_prefix: str | None = None,
+    optimized_path: str | None = None,
+) -> tuple[Any, str]:
+    """An InferenceSession on ``provider`` and the provider it really runs on.
+
+    onnxruntime-gpu lists the CUDA provider even where there is no GPU and then falls back to the CPU without an
+    error: only the session's own provider list is trusted. A fallback is a UserError unless ``allow_fallback``.
+    """
+    rt = ort()
+    wanted = provider_name(provider)
+    if wanted == "CUDAExecutionProvider" and hasattr(rt, "preload_dlls"):
+        try:
+            rt.preload_dlls()  # CUDA/cuDNN from the nvidia-* wheels of the cuda extra, when installed
+        except Exception:  # noqa: BLE001 - absent libraries show up as a provider fallback below
+            pass
+    providers = [wanted] + (["CPUExecutionProvider"] if wanted != "CPUExecutionProvider" else [])
+    options = session_options(threads, opt_level, profile_prefix=profile_prefix, optimized_path=optimized_path)
+    try:
+        session = rt.InferenceSession(model.SerializeToString(), options, providers=providers)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"onnxruntime cannot load the model: {first}", "check that the model runs with onnxruntime") from exc
+    actual = session.get_providers()[0]
+    if actual != wanted and not allow_fallback:
+        raise UserError(
+            f"asked for {wanted} but onnxruntime runs the model on {actual}",
+            "install onnxroof[cuda] on a machine with an NVIDIA GPU, or pass --allow-fallback",
+        )
+    return session, actual
+
+
+def optimized_model(
+    model: ModelProto, provider: str = "cpu", threads: int = 1, opt_level: str = "all"
+) -> ModelProto:
+    """The graph onnxruntime runs after its optimizations (fusions, NCHWc layout), without weight bytes.
+
+    onnxruntime saves it while creating a session; large weights go to a side file that is not read back, so
+    the result is analyzed like any model whose weights are absent.
+    """
+    with tempfile.TemporaryDirectory(prefix="onnxroof-opt-") as tmp:
+        path = os.path.join(tmp, "optimized.onnx")
+        make_session(model, provider, threads, opt_level, allow_fallback=True, optimized_path=path)
+        return onnx.load(path, load_external_data=False)
