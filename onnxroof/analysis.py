@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
 from onnx import ModelProto, TensorProto
 
 from onnxroof import roofline
@@ -49,9 +50,13 @@ class UnsupportedOpWarning(UserWarning):
     """An op has no cost function: it is charged its tensor bytes only."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class NodeResult:
-    """One runtime node: its cost, the precision it computes at, and its place on the device's roofline."""
+    """One runtime node: its cost, the precision it computes at, and its place on the device's roofline.
+
+    Read-only by convention; not frozen because one is built per node and a frozen dataclass costs four times
+    as much to construct.
+    """
 
     name: str
     op_type: str
@@ -235,41 +240,70 @@ class _Coster:
     def __init__(self) -> None:
         self.unsupported: Counter[tuple[str, str, str]] = Counter()
 
-    def view(self, node: Node, graph: Graph) -> NodeView:
+    def view(self, node: Node, graph: Graph, inputs: tuple[Tensor | None, ...], outputs: tuple[Tensor | None, ...]) -> NodeView:
         constants = {i: graph.constants[name] for i, name in enumerate(node.inputs) if name in graph.constants}
         subgraph_cost: Callable[[str], Cost] | None = None
         if node.subgraphs:
             subgraph_cost = lambda attr: self.graph_cost(node.subgraphs[attr])  # noqa: E731
-        return NodeView(
-            node.name,
-            node.op_type,
-            node.domain,
-            tuple(graph.tensor(i) for i in node.inputs),
-            tuple(graph.tensor(o) for o in node.outputs),
-            node.attrs,
-            constants,
-            subgraph_cost,
-        )
+        return NodeView(node.name, node.op_type, node.domain, inputs, outputs, node.attrs, constants, subgraph_cost)
 
-    def cost(self, view: NodeView) -> tuple[Cost, bool]:
+    def cost(self, view: NodeView) -> tuple[Cost, str | None]:
+        """The node's cost and, when it could not be costed exactly, why (counted in ``unsupported``)."""
         try:
             cost, supported = compute_cost(view)
         except UnknownShape as exc:
-            self.unsupported[(view.domain, view.op_type, "shape unknown")] += 1
             read = sum(t.nbytes for t in view.inputs if t is not None and t.known)
             written = sum(t.nbytes for t in view.outputs if t is not None and t.known)
             note = f"shape of {exc} unknown: charged known tensor bytes only"
-            return Cost(bytes_read=read, bytes_written=written, params=weight_params(view.inputs), kernels=1, note=note), False
-        if not supported:
-            self.unsupported[(view.domain, view.op_type, "no cost function")] += 1
-        return cost, supported
+            cost = Cost(bytes_read=read, bytes_written=written, params=weight_params(view.inputs), kernels=1, note=note)
+            return cost, self.count(view.domain, view.op_type, _SHAPE_UNKNOWN)
+        return cost, None if supported else self.count(view.domain, view.op_type, _NO_COST_FUNCTION)
+
+    def count(self, domain: str, op_type: str, reason: str) -> str:
+        self.unsupported[(domain, op_type, reason)] += 1
+        return reason
 
     def graph_cost(self, graph: Graph) -> Cost:
         total = Cost()
         for node in graph.nodes:
             if not node.folded:
-                total = total + self.cost(self.view(node, graph))[0]
+                view = self.view(node, graph, tuple(map(graph.tensor, node.inputs)), tuple(map(graph.tensor, node.outputs)))
+                total = total + self.cost(view)[0]
         return total
+
+
+_SHAPE_UNKNOWN = "shape unknown"
+_NO_COST_FUNCTION = "no cost function"
+
+
+def _signature(node: Node, inputs: Sequence[Tensor | None], outputs: Sequence[Tensor | None], constants: Mapping[str, Any]) -> tuple | None:
+    """Everything a node's cost and prediction depend on, as a hashable key; None when it cannot be memoized.
+
+    A cost is a pure function of op, dtypes, shapes, weight flags, attributes and small constant values, so
+    nodes with equal signatures (the repeated blocks of a network) are costed once. Subgraph ops are not
+    memoized, and neither are nodes that name one tensor twice (costs count a distinct tensor once).
+    """
+    if node.subgraphs:
+        return None
+    names = [n for n in node.inputs + node.outputs if n]
+    if len(set(names)) != len(names):
+        return None
+    return (
+        node.op_type,
+        node.domain,
+        tuple(None if t is None else (t.dtype, t.shape, t.is_weight) for t in inputs),
+        tuple(None if t is None else (t.dtype, t.shape, t.is_weight) for t in outputs),
+        tuple((k, _hashable(v)) for k, v in node.attrs.items()) if node.attrs else (),
+        tuple((i, _hashable(constants[n])) for i, n in enumerate(node.inputs) if n in constants) if constants else (),
+    )
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(value)
+    if isinstance(value, np.ndarray):
+        return (value.dtype.str, value.shape, value.tobytes())
+    return value
 
 
 def analyze(
@@ -298,13 +332,25 @@ def analyze(
     runtime = [n for n in graph.nodes if not n.folded]
     weight_reads: dict[str, Tensor] = {}
     roofs: dict[str, roofline.Roof] = {}
+    memo: dict[tuple, tuple[Cost, str | None, str, Prediction]] = {}
+    tensor = graph.tensor
     for index, node in enumerate(runtime):
-        view = coster.view(node, graph)
-        cost, supported = coster.cost(view)
-        prec = precision or node_precision(node.op_type, view.inputs, view.outputs)
-        roof = roofs.get(prec) or roofs.setdefault(prec, roofline.roof_of(dev, prec))
-        results.append(NodeResult(node.name, node.op_type, node.domain, prec, cost, roofline.predict_on(cost, roof), supported))
-        for t in view.inputs:
+        ins = tuple(map(tensor, node.inputs))
+        outs = tuple(map(tensor, node.outputs))
+        key = _signature(node, ins, outs, graph.constants)
+        entry = memo.get(key) if key is not None else None
+        if entry is None:
+            cost, reason = coster.cost(coster.view(node, graph, ins, outs))
+            prec = precision or node_precision(node.op_type, ins, outs)
+            roof = roofs.get(prec) or roofs.setdefault(prec, roofline.roof_of(dev, prec))
+            entry = (cost, reason, prec, roofline.predict_on(cost, roof))
+            if key is not None and not (reason == _SHAPE_UNKNOWN):  # unknown-shape notes name the node's tensors
+                memo[key] = entry
+        elif entry[1] is not None:
+            coster.count(node.domain, node.op_type, entry[1])
+        cost, reason, prec, prediction = entry
+        results.append(NodeResult(node.name, node.op_type, node.domain, prec, cost, prediction, reason is None))
+        for t in ins:
             if t is not None and t.is_weight:
                 weight_reads[t.name] = t
         if progress is not None and (index % 256 == 0 or index == len(runtime) - 1):
@@ -345,19 +391,20 @@ def _dominant_precision(results: Sequence[NodeResult]) -> str:
 
 
 def _totals(results: Sequence[NodeResult], params: int, device: Device, precision: str) -> Totals:
-    cost = Cost(
-        flops=sum(r.cost.flops for r in results),
-        macs=sum(r.cost.macs for r in results),
-        bytes_read=sum(r.cost.bytes_read for r in results),
-        bytes_written=sum(r.cost.bytes_written for r in results),
-        kernels=sum(r.cost.kernels for r in results),
-    )
-    prediction = roofline.total((r.prediction for r in results), device, precision)
+    flops = macs = bytes_read = bytes_written = 0.0
+    kernels = 0
     by_bound = {bound: 0.0 for bound in roofline.BOUNDS}
     for r in results:
+        c = r.cost
+        flops += c.flops
+        macs += c.macs
+        bytes_read += c.bytes_read
+        bytes_written += c.bytes_written
+        kernels += c.kernels
         if r.prediction.bound in by_bound:
             by_bound[r.prediction.bound] += r.prediction.predicted_time_s
-    return Totals(cost.flops, cost.macs, cost.bytes_read, cost.bytes_written, params, cost.kernels, prediction, by_bound)
+    prediction = roofline.total((r.prediction for r in results), device, precision)
+    return Totals(flops, macs, bytes_read, bytes_written, params, kernels, prediction, by_bound)
 
 
 def _by_op_type(results: Sequence[NodeResult]) -> tuple[OpTypeTotals, ...]:

@@ -9,12 +9,15 @@ such nodes are "folded" (they run once at load time in any engine) and never cos
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections import ChainMap
-from typing import Any, Iterable, Mapping, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
+from math import prod
+from typing import Any, Mapping, MutableMapping, Optional, Sequence
 
 import numpy as np
 import onnx
@@ -22,7 +25,7 @@ from onnx import AttributeProto, GraphProto, ModelProto, TensorProto, numpy_help
 
 from onnxroof.costs import Tensor
 from onnxroof.errors import UserError
-from onnxroof.shape_proxy import infer_with_proxies
+from onnxroof.shape_proxy import PROXY_OP_TYPES as _PROXY_OP_TYPES, infer_with_proxies, needs_proxy
 
 MIN_IR_VERSION = 3
 MIN_OPSET = 7
@@ -32,9 +35,13 @@ _SMALL_CONSTANT = 64  # constants up to this many elements keep their values (tr
 _NON_DETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Node:
-    """One node of the graph, with attributes as plain Python values and its subgraphs (If/Loop/Scan) loaded."""
+    """One node of the graph, with attributes as plain Python values and its subgraphs (If/Loop/Scan) loaded.
+
+    Read-only by convention. Not a frozen dataclass: a frozen one costs four times as much to construct, and
+    building one per node is a large share of loading a graph of tens of thousands of nodes.
+    """
 
     name: str
     op_type: str
@@ -191,55 +198,112 @@ def _fix_inputs(model: ModelProto, inputs: Mapping[str, tuple[int, ...]], dims: 
 
 
 def _shape_of(type_proto: onnx.TypeProto) -> tuple[int, tuple[int, ...] | None]:
-    if not type_proto.HasField("tensor_type"):
-        return TensorProto.UNDEFINED, None
-    tt = type_proto.tensor_type
-    if not tt.HasField("shape"):
-        return tt.elem_type, None
-    dims = tuple(d.dim_value for d in tt.shape.dim)
+    """Element type and static shape of a type (shape None when the rank or any dim is unknown or symbolic)."""
+    tt = type_proto.tensor_type  # a default (elem_type 0, no shape) for sequence and map types
+    dims = [d.dim_value for d in tt.shape.dim]
+    if not dims:  # a scalar, or no shape at all
+        return tt.elem_type, (() if tt.HasField("shape") else None)
     # dim_value reads 0 when unset (a symbolic or unknown dim); only then is the slower exact check needed.
     if 0 in dims and any(not d.HasField("dim_value") for d in tt.shape.dim):
         return tt.elem_type, None
-    return tt.elem_type, dims
+    return tt.elem_type, tuple(dims)
 
 
-def _value_infos(graph: GraphProto) -> Iterable[onnx.ValueInfoProto]:
-    yield from graph.input
-    yield from graph.value_info
-    yield from graph.output
+Shapes = dict[str, tuple[int, Optional[tuple[int, ...]]]]
+
+
+def read_shapes(graph: GraphProto) -> Shapes:
+    """Element type and static shape of every input, value_info and output of one graph (not its subgraphs)."""
+    shapes: Shapes = {}
+    for vi in itertools.chain(graph.input, graph.value_info, graph.output):
+        dtype, shape = _shape_of(vi.type)
+        if shape is not None or vi.name not in shapes:  # a declared output without a shape keeps the inferred one
+            shapes[vi.name] = (dtype, shape)
+    return shapes
 
 
 def _unknown_outputs(graph: GraphProto) -> list[str]:
-    known = {vi.name for vi in _value_infos(graph) if _shape_of(vi.type)[1] is not None}
+    known = {name for name, (_, shape) in read_shapes(graph).items() if shape is not None}
     known.update(t.name for t in graph.initializer)
     return [o for n in graph.node for o in n.output if o and o not in known]
 
 
-def infer_shapes(model: ModelProto) -> tuple[ModelProto, list[str]]:
-    """Shapes from onnx's inference, then onnxruntime's symbolic inference for what is still unknown. onnxruntime
-    contrib ops that neither knows (FusedConv, NCHWc, QLinear, ...) are inferred through standard stand-ins."""
-    return infer_with_proxies(model, _infer_standard)
+def _has_unknown_outputs(tensors: Mapping[str, Tensor], nodes: Sequence[Node]) -> bool:
+    for node in nodes:
+        for o in node.outputs:
+            if o and (o not in tensors or tensors[o].shape is None):
+                return True
+    return False
 
 
-def _infer_standard(model: ModelProto) -> tuple[ModelProto, list[str]]:
-    """onnx's shape inference, then onnxruntime's symbolic inference when outputs remain unknown."""
+# Ops whose output values become shapes elsewhere: only graphs with one need onnx's (slower) data propagation
+# up front; any other graph gets it only when the plain pass leaves outputs unknown.
+_SHAPE_SOURCES = frozenset({"Shape", "Size"})
+_CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})  # the standard ops with subgraphs, which may hold proxied ops
+
+Built = tuple[MutableMapping[str, Tensor], MutableMapping[str, np.ndarray], list[Node], list[str]]
+
+
+def _infer_and_build(model: ModelProto) -> tuple[ModelProto, list[str], Built]:
+    """Infer shapes and build the top-level graph, doing only as much inference as the model needs.
+
+    Shapes come from onnx's inference, then onnxruntime's symbolic inference for what is still unknown.
+    onnxruntime contrib ops that neither knows (FusedConv, NCHWc, QLinear, ...) are inferred through standard
+    stand-ins. Reading protobuf fields is the slowest part of loading a large graph, so nodes and initializers
+    are read while onnx's inference runs (its C++ part releases the GIL) and read only once.
+    """
+    op_types = {n.op_type for n in model.graph.node}
+    if (op_types & _PROXY_OP_TYPES or op_types & _CONTROL_FLOW) and needs_proxy(model):
+        model, warnings = infer_with_proxies(model, _infer_complete)
+        return model, warnings, _build(model.graph, {}, {})
     warnings: list[str] = []
+    data_prop = bool(op_types & _SHAPE_SOURCES)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(_onnx_infer, model, data_prop, warnings)
+        raw = _read_graph(model.graph)
+        inferred = pending.result()
+    built = _assemble(inferred.graph, raw, {}, {})
+    if not data_prop and _has_unknown_outputs(built[0], built[2]):
+        inferred = _onnx_infer(model, True, warnings)
+        built = _assemble(inferred.graph, raw, {}, {})
+    if _has_unknown_outputs(built[0], built[2]):
+        try:
+            inferred = _merge_shapes(inferred, _symbolic_infer(inferred))
+            built = _assemble(inferred.graph, raw, {}, {})
+        except Exception as exc:  # symbolic inference is best effort (it needs sympy and inline shape constants)
+            warnings.append(_symbolic_failure(exc))
+    return inferred, warnings, built
+
+
+def _onnx_infer(model: ModelProto, data_prop: bool, warnings: list[str]) -> ModelProto:
     try:
-        model = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=data_prop)
     except Exception as exc:  # inference errors on odd but runnable models: keep going with what we have
         warnings.append(f"onnx shape inference failed ({str(exc).splitlines()[0][:120]}); shapes may be missing")
+        return model
+
+
+def _symbolic_failure(exc: Exception) -> str:
+    return f"symbolic shape inference failed ({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})"
+
+
+def _infer_complete(model: ModelProto) -> tuple[ModelProto, list[str]]:
+    """onnx's shape inference with data propagation, then onnxruntime's symbolic inference when outputs remain
+    unknown (the full inference that shape stand-ins are run through)."""
+    warnings: list[str] = []
+    model = _onnx_infer(model, True, warnings)
     if _unknown_outputs(model.graph):
         try:
             model = _merge_shapes(model, _symbolic_infer(model))
-        except Exception as exc:  # symbolic inference is best effort (it needs sympy and inline shape constants)
-            warnings.append(f"symbolic shape inference failed ({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})")
+        except Exception as exc:  # symbolic inference is best effort
+            warnings.append(_symbolic_failure(exc))
     return model, warnings
 
 
 def _merge_shapes(model: ModelProto, extra: ModelProto) -> ModelProto:
     """``model`` plus the shapes that ``extra`` knows and ``model`` does not (only the top-level graph)."""
-    known = {vi.name for vi in _value_infos(model.graph) if _shape_of(vi.type)[1] is not None}
-    for vi in _value_infos(extra.graph):
+    known = {name for name, (_, shape) in read_shapes(model.graph).items() if shape is not None}
+    for vi in itertools.chain(extra.graph.input, extra.graph.value_info, extra.graph.output):
         if vi.name not in known and _shape_of(vi.type)[1] is not None:
             model.graph.value_info.append(vi)
             known.add(vi.name)
@@ -285,7 +349,7 @@ def _attr_value(attr: AttributeProto) -> Any:
 
 def _small_array(t: TensorProto) -> np.ndarray | None:
     """The value of an inline tensor of at most _SMALL_CONSTANT elements; None for large or external ones."""
-    if t.data_location == TensorProto.EXTERNAL or np.prod(t.dims, dtype=np.int64) > _SMALL_CONSTANT:
+    if t.data_location == TensorProto.EXTERNAL or prod(t.dims) > _SMALL_CONSTANT:
         return None
     try:
         return numpy_helper.to_array(t)
@@ -293,72 +357,96 @@ def _small_array(t: TensorProto) -> np.ndarray | None:
         return None
 
 
-def _build(
-    graph: GraphProto, outer: Mapping[str, Tensor], outer_constants: Mapping[str, np.ndarray]
-) -> tuple[MutableMapping[str, Tensor], MutableMapping[str, np.ndarray], list[Node], list[str]]:
+@dataclass(frozen=True)
+class _RawGraph:
+    """What is read from a graph's protobuf apart from inferred shapes: initializers and nodes as plain values.
+
+    Shape inference leaves these unchanged, so they are read from the model while inference runs on it."""
+
+    initializers: list[tuple[str, int, tuple[int, ...], np.ndarray | None]]  # name, dtype, dims, small value
+    sparse: list[tuple[str, int, tuple[int, ...]]]
+    nodes: list[tuple[str, str, str, tuple[str, ...], tuple[str, ...], dict[str, Any], tuple[int, tuple[int, ...]] | None, bool]]
+
+
+def _read_graph(graph: GraphProto) -> _RawGraph:
+    initializers = []
+    for init in graph.initializer:
+        dims = tuple(init.dims)
+        initializers.append((init.name, init.data_type, dims, _small_array(init) if prod(dims) <= _SMALL_CONSTANT else None))
+    sparse = [(s.values.name, s.values.data_type, tuple(s.dims)) for s in graph.sparse_initializer]
+    nodes = []
+    for index, proto in enumerate(graph.node):
+        op_type = proto.op_type
+        attrs: dict[str, Any] = {}
+        constant_type = None  # (dtype, dims) of a Constant node's value tensor
+        has_subgraph = False
+        if proto.attribute:  # most nodes of a large graph have none: skip the attribute work for them
+            for a in proto.attribute:
+                attrs[a.name] = _attr_value(a)
+                has_subgraph = has_subgraph or a.type == AttributeProto.GRAPH
+                if op_type == "Constant" and a.name == "value":
+                    constant_type = (a.t.data_type, tuple(a.t.dims))
+        name = proto.name or f"{op_type}_{index}"
+        nodes.append((name, op_type, proto.domain, tuple(proto.input), tuple(proto.output), attrs, constant_type, has_subgraph))
+    return _RawGraph(initializers, sparse, nodes)
+
+
+def _build(graph: GraphProto, outer: Mapping[str, Tensor], outer_constants: Mapping[str, np.ndarray]) -> Built:
     """Tensors, small constant values, nodes (with folding) and runtime input names of one (sub)graph."""
+    return _assemble(graph, _read_graph(graph), outer, outer_constants)
+
+
+def _assemble(
+    graph: GraphProto, raw: _RawGraph, outer: Mapping[str, Tensor], outer_constants: Mapping[str, np.ndarray]
+) -> Built:
+    """The graph from its inferred shapes (read from ``graph``) and its already-read nodes and initializers."""
     # A subgraph sees the enclosing scopes' tensors through a chain, not a copy: nested Ifs stay linear.
     tensors: MutableMapping[str, Tensor] = ChainMap({}, outer) if outer else {}
     constants: MutableMapping[str, np.ndarray] = ChainMap({}, outer_constants) if outer_constants else {}
 
-    def is_weight(name: str) -> bool:
-        t = tensors.get(name)
-        return t is not None and t.is_weight
-
-    for vi in _value_infos(graph):
-        dtype, shape = _shape_of(vi.type)
-        if shape is not None or vi.name not in tensors:  # a declared output without a shape keeps the inferred one
-            tensors[vi.name] = Tensor(vi.name, dtype, shape, False)
-    for init in graph.initializer:
-        tensors[init.name] = Tensor(init.name, init.data_type, tuple(init.dims), True)
-        value = _small_array(init)
+    for name, (dtype, shape) in read_shapes(graph).items():
+        if shape is not None or name not in tensors:
+            tensors[name] = Tensor(name, dtype, shape, False)
+    for name, dtype, dims, value in raw.initializers:
+        tensors[name] = Tensor(name, dtype, dims, True)
         if value is not None:
-            constants[init.name] = value
-    for sparse in graph.sparse_initializer:
-        tensors[sparse.values.name] = Tensor(sparse.values.name, sparse.values.data_type, tuple(sparse.dims), True)
-    runtime_inputs = [vi.name for vi in graph.input if not is_weight(vi.name)]
+            constants[name] = value
+    for name, dtype, dims in raw.sparse:
+        tensors[name] = Tensor(name, dtype, dims, True)
+    runtime_inputs = [vi.name for vi in graph.input if not _is_weight(tensors, vi.name)]
 
     nodes: list[Node] = []
-    for index, proto in enumerate(graph.node):
-        attrs = {a.name: _attr_value(a) for a in proto.attribute}
-        subgraph_protos = {a.name: a.g for a in proto.attribute if a.type == AttributeProto.GRAPH}
-        real_inputs = [i for i in proto.input if i]
-        folded = (
-            proto.op_type == "Constant"
-            or (
-                bool(real_inputs)
-                and not subgraph_protos
-                and proto.op_type not in _NON_DETERMINISTIC
-                and all(is_weight(i) for i in real_inputs)
-            )
+    for index, (name, op_type, domain, inputs, outputs, attrs, constant_type, has_subgraph) in enumerate(raw.nodes):
+        subgraphs: dict[str, Graph] = {}
+        if has_subgraph:
+            for a in graph.node[index].attribute:
+                if a.type == AttributeProto.GRAPH:
+                    sub_tensors, sub_constants, sub_nodes, sub_inputs = _build(a.g, tensors, constants)
+                    subgraphs[a.name] = Graph(
+                        a.g.name, tuple(sub_nodes), sub_tensors, sub_constants, tuple(sub_inputs), tuple(o.name for o in a.g.output)
+                    )
+        folded = op_type == "Constant" or (
+            not subgraphs
+            and op_type not in _NON_DETERMINISTIC
+            and any(inputs)
+            and all(_is_weight(tensors, i) for i in inputs if i)
         )
-        if proto.op_type == "Constant" and "value" in attrs and proto.output:
-            value_attr = next(a for a in proto.attribute if a.name == "value")
-            tensors[proto.output[0]] = Tensor(proto.output[0], value_attr.t.data_type, tuple(value_attr.t.dims), True)
+        if constant_type is not None and outputs:
+            tensors[outputs[0]] = Tensor(outputs[0], constant_type[0], constant_type[1], True)
             if attrs["value"] is not None:
-                constants[proto.output[0]] = attrs["value"]
+                constants[outputs[0]] = attrs["value"]
         if folded:
-            for o in proto.output:
+            for o in outputs:
                 if o:
                     t = tensors.get(o)
                     tensors[o] = Tensor(o, t.dtype if t else TensorProto.UNDEFINED, t.shape if t else None, True)
-        subgraphs = {}
-        for attr_name, sub in subgraph_protos.items():
-            sub_tensors, sub_constants, sub_nodes, sub_inputs = _build(sub, tensors, constants)
-            subgraphs[attr_name] = Graph(sub.name, tuple(sub_nodes), sub_tensors, sub_constants, tuple(sub_inputs), tuple(o.name for o in sub.output))
-        nodes.append(
-            Node(
-                proto.name or f"{proto.op_type}_{index}",
-                proto.op_type,
-                proto.domain,
-                tuple(proto.input),
-                tuple(proto.output),
-                attrs,
-                folded,
-                subgraphs,
-            )
-        )
+        nodes.append(Node(name, op_type, domain, inputs, outputs, attrs, folded, subgraphs))
     return tensors, constants, nodes, runtime_inputs
+
+
+def _is_weight(tensors: Mapping[str, Tensor], name: str) -> bool:
+    t = tensors.get(name)
+    return t is not None and t.is_weight
 
 
 _STRIPPED = "#weight-bytes-not-read"  # '#' marks data that is not on disk, as onnx's own model container does
@@ -371,7 +459,7 @@ def _drop_weight_bytes(graph: GraphProto) -> None:
     copies the whole model across the C++ boundary twice) runs as fast on inline weights as on external ones.
     """
     for init in graph.initializer:
-        if init.data_location == TensorProto.EXTERNAL or np.prod(init.dims, dtype=np.int64) <= _SMALL_CONSTANT:
+        if init.data_location == TensorProto.EXTERNAL or prod(init.dims) <= _SMALL_CONSTANT:
             continue
         for data_field in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data"):
             init.ClearField(data_field)
@@ -402,8 +490,7 @@ def load_graph(
         model = copy
     _fix_inputs(model, shapes, dict(dims or {}))
     _drop_weight_bytes(model.graph)
-    model, warnings = infer_shapes(model)
-    tensors, constants, nodes, runtime_inputs = _build(model.graph, {}, {})
+    model, warnings, (tensors, constants, nodes, runtime_inputs) = _infer_and_build(model)
     return Graph(
         name=display_name,
         nodes=tuple(nodes),

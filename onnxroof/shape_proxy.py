@@ -672,6 +672,9 @@ def _subgraphs(node: NodeProto) -> Iterator[GraphProto]:
             yield from a.graphs
 
 
+PROXY_OP_TYPES = frozenset(op_type for _, op_type in PROXIES)  # for a quick "any candidates?" test
+
+
 def _applies(node: NodeProto, opset: int) -> bool:
     key = (_domain(node), node.op_type)
     if key not in PROXIES:
@@ -684,7 +687,11 @@ def needs_proxy(model: ModelProto) -> bool:
     opset = _default_opset(model)
 
     def walk(graph: GraphProto) -> bool:
-        return any(_applies(n, opset) or any(walk(sub) for sub in _subgraphs(n)) for n in graph.node)
+        # The op-type test first: it rejects almost every node of a large graph with one field read.
+        return any(
+            (n.op_type in PROXY_OP_TYPES and _applies(n, opset)) or (n.attribute and any(walk(sub) for sub in _subgraphs(n)))
+            for n in graph.node
+        )
 
     return walk(model.graph)
 

@@ -245,3 +245,35 @@ def test_opset7_model_with_upsample_and_legacy_batchnorm():
     assert bn.cost.flops == 2 * 48  # 2 FLOPs per element (folded scale and shift) * 1*3*4*4
     assert up.cost.bytes_written == 1 * 3 * 8 * 8 * 4  # nearest x2: 192 floats written
     assert not a.unsupported
+
+
+def test_repeated_nodes_are_costed_by_their_own_attributes_and_aliasing():
+    """Nodes with equal shapes share one cost computation only when everything the cost depends on is equal."""
+    nodes = [
+        helper.make_node("Gemm", ["x", "W"], ["g1"]),
+        helper.make_node("Gemm", ["x", "W"], ["g2"], alpha=2.0),
+        helper.make_node("Gemm", ["x", "W"], ["g3"]),
+        helper.make_node("Mul", ["g1", "g1"], ["m1"]),
+        helper.make_node("Mul", ["g2", "g3"], ["m2"]),
+    ]
+    w = numpy_helper.from_array(np.ones((16, 16), np.float32), "W")
+    outputs = [_vi("m1", None), _vi("m2", None)]
+    a = analyze(_model(nodes, [_vi("x", [4, 16])], outputs, [w]), device="v100-sxm2")
+    by_name = {n.name: n for n in a.nodes}
+    gemms = [by_name[f"Gemm_{i}"].cost.flops for i in range(3)]
+    # 2*M*N*K = 2*4*16*16 = 2048 FLOPs; a non-unit alpha adds one multiply per output element: 4*16 = 64.
+    assert gemms == [2048, 2048 + 64, 2048]
+    # Mul(g1, g1) reads its one distinct input once: 4*16*4 = 256 B; Mul(g2, g3) reads two: 512 B.
+    assert by_name["Mul_3"].cost.bytes_read == 256
+    assert by_name["Mul_4"].cost.bytes_read == 512
+
+
+def test_every_repeated_unsupported_node_is_counted():
+    nodes = [helper.make_node("NoSuchOp", [f"x{i}"], [f"y{i}"], domain="custom.domain") for i in range(3)]
+    inputs = [_vi(f"x{i}", [2, 8]) for i in range(3)]
+    outputs = [_vi(f"y{i}", [2, 8]) for i in range(3)]
+    model = _model(nodes, inputs, outputs, opsets=(("", 17), ("custom.domain", 1)))
+    with pytest.warns(UnsupportedOpWarning):
+        a = analyze(model, device="v100-sxm2")
+    assert [(u.op_type, u.count) for u in a.unsupported] == [("NoSuchOp", 3)]
+    assert all(not n.supported and n.cost.bytes_read == 2 * 8 * 4 for n in a.nodes)
