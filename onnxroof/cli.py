@@ -2,6 +2,7 @@
 
 Commands:
   analyze MODEL   per-layer FLOPs, bytes, params, arithmetic intensity and roofline time on a device
+  measure MODEL   time the model with onnxruntime (whole model; --per-node adds the profiler's kernel times)
   devices         the device catalog (peak FLOP/s per precision, bandwidth, launch overhead)
   zoo             the built-in models usable as zoo:NAME wherever a model path goes
   ops             the op types onnxroof has cost functions for
@@ -16,6 +17,20 @@ import argparse
 import sys
 import time
 from typing import Callable, Sequence
+
+MEASURE_HELP = """Time a model with onnxruntime: warm-up runs, then repetitions in batches; median, min, p90, max.
+
+Inputs are random of the right dtype and shape (fix shapes with --input/--dim) or read from an .npz
+(--inputs FILE, arrays named like the model's inputs). Weights that are absent from disk are filled with random
+values of the right shapes, and the output says so. The provider that really ran is reported: asking for
+cuda on a machine where onnxruntime falls back to the CPU is an error unless --allow-fallback. A busy machine
+(load from other processes, or a wide spread between repetitions) is reported as a warning.
+
+examples:
+  onnxroof measure zoo:resnet18 --threads 1
+  onnxroof measure model.onnx --inputs batch.npz --provider cuda --repeat 100
+  onnxroof measure zoo:mobilenetv2 --per-node --format json -o timing.json
+"""
 
 ANALYZE_HELP = """Cost every node of an ONNX model and place it on a device's roofline.
 
@@ -41,6 +56,18 @@ def _pair(kind: str) -> Callable[[str], tuple[str, str]]:
     return parse
 
 
+def _add_shape_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input", action="append", default=[], type=_pair("NAME=1x3x224x224"), metavar="NAME=SHAPE", help="fix an input's shape (repeatable)")
+    parser.add_argument("--dim", action="append", default=[], type=_pair("NAME=VALUE"), metavar="NAME=VALUE", help="fix a symbolic dim such as batch (repeatable)")
+
+
+def _add_session_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--provider", default="cpu", choices=("cpu", "cuda"), help="onnxruntime execution provider (default cpu)")
+    parser.add_argument("--threads", type=int, default=1, metavar="N", help="onnxruntime intra-op threads (default 1)")
+    parser.add_argument("--opt-level", default="all", choices=("disable", "basic", "extended", "all"), help="onnxruntime graph optimization level (default all)")
+    parser.add_argument("--allow-fallback", action="store_true", help="accept onnxruntime running on the CPU when cuda was asked for")
+
+
 def _build_parser() -> argparse.ArgumentParser:
     from onnxroof import __version__
 
@@ -60,13 +87,28 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     analyze.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
     analyze.add_argument("-d", "--device", default=None, help="catalog key (see 'onnxroof devices') or a device .toml file; default v100-sxm2")
-    analyze.add_argument("--input", action="append", default=[], type=_pair("NAME=1x3x224x224"), metavar="NAME=SHAPE", help="fix an input's shape (repeatable)")
-    analyze.add_argument("--dim", action="append", default=[], type=_pair("NAME=VALUE"), metavar="NAME=VALUE", help="fix a symbolic dim such as batch (repeatable)")
+    _add_shape_options(analyze)
     analyze.add_argument("-p", "--precision", default=None, help="what if every float tensor were this precision: fp64, fp32, tf32, fp16, bf16, fp8, int8 (default: the tensors' own dtypes)")
     analyze.add_argument("-f", "--format", default="table", choices=("table", "json", "csv"), help="output format (default table)")
     analyze.add_argument("--top", type=int, default=20, metavar="N", help="table: list the N slowest nodes; 0 lists all in graph order (default 20)")
     analyze.add_argument("--by-op-type", action="store_true", help="table: add totals per op type")
     analyze.add_argument("-o", "--output", default=None, metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+
+    measure = commands.add_parser(
+        "measure", help="time a model with onnxruntime", description=MEASURE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter, parents=[verbose],
+    )
+    measure.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
+    _add_shape_options(measure)
+    _add_session_options(measure)
+    measure.add_argument("--warmup", type=int, default=5, metavar="N", help="untimed runs first (default 5)")
+    measure.add_argument("--repeat", type=int, default=30, metavar="N", help="timed samples (default 30)")
+    measure.add_argument("--inputs", default=None, metavar="FILE.npz", help="inputs from an .npz instead of random ones")
+    measure.add_argument("--timeout", type=float, default=300.0, metavar="S", help="stop sampling after S seconds (default 300)")
+    measure.add_argument("--per-node", action="store_true", help="also profile each kernel (a separate profiled session)")
+    measure.add_argument("-f", "--format", default="table", choices=("table", "json"), help="output format (default table)")
+    measure.add_argument("--top", type=int, default=20, metavar="N", help="--per-node table: the N slowest kernels (default 20)")
+    measure.add_argument("-o", "--output", default=None, metavar="FILE", help="write the report to FILE (atomically)")
 
     devices = commands.add_parser("devices", help="list the device catalog", description="The device catalog: every number with its source in --format json.", parents=[verbose])
     devices.add_argument("-f", "--format", default="table", choices=("table", "json"))
@@ -80,8 +122,9 @@ def _build_parser() -> argparse.ArgumentParser:
 class _Progress:
     """A one-line progress bar on stderr, shown only on a terminal and only for work that takes a while."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, unit: str = "nodes") -> None:
         self.label = label
+        self.unit = unit
         self.start = time.monotonic()
         self.enabled = sys.stderr.isatty()
         self.shown = False
@@ -96,7 +139,7 @@ class _Progress:
         if self.enabled and (self.shown or time.monotonic() - self.start > 0.5):
             width = 30
             filled = int(width * done / max(total, 1))
-            self.stage(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} nodes")
+            self.stage(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {self.unit}")
 
     def close(self) -> None:
         if self.shown:
@@ -113,10 +156,8 @@ def _emit(text: str, output: str | None) -> None:
         sys.stdout.write(text)
 
 
-def _cmd_analyze(args: argparse.Namespace) -> int:
-    from onnxroof.analysis import DEFAULT_DEVICE, analyze
+def _dims(args: argparse.Namespace) -> dict[str, int]:
     from onnxroof.errors import UserError
-    from onnxroof.report import render
 
     dims: dict[str, int] = {}
     for name, value in args.dim:
@@ -126,6 +167,15 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             raise UserError(f"--dim {name}={value}: the value must be an integer", f"e.g. --dim {name}=1") from None
         if dims[name] <= 0:
             raise UserError(f"--dim {name}={value}: the value must be positive", f"e.g. --dim {name}=1")
+    return dims
+
+
+def _cmd_analyze(args: argparse.Namespace) -> int:
+    from onnxroof.analysis import DEFAULT_DEVICE, analyze
+    from onnxroof.errors import UserError
+    from onnxroof.report import render
+
+    dims = _dims(args)
     progress = _Progress("analyzing")
     progress.stage("loading and inferring shapes")
     import warnings
@@ -146,6 +196,45 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     for message in result.warnings:
         print(f"onnxroof: warning: {message}", file=sys.stderr)
     _emit(render(result, args.format, top=args.top, by_op_type=args.by_op_type), args.output)
+    return 0
+
+
+def _cmd_measure(args: argparse.Namespace) -> int:
+    import json
+
+    from onnxroof.measure import measure
+    from onnxroof.report.timing import measurement_table
+
+    progress = _Progress("measuring", "samples")
+    progress.stage("loading the model into onnxruntime")
+    try:
+        result = measure(
+            args.model, provider=args.provider, threads=args.threads, opt_level=args.opt_level,
+            warmup=args.warmup, repeat=args.repeat, inputs=dict(args.input), dims=_dims(args),
+            feeds_path=args.inputs, allow_fallback=args.allow_fallback, timeout_s=args.timeout, progress=progress,
+        )
+        kernels = None
+        if args.per_node:
+            from onnxroof.profile import profile_nodes
+            from onnxroof.runtime import runnable_model
+
+            progress.stage("profiling each kernel")
+            kernels = profile_nodes(
+                runnable_model(args.model, dict(args.input), _dims(args)), provider=args.provider,
+                threads=args.threads, opt_level=args.opt_level, allow_fallback=args.allow_fallback,
+            )
+    finally:
+        progress.close()
+    if args.format == "json":
+        data = result.to_dict()
+        if kernels is not None:
+            data["profile"] = kernels.to_dict()
+        text = json.dumps(data, indent=2) + "\n"
+    else:
+        text = measurement_table(result, kernels, top=args.top)
+        for message in result.warnings + (kernels.warnings if kernels else ()):
+            print(f"onnxroof: warning: {message}", file=sys.stderr)
+    _emit(text, args.output)
     return 0
 
 
@@ -193,7 +282,7 @@ def _cmd_ops(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"analyze": _cmd_analyze, "devices": _cmd_devices, "zoo": _cmd_zoo, "ops": _cmd_ops}
+_COMMANDS = {"analyze": _cmd_analyze, "measure": _cmd_measure, "devices": _cmd_devices, "zoo": _cmd_zoo, "ops": _cmd_ops}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

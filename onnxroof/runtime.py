@@ -7,6 +7,8 @@ lazily: the analysis pass never needs it.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -41,6 +43,7 @@ def ort() -> Any:
         import onnxruntime
     except ImportError as exc:  # pragma: no cover - onnxruntime is a dependency
         raise UserError("onnxruntime is not installed", "pip install onnxruntime (or onnxroof[cuda] for GPUs)") from exc
+    onnxruntime.set_default_logger_severity(3)  # errors only: a provider fallback is reported by make_session
     return onnxruntime
 
 
@@ -216,17 +219,22 @@ def make_session(
     rt = ort()
     wanted = provider_name(provider)
     if wanted == "CUDAExecutionProvider" and hasattr(rt, "preload_dlls"):
-        try:
-            rt.preload_dlls()  # CUDA/cuDNN from the nvidia-* wheels of the cuda extra, when installed
+        try:  # CUDA/cuDNN from the nvidia-* wheels of the cuda extra, when installed; it prints what it misses
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                rt.preload_dlls()
         except Exception:  # noqa: BLE001 - absent libraries show up as a provider fallback below
             pass
     providers = [wanted] + (["CPUExecutionProvider"] if wanted != "CPUExecutionProvider" else [])
     options = session_options(threads, opt_level, profile_prefix=profile_prefix, optimized_path=optimized_path)
+    if wanted != "CPUExecutionProvider":
+        rt.set_default_logger_severity(4)  # a provider that cannot load logs an error; the check below says it once
     try:
         session = rt.InferenceSession(model.SerializeToString(), options, providers=providers)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise UserError(f"onnxruntime cannot load the model: {first}", "check that the model runs with onnxruntime") from exc
+    finally:
+        rt.set_default_logger_severity(3)
     actual = session.get_providers()[0]
     if actual != wanted and not allow_fallback:
         raise UserError(

@@ -119,3 +119,45 @@ def test_devices_zoo_and_ops_listings():
 def test_help_explains_each_command():
     assert "analyze" in run("--help").stdout
     assert "--dim" in run("analyze", "--help").stdout
+
+
+def _runnable(tmp_path: Path) -> Path:
+    """MatMul + Relu with batch 'batch'; IR 8 so that any onnxruntime of the supported range loads it."""
+    w = numpy_helper.from_array(np.full((16, 8), 0.5, np.float32), "W")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["h"], name="mm"), helper.make_node("Relu", ["h"], ["y"], name="relu")],
+        "small",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])],
+        [w],
+    )
+    path = tmp_path / "small.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return path
+
+
+def test_measure_reports_statistics_as_table_and_json(tmp_path: Path):
+    path = _runnable(tmp_path)
+    before = path.read_bytes()
+    table = run("measure", str(path), "--dim", "batch=4", "--repeat", "5", "--warmup", "1")
+    assert table.returncode == 0, table.stderr
+    assert "median" in table.stdout and "CPUExecutionProvider" in table.stdout
+    out = tmp_path / "timing.json"
+    result = run("measure", str(path), "--dim", "batch=4", "--repeat", "5", "--per-node", "--format", "json", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    data = json.loads(out.read_text())
+    assert data["min_s"] <= data["median_s"] <= data["p90_s"] <= data["max_s"]
+    assert data["provider"] == "CPUExecutionProvider" and len(data["samples_s"]) == 5
+    covered = {name for node in data["profile"]["nodes"] for name in node["covers"]}
+    assert covered | {u["name"] for u in data["profile"]["unmapped"]} == {"mm", "relu"}
+    assert path.read_bytes() == before
+
+
+def test_measure_errors_are_one_line(tmp_path: Path):
+    path = _runnable(tmp_path)
+    unresolved = run("measure", str(path))
+    assert unresolved.returncode == 2 and "--dim batch=" in unresolved.stderr and "Traceback" not in unresolved.stderr
+    bad_npz = tmp_path / "in.npz"
+    np.savez(bad_npz, x=np.zeros((3, 5), np.float32))
+    wrong = run("measure", str(path), "--dim", "batch=4", "--inputs", str(bad_npz))
+    assert wrong.returncode == 2 and len(wrong.stderr.strip().splitlines()) == 1 and "hint:" in wrong.stderr
