@@ -540,3 +540,138 @@ def test_devices_serialize_to_plain_json_and_pickle():
     assert json.loads(json.dumps(dataclasses.asdict(device)))["memory_bandwidth"]["value"] == 3.35e12
     assert pickle.loads(pickle.dumps(device)) == device
     assert copy.deepcopy(device) == device
+
+
+# ------------------------------------------------------------------------------------------------ calibrated hosts
+
+CALIBRATED_DEVICE = """\
+name = "Test host (calibrated)"
+kind = "cpu"
+overlap = "serial"
+engine = "onnxruntime"
+
+[peak_flops.fp32]
+value = 150e9
+dense = true
+source = "calibrated: Gemm 1024x1024x1024"
+
+[memory_bandwidth]
+value = 12e9
+source = "calibrated: MatMul streaming 1 GiB"
+
+[launch_overhead]
+value = 3e-7
+source = "calibrated: chains of Neg"
+
+[run_overhead]
+value = 8e-6
+source = "calibrated: a one-node graph"
+
+[[caches]]
+level = "L2"
+size = 2097152
+scope = "per-core"
+bandwidth = 45e9
+source = "calibrated: chain of Neg over 1 MiB"
+
+[calibration]
+provider = "cpu"
+threads = 1
+onnxruntime = "1.23.2"
+cpu = "Test CPU"
+date = "2025-01-01T00:00:00+00:00"
+duration_s = 95.5
+profiler_overhead = 2.5e-6
+warnings = ["timings varied between repeats"]
+
+[ceilings.conv]
+compute = [[2.3e8, 0.9], [2e7, 0.7]]
+source = "calibrated: nchwc Conv 3x3"
+
+[ceilings.elementwise]
+memory = [[1e4, 0.4], [1e6, 1.1]]
+source = "calibrated: chains of Relu and Add"
+
+[ceilings.lrn]
+compute = [[1e6, 0.002]]
+memory = [[1e6, 0.5]]
+source = "calibrated: chains of LRN"
+"""
+
+
+def test_calibrated_device_round_trip(tmp_path: Path):
+    from onnxroof.devices import Calibration, Ceiling
+
+    device = load_device(_write(tmp_path, CALIBRATED_DEVICE))
+    assert device.engine == "onnxruntime"
+    assert device.run_overhead == Sourced(8e-6, "calibrated: a one-node graph")
+    assert device.caches[0].bandwidth == 45e9
+    assert device.calibration == Calibration("cpu", 1, "1.23.2", "Test CPU", "2025-01-01T00:00:00+00:00", 95.5,
+                                             ("timings varied between repeats",), 2.5e-6)
+    # points are sorted by work whatever order the file gives them in
+    assert device.ceilings["conv"] == Ceiling(((2e7, 0.7), (2.3e8, 0.9)), (), "calibrated: nchwc Conv 3x3")
+    assert device.ceilings["lrn"].memory == ((1e6, 0.5),)
+    assert list(device.ceilings) == ["conv", "lrn", "elementwise"]  # in OP_CLASSES order
+    again = tmp_path / "again.toml"
+    again.write_text(device.to_toml(), encoding="utf-8")
+    assert load_device(again) == device
+    hash(device)  # still a frozen, hashable value
+
+
+def test_calibrated_device_serializes_to_plain_json(tmp_path: Path):
+    import json
+    import pickle
+
+    device = load_device(_write(tmp_path, CALIBRATED_DEVICE))
+    data = json.loads(json.dumps(device.to_dict()))
+    assert data["ceilings"]["conv"] == {"compute": [[2e7, 0.7], [2.3e8, 0.9]], "memory": [],
+                                        "source": "calibrated: nchwc Conv 3x3"}
+    assert data["calibration"]["warnings"] == ["timings varied between repeats"]
+    assert data["run_overhead"]["value"] == 8e-6
+    assert pickle.loads(pickle.dumps(device)) == device
+
+
+def test_datasheet_devices_have_no_engine_profile():
+    for key, device in catalog().items():
+        assert device.run_overhead is None, key
+        assert device.calibration is None, key
+        assert dict(device.ceilings) == {}, key
+        assert "[ceilings" not in device.to_toml() and "[calibration]" not in device.to_toml(), key
+
+
+def test_ceiling_efficiency_is_interpolated_in_log_work(tmp_path: Path):
+    ceiling = load_device(_write(tmp_path, CALIBRATED_DEVICE)).ceilings["elementwise"]
+    assert ceiling.memory_efficiency(1e3) == 0.4
+    assert ceiling.memory_efficiency(1e5) == pytest.approx(0.75)
+    assert ceiling.memory_efficiency(1e7) == 1.1
+    assert ceiling.compute_efficiency(1e5) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("[ceilings.lrn]", "[ceilings.lrm]", "unknown field 'lrm'"),
+        ("compute = [[1e6, 0.002]]\nmemory = [[1e6, 0.5]]\n", "", "needs a 'compute' or a 'memory' table"),
+        ("[[2.3e8, 0.9], [2e7, 0.7]]", "[[2.3e8, 0.9], [2.3e8, 0.7]]", "two points at work"),
+        ("[[2.3e8, 0.9], [2e7, 0.7]]", "[[2.3e8, -0.9]]", "must be positive"),
+        ("[[2.3e8, 0.9], [2e7, 0.7]]", "[2.3e8, 0.9]", "each point must be"),
+        ("[[2.3e8, 0.9], [2e7, 0.7]]", "[]", "non-empty array"),
+        ('source = "calibrated: nchwc Conv 3x3"\n', "", "ceilings.conv: missing required field 'source'"),
+        ("threads = 1", "threads = 0", "'threads' must be a positive integer"),
+        ("threads = 1", "threads = 1.5", "'threads' must be a positive integer"),
+        ('warnings = ["timings varied between repeats"]', "warnings = [1]", "'warnings' must be an array"),
+        ("duration_s = 95.5", "duration_s = -1", "'duration_s' must be non-negative"),
+        ('cpu = "Test CPU"\n', "", "calibration: missing required field 'cpu'"),
+        ("[run_overhead]\nvalue = 8e-6\n", "[run_overhead]\nvalue = -8e-6\n", "'value' must be non-negative"),
+    ],
+)
+def test_calibrated_device_validation_errors(tmp_path: Path, old: str, new: str, message: str):
+    assert old in CALIBRATED_DEVICE
+    with pytest.raises(UserError, match=message):
+        load_device(_write(tmp_path, CALIBRATED_DEVICE.replace(old, new, 1)))
+
+
+def test_misspelt_ceiling_class_gets_a_suggestion(tmp_path: Path):
+    with pytest.raises(UserError) as err:
+        load_device(_write(tmp_path, CALIBRATED_DEVICE.replace("[ceilings.conv]", "[ceilings.conv1x2]")))
+    assert "conv1x1" in err.value.hint

@@ -19,6 +19,31 @@ parser, :func:`device_from_dict`. A device file holds ONE device; its top-level 
     source = "paper 001: 4.2 us measured kernel launch latency on V100"
     # optional: [memory_capacity] (bytes), [[caches]] (level, size in bytes, scope, optional bandwidth), engine
 
+A calibrated host profile (``onnxroof.calibrate``) adds what an engine-aware prediction (``onnxroof.engine``)
+needs on top of the roofline: the engine's fixed cost per run, how it was measured, and per op class how close
+its kernels come to the peak and to the bandwidth of the memory level their data sits in::
+
+    engine = "onnxruntime"
+    [run_overhead]                 # seconds per session.run, paid once per model
+    value = 1.2e-05
+    source = "calibrated: ..."
+    [calibration]                  # how the numbers were measured (metadata, no sources needed)
+    provider = "cpu"
+    threads = 1
+    onnxruntime = "1.23.2"
+    cpu = "Intel(R) Xeon(R) Processor"
+    date = "2025-01-01T00:00:00+00:00"
+    duration_s = 95.0
+    profiler_overhead = 2.5e-06    # optional: what onnxruntime's profiler adds to each node's kernel time
+    warnings = []                  # optional: e.g. a busy machine (large spread between repeats)
+    [ceilings.conv]                # one table per op class (see OP_CLASSES)
+    compute = [[2.0e7, 0.71], [2.3e8, 0.84], [1.8e9, 0.88]]   # [FLOPs, fraction of the peak]
+    memory = [[1.0e5, 0.4], [4.0e6, 0.9]]                     # [bytes moved, fraction of the level bandwidth]
+    source = "calibrated: ..."
+
+A ceiling's points are interpolated linearly in log(work) and held constant beyond the first and last point,
+so small kernels get the lower efficiency measured on small kernels. Either table may be left out (efficiency 1).
+
 Conventions:
 
 - Units are SI: FLOP/s, bytes/s, bytes, seconds. Capacities are converted in the unit their source states:
@@ -52,10 +77,13 @@ __all__ = [
     "KINDS",
     "OVERLAPS",
     "CACHE_SCOPES",
+    "OP_CLASSES",
     "FALLBACK",
     "Sourced",
     "Peak",
     "CacheLevel",
+    "Ceiling",
+    "Calibration",
     "Device",
     "FrozenMap",
     "catalog",
@@ -68,6 +96,34 @@ PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "i
 KINDS: tuple[str, ...] = ("gpu", "cpu", "tpu")
 OVERLAPS: tuple[str, ...] = ("max", "serial")
 CACHE_SCOPES: tuple[str, ...] = ("per-core", "per-sm", "shared")
+
+# The op classes a calibrated device may hold a ceiling for (``[ceilings.<class>]``); ``onnxroof.engine.op_class``
+# maps every node to one of them (or to "shape" / "other", which never have a ceiling).
+OP_CLASSES: tuple[str, ...] = (
+    "conv",          # dense KxK convolution
+    "conv1x1",       # dense pointwise convolution
+    "conv_small",    # dense convolution on a small output (<= 9x9 positions) or with few channels
+    "conv_grouped",  # grouped convolution that is not depthwise
+    "depthwise",     # one input channel per group
+    "gemm",          # matrix product with a weight operand (Gemm, FusedGemm, MatMul by an initializer)
+    "matmul",        # matrix product of two activations (attention scores, context)
+    "pool",          # MaxPool / AveragePool / LpPool windows in onnxruntime's NCHWc layout (after a convolution)
+    "pool_nchw",     # the same windows in plain NCHW layout, a slower kernel per byte
+    "global_pool",   # GlobalAveragePool / GlobalMaxPool
+    "batchnorm",     # BatchNormalization, and the per-channel scale-and-shift it becomes (depthwise 1x1 conv)
+    "layernorm",     # LayerNormalization and its fused / simplified variants
+    "instancenorm",  # InstanceNormalization, GroupNormalization
+    "lrn",           # LRN
+    "softmax",       # Softmax, LogSoftmax
+    "elementwise",   # cheap elementwise arithmetic and activations (Add, Mul, Relu, Clip, Sum, ...)
+    "broadcast",     # elementwise arithmetic with an operand broadcast along the innermost axis (a per-channel Mul)
+    "activation",    # transcendental activations (Gelu, Erf, Sigmoid, Tanh, Exp, ...)
+    "movement",      # copies: Concat, Split, Slice, Pad, Gather, Expand, Tile, ...
+    "transpose",     # Transpose, DepthToSpace, SpaceToDepth
+    "reorder",       # onnxruntime's NCHW <-> NCHWc layout conversions
+    "resize",        # Resize, Upsample
+    "reduce",        # ReduceSum/Mean/Max/..., ArgMax/ArgMin
+)
 
 # Which peak a precision uses when the device lists none for it: the first entry of its chain that the device
 # lists. Every chain contains fp32, bf16 and fp16, and every device must list at least one of those three, so
@@ -147,6 +203,62 @@ class CacheLevel:
     scope: str = "shared"  # per-core | per-sm | shared (by the whole chip)
 
 
+def _interpolate(points: tuple[tuple[float, float], ...], work: float) -> float:
+    """Efficiency at ``work`` from (work, efficiency) points sorted by work: linear in log(work), constant
+    outside the measured range; 1 when there are no points."""
+    if not points:
+        return 1.0
+    if work <= points[0][0]:
+        return points[0][1]
+    if work >= points[-1][0]:
+        return points[-1][1]
+    for (w0, e0), (w1, e1) in zip(points, points[1:]):
+        if work <= w1:
+            frac = (math.log(work) - math.log(w0)) / (math.log(w1) - math.log(w0))
+            return e0 + frac * (e1 - e0)
+    return points[-1][1]  # pragma: no cover - the loop always returns
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """How close the kernels of one op class come to the roofline on a calibrated host.
+
+    ``compute`` holds (FLOPs of a kernel, fraction of the device's peak it reaches) points and ``memory``
+    (bytes a kernel moves, fraction of the bandwidth of the memory level its data sits in) points, each sorted
+    by work. Efficiencies are interpolated in log(work) so that small kernels, which pay fixed costs a single
+    peak ignores, get the lower efficiency measured on small kernels. A missing table means efficiency 1.
+    A memory efficiency may exceed 1 where the class streams faster than the bandwidth benchmark did.
+    """
+
+    compute: tuple[tuple[float, float], ...]
+    memory: tuple[tuple[float, float], ...]
+    source: str
+
+    def compute_efficiency(self, flops: float) -> float:
+        """Fraction of the peak a kernel of this class doing ``flops`` FLOPs reaches."""
+        return _interpolate(self.compute, flops)
+
+    def memory_efficiency(self, nbytes: float) -> float:
+        """Fraction of its memory level's bandwidth a kernel of this class moving ``nbytes`` bytes reaches."""
+        return _interpolate(self.memory, nbytes)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How a calibrated device profile was measured: engine, provider, threads, host, when, how long, and what
+    went wrong (``warnings``, e.g. a busy machine). ``profiler_overhead`` is what the engine's profiler adds to
+    each node's reported kernel time (seconds), for comparing predictions with profiled per-node times."""
+
+    provider: str
+    threads: int
+    onnxruntime: str
+    cpu: str
+    date: str
+    duration_s: float
+    warnings: tuple[str, ...] = ()
+    profiler_overhead: float | None = None
+
+
 class FrozenMap(dict):
     """A read-only, hashable dict, so that a frozen Device is hashable and cannot be changed in place.
 
@@ -198,7 +310,9 @@ class Device:
     largest of the three, as when launches overlap execution on a GPU stream or in a compiled TPU program) or
     ``"serial"`` (``max(compute, memory) + overhead``, as in a CPU executor that dispatches one node at a time).
     ``engine`` names the runtime a calibrated host profile was measured with (e.g. ``"onnxruntime"``); ``None``
-    for datasheet devices.
+    for datasheet devices. A calibrated profile also carries ``run_overhead`` (the engine's fixed cost per run,
+    added once per model), ``ceilings`` (per op class efficiencies, see :class:`Ceiling`) and ``calibration``
+    (how it was measured); datasheet devices have none of them.
     """
 
     key: str
@@ -211,6 +325,9 @@ class Device:
     launch_overhead: Sourced
     caches: tuple[CacheLevel, ...] = ()
     engine: str | None = None
+    run_overhead: Sourced | None = None
+    ceilings: Mapping[str, Ceiling] = dataclasses.field(default_factory=FrozenMap)
+    calibration: Calibration | None = None
 
     def resolve_precision(self, precision: str) -> str:
         """The precision whose peak is used for ``precision`` on this device (see FALLBACK)."""
@@ -244,6 +361,10 @@ class Device:
         out = dataclasses.asdict(self)
         out["peak_flops"] = dict(out["peak_flops"])
         out["caches"] = list(out["caches"])
+        out["ceilings"] = {name: {"compute": [list(p) for p in c["compute"]], "memory": [list(p) for p in c["memory"]],
+                                  "source": c["source"]} for name, c in out["ceilings"].items()}
+        if out["calibration"] is not None:
+            out["calibration"]["warnings"] = list(out["calibration"]["warnings"])
         return out
 
     def to_toml(self) -> str:
@@ -258,7 +379,7 @@ class Device:
             if pk.sparse_value is not None:
                 lines.append(f"sparse_value = {_toml_num(pk.sparse_value)}")
             lines.append(f"source = {_toml_str(pk.source)}")
-        for fname in ("memory_bandwidth", "memory_capacity", "launch_overhead"):
+        for fname in ("memory_bandwidth", "memory_capacity", "launch_overhead", "run_overhead"):
             item = getattr(self, fname)
             if item is not None:
                 lines += ["", f"[{fname}]", f"value = {_toml_num(item.value)}", f"source = {_toml_str(item.source)}"]
@@ -268,13 +389,28 @@ class Device:
             if cache.bandwidth is not None:
                 lines.append(f"bandwidth = {_toml_num(cache.bandwidth)}")
             lines.append(f"source = {_toml_str(cache.source)}")
+        if self.calibration is not None:
+            cal = self.calibration
+            lines += ["", "[calibration]", f"provider = {_toml_str(cal.provider)}", f"threads = {cal.threads}",
+                      f"onnxruntime = {_toml_str(cal.onnxruntime)}", f"cpu = {_toml_str(cal.cpu)}",
+                      f"date = {_toml_str(cal.date)}", f"duration_s = {_toml_num(cal.duration_s)}"]
+            if cal.profiler_overhead is not None:
+                lines.append(f"profiler_overhead = {_toml_num(cal.profiler_overhead)}")
+            lines.append("warnings = [" + ", ".join(_toml_str(w) for w in cal.warnings) + "]")
+        for name, ceiling in self.ceilings.items():
+            lines += ["", f"[ceilings.{name}]"]
+            for table in ("compute", "memory"):
+                points = getattr(ceiling, table)
+                if points:
+                    lines.append(f"{table} = [" + ", ".join(f"[{_toml_num(w)}, {_toml_num(e)}]" for w, e in points) + "]")
+            lines.append(f"source = {_toml_str(ceiling.source)}")
         return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------------- parsing
 
 _REQUIRED = ("name", "kind", "overlap", "peak_flops", "memory_bandwidth", "launch_overhead")
-_OPTIONAL = ("memory_capacity", "caches", "engine")
+_OPTIONAL = ("memory_capacity", "caches", "engine", "run_overhead", "calibration", "ceilings")
 _FIELDS = _REQUIRED + _OPTIONAL
 _SCHEMA_HINT = "see the device file format in the onnxroof.devices docstring, or copy an entry of `onnxroof devices`"
 
@@ -371,6 +507,64 @@ def _cache(table: Any, index: int, where: str) -> CacheLevel:
     )
 
 
+def _points(raw: Any, where: str) -> tuple[tuple[float, float], ...]:
+    """[[work, efficiency], ...] -> sorted tuple of pairs; work and efficiency positive, work distinct."""
+    hint = "write e.g. compute = [[1e6, 0.3], [1e8, 0.8]]: pairs of [work, efficiency], both positive"
+    if not isinstance(raw, list) or not raw:
+        raise _fail(where, f"must be a non-empty array of [work, efficiency] pairs, got {raw!r}", hint)
+    points = []
+    for pair in raw:
+        if (not isinstance(pair, list) or len(pair) != 2
+                or any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in pair)):
+            raise _fail(where, f"each point must be [work, efficiency], got {pair!r}", hint)
+        work, eff = float(pair[0]), float(pair[1])
+        if not (math.isfinite(work) and math.isfinite(eff)) or work <= 0 or eff <= 0:
+            raise _fail(where, f"work and efficiency must be positive and finite, got {pair!r}", hint)
+        points.append((work, eff))
+    points.sort()
+    for (w0, _), (w1, _) in zip(points, points[1:]):
+        if w0 == w1:
+            raise _fail(where, f"two points at work {w0:g}", "give each work size once")
+    return tuple(points)
+
+
+def _ceiling(table: Any, name: str, where: str) -> Ceiling:
+    here = f"{where}, ceilings.{name}"
+    if not isinstance(table, Mapping):
+        raise _fail(here, f"must be a table with compute and/or memory points and a source, got {table!r}")
+    _check_keys(table, ("compute", "memory", "source"), here)
+    if "compute" not in table and "memory" not in table:
+        raise _fail(here, "needs a 'compute' or a 'memory' table of [work, efficiency] points")
+    compute = _points(table["compute"], f"{here}.compute") if "compute" in table else ()
+    memory = _points(table["memory"], f"{here}.memory") if "memory" in table else ()
+    return Ceiling(compute, memory, _text(table, "source", here))
+
+
+def _calibration(table: Any, where: str) -> Calibration:
+    here = f"{where}, calibration"
+    if not isinstance(table, Mapping):
+        raise _fail(here, f"must be a table, got {table!r}")
+    _check_keys(table, ("provider", "threads", "onnxruntime", "cpu", "date", "duration_s", "warnings",
+                        "profiler_overhead"), here)
+    threads = table.get("threads")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise _fail(here, f"field 'threads' must be a positive integer, got {threads!r}")
+    warnings = table.get("warnings", [])
+    if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
+        raise _fail(here, f"field 'warnings' must be an array of strings, got {warnings!r}")
+    overhead = _number(table, "profiler_overhead", here, allow_zero=True) if "profiler_overhead" in table else None
+    return Calibration(
+        provider=_text(table, "provider", here),
+        threads=threads,
+        onnxruntime=_text(table, "onnxruntime", here),
+        cpu=_text(table, "cpu", here),
+        date=_text(table, "date", here),
+        duration_s=_number(table, "duration_s", here, allow_zero=True),
+        warnings=tuple(warnings),
+        profiler_overhead=overhead,
+    )
+
+
 def device_from_dict(key: str, data: Mapping[str, Any], *, origin: str | None = None) -> Device:
     """Validate one device's fields (as parsed from TOML) and build the Device; raises UserError naming the field.
 
@@ -406,6 +600,12 @@ def device_from_dict(key: str, data: Mapping[str, Any], *, origin: str | None = 
     if "engine" in data:
         engine = _text(data, "engine", where)
 
+    ceilings_raw = data.get("ceilings", {})
+    if not isinstance(ceilings_raw, Mapping):
+        raise _fail(where, "field 'ceilings' must be a table of op classes ([ceilings.conv], ...)")
+    _check_keys(ceilings_raw, OP_CLASSES, f"{where}, ceilings")
+    ceilings = {name: _ceiling(ceilings_raw[name], name, where) for name in OP_CLASSES if name in ceilings_raw}
+
     return Device(
         key=key.strip(),
         name=_text(data, "name", where),
@@ -417,6 +617,9 @@ def device_from_dict(key: str, data: Mapping[str, Any], *, origin: str | None = 
         launch_overhead=_sourced(data, "launch_overhead", where, allow_zero=True),
         caches=tuple(_cache(c, i, where) for i, c in enumerate(caches_raw)),
         engine=engine,
+        run_overhead=_sourced(data, "run_overhead", where, allow_zero=True) if "run_overhead" in data else None,
+        ceilings=FrozenMap(ceilings),
+        calibration=_calibration(data["calibration"], where) if "calibration" in data else None,
     )
 
 

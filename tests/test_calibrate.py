@@ -1,0 +1,178 @@
+"""Host calibration: a quick calibration yields a valid, sourced, round-tripping device; the profile is cached."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from onnxroof import atomic, calibrate, engine
+from onnxroof.costs import Cost
+from onnxroof.devices import OP_CLASSES, Device, load_device
+from onnxroof.errors import UserError
+from tests.helpers import T, W, make_node
+
+
+@pytest.fixture(scope="module")
+def progress_calls() -> list[tuple[int, int]]:
+    return []
+
+
+@pytest.fixture(scope="module")
+def quick(progress_calls: list[tuple[int, int]]) -> Device:
+    return calibrate.calibrate(threads=1, budget_s=5.0, quick=True, progress=lambda d, t: progress_calls.append((d, t)))
+
+
+def test_quick_calibration_describes_an_onnxruntime_host(quick: Device):
+    assert quick.engine == "onnxruntime"
+    assert quick.kind == "cpu" and quick.overlap == "serial"
+    assert quick.key == calibrate.host_key(1, "cpu")
+    assert quick.calibration is not None
+    assert quick.calibration.provider == "cpu" and quick.calibration.threads == 1
+    from onnxroof.runtime import ort
+
+    assert quick.calibration.onnxruntime == ort().__version__
+    assert quick.calibration.cpu == calibrate.cpu_model()
+    assert quick.calibration.duration_s > 0
+    assert quick.calibration.profiler_overhead is not None and quick.calibration.profiler_overhead >= 0
+
+
+def test_every_number_is_positive_and_says_it_was_calibrated(quick: Device):
+    assert "fp32" in quick.peak_flops
+    for peak in quick.peak_flops.values():
+        assert peak.value > 0 and peak.dense and peak.source.startswith("calibrated: ")
+    for item in (quick.memory_bandwidth, quick.launch_overhead, quick.run_overhead):
+        assert item is not None and item.source.startswith("calibrated: ")
+    assert quick.memory_bandwidth.value > 0 and quick.launch_overhead.value > 0 and quick.run_overhead.value >= 0
+    assert quick.caches
+    for cache in quick.caches:
+        assert cache.size > 0 and cache.bandwidth is not None and cache.bandwidth > 0
+        assert cache.source.startswith("calibrated: ")
+    assert quick.ceilings
+    for name, ceiling in quick.ceilings.items():
+        assert name in OP_CLASSES
+        assert ceiling.source.startswith("calibrated: ")
+        assert ceiling.compute or ceiling.memory
+        assert all(w > 0 and e > 0 for w, e in ceiling.compute + ceiling.memory)
+        # each class is calibrated on the term that bounds it
+        assert bool(ceiling.compute) == (name in calibrate.COMPUTE_CLASSES)
+
+
+def test_quick_calibration_covers_the_main_classes(quick: Device):
+    for name in ("conv", "depthwise", "gemm", "pool", "elementwise", "lrn", "softmax", "layernorm", "movement"):
+        assert name in quick.ceilings, name
+
+
+def test_calibrated_device_round_trips(quick: Device, tmp_path: Path):
+    path = tmp_path / "host.toml"
+    path.write_text(quick.to_toml(), encoding="utf-8")
+    assert load_device(path) == quick
+
+
+def test_progress_is_reported_up_to_the_total(quick: Device, progress_calls: list[tuple[int, int]]):
+    assert progress_calls
+    dones = [d for d, _ in progress_calls]
+    assert dones == sorted(dones)
+    assert progress_calls[-1][0] == progress_calls[-1][1]
+
+
+def test_calibrated_device_predicts(quick: Device):
+    view = make_node("Conv", [T((1, 64, 28, 28)), W((64, 64, 3, 3)), W((64,))], [T((1, 64, 28, 28))],
+                     domain="com.microsoft.nchwc", kernel_shape=[3, 3])
+    pred, note = engine.predict_engine(view, Cost(flops=5.8e7, bytes_read=350e3, bytes_written=200e3, kernels=1),
+                                       "fp32", quick)
+    assert note.ceiling is not None
+    assert pred.predicted_time_s > quick.launch_overhead.value
+
+
+def test_bad_arguments_are_user_errors():
+    with pytest.raises(UserError, match="cannot calibrate"):
+        calibrate.calibrate(provider="cuda", quick=True)
+    with pytest.raises(UserError, match="threads"):
+        calibrate.calibrate(threads=0, quick=True)
+    with pytest.raises(UserError, match="budget"):
+        calibrate.calibrate(budget_s=0, quick=True)
+
+
+# ------------------------------------------------------------------------------------------------ the cache
+
+
+def test_cache_location_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setenv("ONNXROOF_CACHE_DIR", str(tmp_path / "mine"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert calibrate.cache_dir() == tmp_path / "mine"
+    monkeypatch.delenv("ONNXROOF_CACHE_DIR")
+    assert calibrate.cache_dir() == tmp_path / "xdg" / "onnxroof"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert calibrate.cache_dir() == Path.home() / ".cache" / "onnxroof"
+
+
+def test_host_key_names_cpu_onnxruntime_provider_and_threads():
+    from onnxroof.runtime import ort
+
+    key = calibrate.host_key(4, "cpu")
+    assert key.startswith("host-") and key.endswith(f"-ort{ort().__version__}-cpu-t4")
+    assert all(ch.isalnum() or ch in "-." for ch in key)
+    assert calibrate.cache_path(4, "cpu").name == f"{key}.toml"
+
+
+def test_host_device_calibrates_once_then_reuses_the_cache(quick: Device, monkeypatch: pytest.MonkeyPatch,
+                                                            tmp_path: Path):
+    monkeypatch.setenv("ONNXROOF_CACHE_DIR", str(tmp_path))
+    calls: list[int] = []
+    writes: list[Path] = []
+
+    def fake_calibrate(threads: int = 1, provider: str = "cpu", budget_s: float = 120.0, progress=None, **_) -> Device:
+        calls.append(threads)
+        return quick
+
+    real_write = atomic.write_text
+
+    def spy_write(path, text):
+        writes.append(Path(path))
+        real_write(path, text)
+
+    monkeypatch.setattr(calibrate, "calibrate", fake_calibrate)
+    monkeypatch.setattr(atomic, "write_text", spy_write)
+
+    first = calibrate.host_device()
+    path = calibrate.cache_path(1, "cpu")
+    assert first == quick and calls == [1]
+    assert writes == [path] and path.parent == tmp_path and path.exists()
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left behind
+
+    assert calibrate.host_device() == quick
+    assert calls == [1]  # read back from the cache, not calibrated again
+
+    calibrate.host_device(recalibrate=True)
+    assert calls == [1, 1]
+
+    path.write_text("not = [valid", encoding="utf-8")  # a damaged cache file is replaced
+    assert calibrate.host_device() == quick
+    assert calls == [1, 1, 1]
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+
+
+def test_cache_levels_come_from_the_os_or_defaults():
+    levels = calibrate.cache_levels()
+    assert levels
+    sizes = [c.size for c in levels]
+    assert sizes == sorted(sizes) and all(s > 0 for s in sizes)
+    assert all(c.scope in ("per-core", "shared") for c in levels)
+
+
+def test_size_and_cpu_list_parsing():
+    assert calibrate._parse_size("48K") == 48 * 1024
+    assert calibrate._parse_size("2048K\n") == 2 * 1024 * 1024
+    assert calibrate._parse_size("300M") == 300 * 1024 * 1024
+    assert calibrate._parse_size("weird") is None
+    assert calibrate._count_cpus("0-1") == 2
+    assert calibrate._count_cpus("0,32") == 2
+    assert calibrate._count_cpus("3") == 1
+
+
+def test_binning_merges_close_work_sizes():
+    points = [(1e6, 0.5), (1.2e6, 0.7), (1.1e6, 0.6), (1e8, 0.9)]
+    assert calibrate._bin(points) == ((1.097e6, 0.6), (1e8, 0.9))

@@ -1,0 +1,259 @@
+"""Engine-aware prediction: op classes, memory levels, ceilings and the closed-form time of a node."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from onnxroof import engine, roofline
+from onnxroof.costs import Cost
+from onnxroof.devices import (
+    OP_CLASSES,
+    CacheLevel,
+    Calibration,
+    Ceiling,
+    Device,
+    FrozenMap,
+    Peak,
+    Sourced,
+    load_device,
+)
+from tests.helpers import INT64, T, W, make_node
+
+NCHWC = "com.microsoft.nchwc"
+MS = "com.microsoft"
+
+
+def host(ceilings: dict[str, Ceiling] | None = None, threads: int = 1) -> Device:
+    """A hand-made calibrated host: 100 GFLOP/s fp32, L1 32 KiB at 100 GB/s, L2 1 MiB at 50 GB/s, DRAM 10 GB/s,
+    1 us per node, 5 us per run."""
+    return Device(
+        key="test-host",
+        name="test host",
+        kind="cpu",
+        overlap="serial",
+        peak_flops=FrozenMap({"fp32": Peak(100e9, True, "calibrated: test")}),
+        memory_bandwidth=Sourced(10e9, "calibrated: test"),
+        memory_capacity=None,
+        launch_overhead=Sourced(1e-6, "calibrated: test"),
+        caches=(
+            CacheLevel("L1d", 32 * 1024, 100e9, "calibrated: test", "per-core"),
+            CacheLevel("L2", 1024 * 1024, 50e9, "calibrated: test", "per-core"),
+            CacheLevel("L3", 8 * 1024 * 1024, None, "os: no bandwidth measured", "shared"),
+        ),
+        engine="onnxruntime",
+        run_overhead=Sourced(5e-6, "calibrated: test"),
+        ceilings=FrozenMap(ceilings or {}),
+        calibration=Calibration("cpu", threads, "1.0", "test cpu", "2025-01-01", 1.0),
+    )
+
+
+CONV = Ceiling(compute=((1e6, 0.5), (1e8, 0.9)), memory=(), source="calibrated: test conv")
+ELEMENTWISE = Ceiling(compute=(), memory=((1e4, 0.5), (1e6, 1.0)), source="calibrated: test elementwise")
+
+
+def conv(cin: int, cout: int, hw: int, k: int, *, group: int = 1, domain: str = NCHWC, out_hw: int | None = None,
+         op: str = "Conv"):
+    out_hw = out_hw or hw
+    return make_node(op, [T((1, cin, hw, hw)), W((cout, cin // group, k, k)), W((cout,))],
+                     [T((1, cout, out_hw, out_hw))], domain=domain, group=group, kernel_shape=[k, k])
+
+
+# ------------------------------------------------------------------------------------------------ op classes
+
+CASES = [
+    (conv(64, 64, 56, 3), "conv"),
+    (conv(64, 64, 56, 3, domain="", op="Conv"), "conv"),
+    (conv(64, 64, 56, 3, domain=MS, op="FusedConv"), "conv"),
+    (conv(256, 64, 56, 1), "conv1x1"),
+    (conv(512, 512, 7, 3), "conv_small"),  # 49 output positions
+    (conv(3, 64, 224, 7, out_hw=112), "conv"),  # a stem with a large kernel runs like a large conv
+    (conv(3, 32, 224, 3, out_hw=112), "conv_small"),  # a stem with a 3x3 kernel does not
+    (conv(64, 16, 56, 1), "conv_small"),  # 16 output channels
+    (conv(144, 144, 56, 3, group=144), "depthwise"),
+    (conv(256, 256, 56, 1, group=256), "batchnorm"),  # a BatchNormalization onnxruntime turned into a 1x1 dw conv
+    (conv(136, 136, 28, 1, group=4, domain=""), "conv_grouped"),
+    (make_node("Gemm", [T((197, 768)), W((3072, 768)), W((3072,))], [T((197, 3072))], transB=1), "gemm"),
+    (make_node("FusedGemm", [T((1, 9216)), W((4096, 9216)), W((4096,))], [T((1, 4096))], domain=MS), "gemm"),
+    (make_node("MatMul", [T((1, 197, 768)), W((768, 768))], [T((1, 197, 768))]), "gemm"),
+    (make_node("MatMul", [T((1, 12, 197, 64)), T((1, 12, 64, 197))], [T((1, 12, 197, 197))]), "matmul"),
+    (make_node("FusedMatMul", [T((1, 12, 197, 64)), T((1, 12, 197, 64))], [T((1, 12, 197, 197))], domain=MS),
+     "matmul"),
+    (make_node("MaxPool", [T((1, 64, 112, 112))], [T((1, 64, 56, 56))], domain=NCHWC, kernel_shape=[3, 3]), "pool"),
+    (make_node("AveragePool", [T((1, 64, 28, 28))], [T((1, 64, 28, 28))], domain=NCHWC, kernel_shape=[3, 3]), "pool"),
+    (make_node("MaxPool", [T((1, 24, 112, 112))], [T((1, 24, 56, 56))], kernel_shape=[3, 3]), "pool_nchw"),
+    (make_node("GlobalAveragePool", [T((1, 2048, 7, 7))], [T((1, 2048, 1, 1))], domain=NCHWC), "global_pool"),
+    (make_node("BatchNormalization", [T((1, 64, 56, 56)), W((64,)), W((64,)), W((64,)), W((64,))],
+               [T((1, 64, 56, 56))]), "batchnorm"),
+    (make_node("LayerNormalization", [T((1, 197, 768)), W((768,)), W((768,))], [T((1, 197, 768))]), "layernorm"),
+    (make_node("SkipLayerNormalization", [T((1, 197, 768)), T((1, 197, 768)), W((768,)), W((768,))],
+               [T((1, 197, 768))], domain=MS), "layernorm"),
+    (make_node("InstanceNormalization", [T((1, 32, 64, 64)), W((32,)), W((32,))], [T((1, 32, 64, 64))]),
+     "instancenorm"),
+    (make_node("LRN", [T((1, 96, 55, 55))], [T((1, 96, 55, 55))], size=5), "lrn"),
+    (make_node("Softmax", [T((1, 1000))], [T((1, 1000))]), "softmax"),
+    (make_node("Relu", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))]), "elementwise"),
+    (make_node("Add", [T((1, 197, 768)), T((1, 197, 768))], [T((1, 197, 768))]), "elementwise"),
+    (make_node("Sum", [T((1, 8, 4, 4)), T((1, 8, 4, 4)), T((1, 8, 4, 4))], [T((1, 8, 4, 4))]), "elementwise"),
+    (make_node("Add", [T((1, 197, 768)), W((768,))], [T((1, 197, 768))]), "elementwise"),  # a bias: still streams
+    (make_node("Mul", [T((1, 64, 28, 28)), W((64, 1, 1))], [T((1, 64, 28, 28))]), "broadcast"),
+    (make_node("Gelu", [T((1, 197, 3072))], [T((1, 197, 3072))], domain=MS), "activation"),
+    (make_node("Sigmoid", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))]), "activation"),
+    (make_node("Concat", [T((1, 64, 28, 28)), T((1, 64, 28, 28))], [T((1, 128, 28, 28))], axis=1), "movement"),
+    (make_node("Split", [T((1, 197, 2304))], [T((1, 197, 768))] * 3, axis=-1), "movement"),
+    (make_node("Transpose", [T((1, 197, 12, 64))], [T((1, 12, 197, 64))], perm=[0, 2, 1, 3]), "transpose"),
+    (make_node("ReorderInput", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))], domain=NCHWC), "reorder"),
+    (make_node("ReorderOutput", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))], domain=NCHWC, channels=64), "reorder"),
+    (make_node("Upsample", [T((1, 64, 32, 32))], [T((1, 64, 64, 64))], domain=NCHWC, scales=[2, 2]), "resize"),
+    (make_node("Resize", [T((1, 64, 32, 32)), None, W((4,))], [T((1, 64, 64, 64))]), "resize"),
+    (make_node("ReduceMean", [T((1, 197, 768))], [T((1, 197, 1))], axes=[2]), "reduce"),
+    (make_node("Reshape", [T((1, 197, 768)), W((2,), INT64)], [T((197, 768))]), engine.SHAPE),
+    (make_node("Flatten", [T((1, 512, 1, 1))], [T((1, 512))]), engine.SHAPE),
+    (make_node("NonMaxSuppression", [T((1, 100, 4)), T((1, 1, 100))], [T((10, 3), INT64)]), engine.OTHER),
+]
+
+
+@pytest.mark.parametrize(("view", "expected"), CASES, ids=[f"{v.domain or 'ai.onnx'}::{v.op_type}->{c}" for v, c in CASES])
+def test_op_class(view, expected):
+    assert engine.op_class(view) == expected
+
+
+def test_every_ceiling_class_has_a_case():
+    assert set(OP_CLASSES) <= {expected for _, expected in CASES}
+
+
+def test_conv_class_without_weight_shape_falls_back_to_attributes():
+    view = make_node("Conv", [T((1, 64, 56, 56)), W((64, 64, 1, 1), name="w"), None], [T((1, 64, 56, 56))],
+                     kernel_shape=[1, 1])
+    assert engine.op_class(view) == "conv1x1"
+    unknown = make_node("Conv", [T(None), T(None), None], [T(None)], kernel_shape=[3, 3])
+    assert engine.op_class(unknown) == "conv"
+
+
+# ------------------------------------------------------------------------------------------------ memory levels
+
+
+def test_memory_level_picks_the_smallest_level_that_holds_the_working_set():
+    dev = host()
+    assert engine.memory_level(dev, 0) == ("L1d", 100e9)
+    assert engine.memory_level(dev, 32 * 1024) == ("L1d", 100e9)  # fits exactly
+    assert engine.memory_level(dev, 32 * 1024 + 1) == ("L2", 50e9)
+    assert engine.memory_level(dev, 1024 * 1024) == ("L2", 50e9)
+    # L3 has no measured bandwidth: skipped, the next level is DRAM
+    assert engine.memory_level(dev, 1024 * 1024 + 1) == ("DRAM", 10e9)
+
+
+def test_private_caches_count_once_per_calibrated_thread():
+    dev = host(threads=2)
+    assert engine.memory_level(dev, 64 * 1024) == ("L1d", 100e9)
+    assert engine.memory_level(dev, 64 * 1024 + 1) == ("L2", 50e9)
+
+
+def test_working_set_and_weight_bytes():
+    view = conv(64, 64, 28, 3)
+    cost = Cost(flops=1e7, bytes_read=400_000, bytes_written=200_000)
+    assert engine.working_set(view, cost) == 600_000
+    assert engine.weight_bytes(view, cost) == (64 * 64 * 9 + 64) * 4  # both weights, each once
+    assert engine.weight_bytes(view, Cost(bytes_read=1000)) == 1000  # never more than the node reads
+
+
+# ------------------------------------------------------------------------------------------------ ceilings
+
+
+def test_ceiling_interpolates_in_log_work_and_clamps():
+    assert CONV.compute_efficiency(1e5) == 0.5
+    assert CONV.compute_efficiency(1e9) == 0.9
+    assert CONV.compute_efficiency(1e7) == pytest.approx(0.7)  # halfway in log10: 0.5 + 0.4 * 0.5
+    assert CONV.memory_efficiency(123.0) == 1.0  # no memory table: efficiency 1
+
+
+def test_ceiling_falls_back_to_a_related_class():
+    dev = host({"conv": CONV})
+    assert engine.ceiling_for(dev, "conv1x1") == ("conv", CONV)
+    assert engine.ceiling_for(dev, "conv_grouped") == ("conv", CONV)  # via conv_small
+    assert engine.ceiling_for(dev, "lrn") is None
+
+
+# ------------------------------------------------------------------------------------------------ prediction
+
+
+def test_compute_bound_conv_closed_form():
+    dev = host({"conv": CONV})
+    view = conv(64, 64, 28, 3)
+    cost = Cost(flops=1e7, bytes_read=400_000, bytes_written=200_000, kernels=1)
+    pred, note = engine.predict_engine(view, cost, "fp32", dev)
+    # eff_c = 0.7 at 1e7 FLOPs -> compute = 1e7 / (100e9 * 0.7) = 142.857 us
+    # working set 600 kB -> L2 (50 GB/s); weights 147,712 B at DRAM 10 GB/s, the other 452,288 B at 50 GB/s:
+    # memory = 452288 / 50e9 + 147712 / 10e9 = 9.046 + 14.771 = 23.817 us
+    # serial: max(142.857, 23.817) + 1 us overhead = 143.857 us
+    weights = (64 * 64 * 9 + 64) * 4
+    assert pred.compute_time_s == pytest.approx(1e7 / 70e9)
+    assert pred.memory_time_s == pytest.approx((600_000 - weights) / 50e9 + weights / 10e9)
+    assert pred.overhead_time_s == 1e-6
+    assert pred.predicted_time_s == pytest.approx(1e7 / 70e9 + 1e-6)
+    assert pred.bound == "compute"
+    assert pred.peak_flops_s == pytest.approx(70e9)  # the conv ceiling, not the device peak
+    assert note.op_class == "conv" and note.ceiling == "conv"
+    assert note.level == "L2" and note.level_bandwidth == 50e9 and note.weight_bytes == weights
+    assert "70% of peak" in note.describe() and "L2" in note.describe()
+
+
+def test_memory_bound_elementwise_closed_form():
+    dev = host({"elementwise": ELEMENTWISE})
+    view = make_node("Relu", [T((1, 64, 16, 16))], [T((1, 64, 16, 16))])
+    cost = Cost(flops=16384, bytes_read=65536, bytes_written=65536, kernels=1)
+    pred, note = engine.predict_engine(view, cost, "fp32", dev)
+    # 131,072 B -> L2 (over L1's 32 KiB) at 50 GB/s; eff_m = 0.5 + 0.5 * log(131072/1e4) / log(1e6/1e4) = 0.7794
+    eff = 0.5 + 0.5 * math.log(131072 / 1e4) / math.log(1e6 / 1e4)
+    assert note.memory_efficiency == pytest.approx(eff)
+    assert pred.memory_time_s == pytest.approx(131072 / (50e9 * eff))  # 3.364 us
+    assert pred.compute_time_s == pytest.approx(16384 / 100e9)  # no compute ceiling for the class: full peak
+    assert pred.predicted_time_s == pytest.approx(131072 / (50e9 * eff) + 1e-6)
+    assert pred.bound == "memory"
+
+
+def test_fallback_ceiling_is_named_in_the_note():
+    dev = host({"conv": CONV})
+    pred, note = engine.predict_engine(conv(256, 64, 56, 1), Cost(flops=1e8, bytes_read=1e6, bytes_written=1e5), "fp32", dev)
+    assert note.op_class == "conv1x1" and note.ceiling == "conv"
+    assert pred.compute_time_s == pytest.approx(1e8 / 90e9)
+    assert "via conv" in note.describe()
+
+
+def test_shape_only_nodes_pay_the_per_node_overhead_only():
+    dev = host({"conv": CONV})
+    view = make_node("Reshape", [T((1, 197, 768)), W((2,), INT64)], [T((197, 768))])
+    pred, note = engine.predict_engine(view, Cost(), "fp32", dev)
+    assert pred.predicted_time_s == 1e-6
+    assert pred.bound == "overhead"
+    assert note.op_class == engine.SHAPE and note.describe().startswith("shape-only")
+
+
+def test_class_without_ceiling_uses_the_plain_roofline():
+    dev = host()
+    view = make_node("LRN", [T((1, 96, 55, 55))], [T((1, 96, 55, 55))], size=5)
+    cost = Cost(flops=1e6, bytes_read=1e6, bytes_written=1e6, kernels=1)
+    pred, note = engine.predict_engine(view, cost, "fp32", dev)
+    # 2 MB does not fit the 1 MiB L2 and L3 has no bandwidth: DRAM, 2e6 / 10e9 = 200 us
+    assert note.ceiling is None and note.level == "DRAM"
+    assert pred.predicted_time_s == pytest.approx(2e6 / 10e9 + 1e-6)
+    assert "no ceiling" in note.describe()
+
+
+def test_a_datasheet_device_predicts_the_plain_serial_roofline():
+    dev = load_device("colab-xeon-1core")
+    view = conv(64, 64, 28, 3)
+    cost = Cost(flops=2e8, bytes_read=3e6, bytes_written=2e5, kernels=1)
+    pred, note = engine.predict_engine(view, cost, "fp32", dev)
+    plain = roofline.predict(cost, dev, "fp32")
+    assert note.level == "DRAM" and note.ceiling is None
+    assert pred.compute_time_s == pytest.approx(plain.compute_time_s)
+    assert pred.memory_time_s == pytest.approx(plain.memory_time_s)
+    assert pred.predicted_time_s == pytest.approx(plain.predicted_time_s)
+
+
+def test_model_time_adds_the_run_overhead_once():
+    dev = host()
+    assert engine.model_time([1e-3, 2e-3], dev) == pytest.approx(3e-3 + 5e-6)
+    assert engine.model_time([], load_device("colab-xeon-1core")) == 0.0
