@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -17,6 +17,7 @@ from onnx import ModelProto, TensorProto
 from onnxroof import roofline
 from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, compute_cost, weight_params
 from onnxroof.devices import PRECISIONS, Device, load_device
+from onnxroof.engine import EngineNote, predict_engine
 from onnxroof.errors import UserError
 from onnxroof.graph import Graph, Node, load_graph
 from onnxroof.roofline import Prediction
@@ -65,6 +66,7 @@ class NodeResult:
     cost: Cost
     prediction: Prediction
     supported: bool = True
+    engine: EngineNote | None = None  # why an engine-aware prediction is what it is (calibrated hosts only)
 
     def to_dict(self) -> dict[str, Any]:
         c, p = self.cost, self.prediction
@@ -89,6 +91,7 @@ class NodeResult:
             "predicted_time_s": p.predicted_time_s,
             "supported": self.supported,
             "note": c.note,
+            "engine": None if self.engine is None else {**asdict(self.engine), "explanation": self.engine.describe()},
         }
 
 
@@ -183,16 +186,20 @@ class Analysis:
     unsupported: tuple[Unsupported, ...]
     folded_nodes: int = 0
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    graph: str = "as-exported"  # or "onnxruntime-optimized": the graph the engine runs, after its fusions
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
+            "graph": self.graph,
             "device": {
                 "key": self.device.key,
                 "name": self.device.name,
                 "peak_flops_s": self.totals.prediction.peak_flops_s,
                 "memory_bandwidth_bytes_s": self.device.memory_bandwidth.value,
                 "launch_overhead_s": self.device.launch_overhead.value,
+                "run_overhead_s": self.device.run_overhead.value if self.device.run_overhead else 0.0,
+                "engine": self.device.engine,
                 "overlap": self.device.overlap,
             },
             "precision": self.precision,
@@ -313,17 +320,29 @@ def analyze(
     dims: Mapping[str, int] | None = None,
     precision: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    as_exported: bool = False,
+    optimized: bool = False,
 ) -> Analysis:
     """Cost every node of a model and place it on a device's roofline.
 
     ``model`` is a path, ``zoo:NAME``, a ModelProto or a loaded Graph; ``device`` a catalog key, a device file
     or a Device; ``precision`` (fp64 ... int8) asks "what if every float tensor were stored and computed at P"
     instead of following the tensors' own dtypes. ``progress(done, total)`` is called while nodes are costed.
+
+    On a device profile whose engine is onnxruntime (a calibrated host), the prediction is made on the graph
+    onnxruntime runs: its optimizer's output on this machine (fusions, NCHWc layout), each node under its op
+    class's calibrated ceiling and the memory level its data fits in, plus the run overhead once.
+    ``as_exported`` asks for the plain per-node roofline of the graph as given instead; ``optimized`` says the
+    model already is onnxruntime's optimized graph (as profiled), so it is not optimized again.
     """
     if precision is not None and precision not in PRECISIONS:
         raise UserError(f"unknown precision {precision!r}", "choose one of " + ", ".join(PRECISIONS))
     dev = device if isinstance(device, Device) else load_device(device)
-    graph = model if isinstance(model, Graph) else load_graph(model, inputs=inputs, dims=dims)
+    engine_mode = dev.engine == "onnxruntime" and not as_exported
+    if engine_mode and not optimized and not isinstance(model, Graph):
+        graph = _engine_graph(model, dev, inputs, dims)
+    else:
+        graph = model if isinstance(model, Graph) else load_graph(model, inputs=inputs, dims=dims)
     if precision is not None:
         graph = _retype(graph, PRECISION_DTYPE[precision])
 
@@ -332,7 +351,7 @@ def analyze(
     runtime = [n for n in graph.nodes if not n.folded]
     weight_reads: dict[str, Tensor] = {}
     roofs: dict[str, roofline.Roof] = {}
-    memo: dict[tuple, tuple[Cost, str | None, str, Prediction]] = {}
+    memo: dict[tuple, tuple[Cost, str | None, str, Prediction, EngineNote | None]] = {}
     tensor = graph.tensor
     for index, node in enumerate(runtime):
         ins = tuple(map(tensor, node.inputs))
@@ -340,16 +359,21 @@ def analyze(
         key = _signature(node, ins, outs, graph.constants)
         entry = memo.get(key) if key is not None else None
         if entry is None:
-            cost, reason = coster.cost(coster.view(node, graph, ins, outs))
+            view = coster.view(node, graph, ins, outs)
+            cost, reason = coster.cost(view)
             prec = precision or node_precision(node.op_type, ins, outs)
-            roof = roofs.get(prec) or roofs.setdefault(prec, roofline.roof_of(dev, prec))
-            entry = (cost, reason, prec, roofline.predict_on(cost, roof))
+            if engine_mode:
+                prediction, note = predict_engine(view, cost, prec, dev)
+            else:
+                roof = roofs.get(prec) or roofs.setdefault(prec, roofline.roof_of(dev, prec))
+                prediction, note = roofline.predict_on(cost, roof), None
+            entry = (cost, reason, prec, prediction, note)
             if key is not None and not (reason == _SHAPE_UNKNOWN):  # unknown-shape notes name the node's tensors
                 memo[key] = entry
         elif entry[1] is not None:
             coster.count(node.domain, node.op_type, entry[1])
-        cost, reason, prec, prediction = entry
-        results.append(NodeResult(node.name, node.op_type, node.domain, prec, cost, prediction, reason is None))
+        cost, reason, prec, prediction, note = entry
+        results.append(NodeResult(node.name, node.op_type, node.domain, prec, cost, prediction, reason is None, note))
         for t in ins:
             if t is not None and t.is_weight:
                 weight_reads[t.name] = t
@@ -357,7 +381,8 @@ def analyze(
             progress(index + 1, len(runtime))
 
     main_precision = precision or _dominant_precision(results)
-    totals = _totals(results, weight_params(weight_reads.values()), dev, main_precision)
+    run_overhead = dev.run_overhead.value if engine_mode and dev.run_overhead is not None else 0.0
+    totals = _totals(results, weight_params(weight_reads.values()), dev, main_precision, run_overhead)
     unsupported = tuple(
         Unsupported(op, domain, count, reason) for (domain, op, reason), count in sorted(coster.unsupported.items())
     )
@@ -380,7 +405,24 @@ def analyze(
         unsupported=unsupported,
         folded_nodes=len(graph.nodes) - len(runtime),
         warnings=tuple(messages),
+        graph="onnxruntime-optimized" if engine_mode else "as-exported",
     )
+
+
+def _engine_graph(
+    model: str | os.PathLike | ModelProto, device: Device, inputs: Mapping[str, Any] | None, dims: Mapping[str, int] | None
+) -> Graph:
+    """The graph onnxruntime runs for ``model`` on this machine, with the calibrated profile's provider and
+    threads (weights absent from disk are filled at random only to let onnxruntime build it)."""
+    from onnxroof.runtime import optimized_model, runnable_model
+
+    runnable = runnable_model(model, inputs, dims)
+    calibration = device.calibration
+    provider = "cuda" if calibration is not None and calibration.provider.lower().startswith("cuda") else "cpu"
+    threads = calibration.threads if calibration is not None else 1
+    engine_model = optimized_model(runnable.model, provider, threads, "all")
+    graph = load_graph(engine_model)
+    return Graph(runnable.name, graph.nodes, graph.tensors, graph.constants, graph.inputs, graph.outputs, graph.opset, graph.ir_version, graph.warnings)
 
 
 def _dominant_precision(results: Sequence[NodeResult]) -> str:
@@ -390,7 +432,8 @@ def _dominant_precision(results: Sequence[NodeResult]) -> str:
     return flops.most_common(1)[0][0] if flops else "fp32"
 
 
-def _totals(results: Sequence[NodeResult], params: int, device: Device, precision: str) -> Totals:
+def _totals(results: Sequence[NodeResult], params: int, device: Device, precision: str, run_overhead_s: float = 0.0) -> Totals:
+    """Summed costs and times; ``run_overhead_s`` (an engine's fixed cost per run) is added once, as overhead."""
     flops = macs = bytes_read = bytes_written = 0.0
     kernels = 0
     by_bound = {bound: 0.0 for bound in roofline.BOUNDS}
@@ -404,6 +447,13 @@ def _totals(results: Sequence[NodeResult], params: int, device: Device, precisio
         if r.prediction.bound in by_bound:
             by_bound[r.prediction.bound] += r.prediction.predicted_time_s
     prediction = roofline.total((r.prediction for r in results), device, precision)
+    if run_overhead_s:
+        by_bound["overhead"] += run_overhead_s
+        prediction = replace(
+            prediction,
+            overhead_time_s=prediction.overhead_time_s + run_overhead_s,
+            predicted_time_s=prediction.predicted_time_s + run_overhead_s,
+        )
     return Totals(flops, macs, bytes_read, bytes_written, params, kernels, prediction, by_bound)
 
 

@@ -3,6 +3,8 @@
 Commands:
   analyze MODEL   per-layer FLOPs, bytes, params, arithmetic intensity and roofline time on a device
   measure MODEL   time the model with onnxruntime (whole model; --per-node adds the profiler's kernel times)
+  calibrate       measure this machine's roofline through onnxruntime, for --device host
+  validate MODEL  predicted against measured, per kernel and for the model, on this machine
   devices         the device catalog (peak FLOP/s per precision, bandwidth, launch overhead)
   zoo             the built-in models usable as zoo:NAME wherever a model path goes
   ops             the op types onnxroof has cost functions for
@@ -30,6 +32,34 @@ examples:
   onnxroof measure zoo:resnet18 --threads 1
   onnxroof measure model.onnx --inputs batch.npz --provider cuda --repeat 100
   onnxroof measure zoo:mobilenetv2 --per-node --format json -o timing.json
+"""
+
+CALIBRATE_HELP = """Measure this machine's empirical roofline through onnxruntime micro-benchmarks (paper 001's ERT).
+
+Peak FLOP/s per precision (fp32 MatMul and Conv, int8 MatMulInteger, fp16 where the provider has kernels),
+bandwidth per memory level (working sets sized to L1, L2, L3 and DRAM), per-run and per-node overhead, and
+per op class the efficiency its kernels reach (convolutions by kind, pooling, normalization, LRN, softmax,
+elementwise, data movement). The result is a device file, cached per CPU model, onnxruntime version, provider
+and thread count; '--device host' anywhere uses it (and calibrates first when there is none).
+
+examples:
+  onnxroof calibrate --threads 1
+  onnxroof calibrate --threads 2 -o my-host.toml
+  onnxroof analyze zoo:resnet50 --device host
+"""
+
+VALIDATE_HELP = """Predict, time and profile a model on this machine, and compare per kernel and for the whole model.
+
+With --device host (the default) the prediction follows onnxruntime: the graph its optimizer produces here
+(fusions, NCHWc layout), each kernel under its op class's calibrated ceiling and the memory level its data
+fits in. --as-exported, or a catalog device, compares the plain roofline of the exported graph instead, each
+kernel predicted as the sum of the exported nodes it computes. The table is sorted by measured share; the
+JSON adds measured_time_s next to predicted_time_s in totals and nodes.
+
+examples:
+  onnxroof validate zoo:resnet18
+  onnxroof validate model.onnx --threads 2 --format json -o validation.json
+  onnxroof validate zoo:alexnet --as-exported
 """
 
 ANALYZE_HELP = """Cost every node of an ONNX model and place it on a device's roofline.
@@ -89,6 +119,8 @@ def _build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("-d", "--device", default=None, help="catalog key (see 'onnxroof devices') or a device .toml file; default v100-sxm2")
     _add_shape_options(analyze)
     analyze.add_argument("-p", "--precision", default=None, help="what if every float tensor were this precision: fp64, fp32, tf32, fp16, bf16, fp8, int8 (default: the tensors' own dtypes)")
+    analyze.add_argument("--threads", type=int, default=1, metavar="N", help="--device host: the thread count whose calibration to use (default 1)")
+    analyze.add_argument("--as-exported", action="store_true", help="--device host: the plain roofline of the graph as exported, not onnxruntime's")
     analyze.add_argument("-f", "--format", default="table", choices=("table", "json", "csv"), help="output format (default table)")
     analyze.add_argument("--top", type=int, default=20, metavar="N", help="table: list the N slowest nodes; 0 lists all in graph order (default 20)")
     analyze.add_argument("--by-op-type", action="store_true", help="table: add totals per op type")
@@ -109,6 +141,32 @@ def _build_parser() -> argparse.ArgumentParser:
     measure.add_argument("-f", "--format", default="table", choices=("table", "json"), help="output format (default table)")
     measure.add_argument("--top", type=int, default=20, metavar="N", help="--per-node table: the N slowest kernels (default 20)")
     measure.add_argument("-o", "--output", default=None, metavar="FILE", help="write the report to FILE (atomically)")
+
+    calibrate = commands.add_parser(
+        "calibrate", help="measure this machine's roofline for --device host", description=CALIBRATE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter, parents=[verbose],
+    )
+    calibrate.add_argument("--threads", type=int, default=1, metavar="N", help="onnxruntime intra-op threads (default 1)")
+    calibrate.add_argument("--provider", default="cpu", choices=("cpu",), help="execution provider (default cpu)")
+    calibrate.add_argument("--budget", type=float, default=120.0, metavar="S", help="seconds the micro-benchmarks may take (default 120)")
+    calibrate.add_argument("-f", "--format", default="table", choices=("table", "toml", "json"), help="what to print (default table)")
+    calibrate.add_argument("-o", "--output", default=None, metavar="FILE", help="also write the device file to FILE (atomically)")
+
+    validate = commands.add_parser(
+        "validate", help="predicted vs measured on this machine", description=VALIDATE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter, parents=[verbose],
+    )
+    validate.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
+    validate.add_argument("-d", "--device", default="host", help="host (this machine, calibrated; default), a catalog key or a device file")
+    _add_shape_options(validate)
+    _add_session_options(validate)
+    validate.add_argument("--as-exported", action="store_true", help="predict the exported graph with the plain roofline")
+    validate.add_argument("--repeat", type=int, default=30, metavar="N", help="timed samples of the whole model (default 30)")
+    validate.add_argument("--runs", type=int, default=20, metavar="N", help="profiled runs for per-kernel times (default 20)")
+    validate.add_argument("--timeout", type=float, default=300.0, metavar="S", help="stop sampling after S seconds (default 300)")
+    validate.add_argument("-f", "--format", default="table", choices=("table", "json"), help="output format (default table)")
+    validate.add_argument("--top", type=int, default=20, metavar="N", help="table: the N kernels with the largest measured share (default 20)")
+    validate.add_argument("-o", "--output", default=None, metavar="FILE", help="write the report to FILE (atomically)")
 
     devices = commands.add_parser("devices", help="list the device catalog", description="The device catalog: every number with its source in --format json.", parents=[verbose])
     devices.add_argument("-f", "--format", default="table", choices=("table", "json"))
@@ -172,7 +230,7 @@ def _dims(args: argparse.Namespace) -> dict[str, int]:
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
     from onnxroof.analysis import DEFAULT_DEVICE, analyze
-    from onnxroof.errors import UserError
+    from onnxroof.devices.resolve import resolve_device
     from onnxroof.report import render
 
     dims = _dims(args)
@@ -183,9 +241,11 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the CLI prints the analysis' own warnings once, below
+            device = resolve_device(args.device or DEFAULT_DEVICE, args.threads, "cpu", progress)
             result = analyze(
                 args.model,
-                device=args.device or DEFAULT_DEVICE,
+                device=device,
+                as_exported=args.as_exported,
                 inputs=dict(args.input),
                 dims=dims,
                 precision=args.precision,
@@ -238,6 +298,56 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    import json
+
+    from onnxroof.calibrate import cache_path, host_device
+    from onnxroof.report.calibration import calibration_table
+
+    progress = _Progress("calibrating", "benchmarks")
+    progress.stage("starting")
+    try:
+        device = host_device(threads=args.threads, provider=args.provider, recalibrate=True, progress=progress, budget_s=args.budget)
+    finally:
+        progress.close()
+    if args.output:
+        _emit(device.to_toml(), args.output)
+    if args.format == "toml":
+        sys.stdout.write(device.to_toml())
+    elif args.format == "json":
+        print(json.dumps(device.to_dict(), indent=2))
+    else:
+        sys.stdout.write(calibration_table(device, cache_path(args.threads, args.provider)))
+    for message in device.calibration.warnings if device.calibration else ():
+        print(f"onnxroof: warning: {message}", file=sys.stderr)
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    import json
+
+    from onnxroof.report.validation import validation_table
+    from onnxroof.validate import validate
+
+    progress = _Progress("validating", "samples")
+    try:
+        result = validate(
+            args.model, args.device, provider=args.provider, threads=args.threads, opt_level=args.opt_level,
+            as_exported=args.as_exported, inputs=dict(args.input), dims=_dims(args), repeat=args.repeat, runs=args.runs,
+            allow_fallback=args.allow_fallback, timeout_s=args.timeout, stage=progress.stage, progress=progress,
+        )
+    finally:
+        progress.close()
+    if args.format == "json":
+        text = json.dumps(result.to_dict(), indent=2) + "\n"
+    else:
+        text = validation_table(result, top=args.top)
+        for message in (*result.analysis.warnings, *result.measurement.warnings, *result.profile.warnings, *result.warnings):
+            print(f"onnxroof: warning: {message}", file=sys.stderr)
+    _emit(text, args.output)
+    return 0
+
+
 def _cmd_devices(args: argparse.Namespace) -> int:
     import json
 
@@ -282,7 +392,15 @@ def _cmd_ops(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"analyze": _cmd_analyze, "measure": _cmd_measure, "devices": _cmd_devices, "zoo": _cmd_zoo, "ops": _cmd_ops}
+_COMMANDS = {
+    "analyze": _cmd_analyze,
+    "measure": _cmd_measure,
+    "calibrate": _cmd_calibrate,
+    "validate": _cmd_validate,
+    "devices": _cmd_devices,
+    "zoo": _cmd_zoo,
+    "ops": _cmd_ops,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,243 @@
+"""Predicted against measured: one model analyzed, timed and profiled on this machine, compared per kernel.
+
+The unit of comparison is the kernel onnxruntime runs. On a device profile whose engine is onnxruntime (a
+calibrated host) the prediction is made on the very graph that was profiled, node for node. Otherwise (a catalog
+device, or ``as_exported``) each kernel's prediction is the sum over the exported nodes it computes, so a fused
+Conv+BatchNormalization+Relu is compared as one kernel, as it runs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from onnx import ModelProto
+
+from onnxroof.agreement import Agreement, agreement, relative_error
+from onnxroof.analysis import Analysis, analyze
+from onnxroof.devices import Device
+from onnxroof.devices.resolve import HOST, resolve_device
+from onnxroof.measure import Measurement, measure
+from onnxroof.profile import NodeProfile, profile_nodes
+from onnxroof.runtime import runnable_model
+
+WORST = 5  # how many of the worst mispredictions are named
+
+
+@dataclass(frozen=True)
+class KernelComparison:
+    """One measured kernel: its prediction, its measured median, and paper 001's reading of both points."""
+
+    name: str
+    op_type: str
+    covers: tuple[str, ...]
+    predicted_time_s: float
+    measured_time_s: float
+    flops: float
+    bytes: float
+    bound: str
+    explanation: str
+    engine_only: bool = False
+    floor_dominated: bool = False
+
+    @property
+    def ratio(self) -> float | None:
+        """Predicted over measured (1.0 is exact)."""
+        return self.predicted_time_s / self.measured_time_s if self.measured_time_s > 0 else None
+
+    @property
+    def arithmetic_intensity(self) -> float:
+        return self.flops / self.bytes if self.bytes else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        measured_perf = self.flops / self.measured_time_s if self.measured_time_s > 0 else None
+        predicted_perf = self.flops / self.predicted_time_s if self.predicted_time_s > 0 else None
+        return {
+            "name": self.name,
+            "op_type": self.op_type,
+            "covers": list(self.covers),
+            "predicted_time_s": self.predicted_time_s,
+            "measured_time_s": self.measured_time_s,
+            "ratio": self.ratio,
+            "error": relative_error(self.predicted_time_s, self.measured_time_s) if self.measured_time_s > 0 else None,
+            "arithmetic_intensity": self.arithmetic_intensity,
+            "predicted_flops_s": predicted_perf,
+            "measured_flops_s": measured_perf,
+            "bound": self.bound,
+            "explanation": self.explanation,
+            "engine_only": self.engine_only,
+            "floor_dominated": self.floor_dominated,
+        }
+
+
+@dataclass(frozen=True)
+class Validation:
+    """A model's prediction next to its measurement: per kernel, their agreement, and the whole model."""
+
+    analysis: Analysis
+    measurement: Measurement
+    profile: NodeProfile
+    kernels: tuple[KernelComparison, ...]
+    agreement: Agreement
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def predicted_time_s(self) -> float:
+        return self.analysis.totals.predicted_time_s
+
+    @property
+    def measured_time_s(self) -> float:
+        return self.measurement.median_s
+
+    @property
+    def model_error(self) -> float:
+        """Signed relative error of the whole model's predicted latency against the measured median."""
+        return relative_error(self.predicted_time_s, self.measured_time_s)
+
+    def worst(self, count: int = WORST) -> list[KernelComparison]:
+        """The kernels whose misprediction costs the most time, largest first."""
+        return sorted(self.kernels, key=lambda k: -abs(k.predicted_time_s - k.measured_time_s))[:count]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The analysis JSON with ``measured_time_s`` next to ``predicted_time_s`` in totals and nodes, plus the
+        per-kernel comparison, the agreement statistics, the measurement and the profile's mapping."""
+        data = self.analysis.to_dict()
+        data["totals"]["measured_time_s"] = self.measured_time_s
+        data["totals"]["error"] = self.model_error
+        measured = _measured_per_node(self.analysis, self.profile, self.kernels)
+        for node in data["nodes"]:
+            node["measured_time_s"], node["measured_kernel"] = measured.get(node["name"], (None, None))
+        data["validation"] = {
+            "agreement": self.agreement.to_dict(),
+            "model_error": self.model_error,
+            "worst": [k.name for k in self.worst()],
+            "kernels": [k.to_dict() for k in self.kernels],
+            "unmapped": [u.to_dict() for u in self.profile.unmapped],
+        }
+        data["measurement"] = self.measurement.to_dict()
+        data["warnings"] = list(data["warnings"]) + list(self.warnings)
+        return data
+
+
+def validate(
+    model: str | os.PathLike | ModelProto,
+    device: str | os.PathLike | Device = HOST,
+    *,
+    provider: str = "cpu",
+    threads: int = 1,
+    opt_level: str = "all",
+    as_exported: bool = False,
+    inputs: Mapping[str, tuple[int, ...] | str] | None = None,
+    dims: Mapping[str, int] | None = None,
+    repeat: int = 30,
+    runs: int = 20,
+    allow_fallback: bool = False,
+    timeout_s: float = 300.0,
+    stage: Callable[[str], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Validation:
+    """Analyze, time and profile ``model`` on this machine and compare every kernel's prediction with its time."""
+    say = stage or (lambda text: None)
+    dev = resolve_device(device, threads, provider, progress)
+    warnings = _device_warnings(dev, threads, provider)
+    say("timing the whole model")
+    timing = measure(
+        model, provider=provider, threads=threads, opt_level=opt_level, repeat=repeat, inputs=inputs, dims=dims,
+        allow_fallback=allow_fallback, timeout_s=timeout_s, progress=progress,
+    )
+    say("profiling each kernel")
+    profile = profile_nodes(
+        runnable_model(model, inputs, dims), provider=provider, threads=threads, opt_level=opt_level, runs=runs,
+        allow_fallback=allow_fallback,
+    )
+    say("predicting")
+    engine_mode = dev.engine == "onnxruntime" and not as_exported
+    if engine_mode:
+        analysis = analyze(profile.engine_model, dev, optimized=True)
+        analysis = _renamed(analysis, timing.model)
+    else:
+        analysis = analyze(model, dev, inputs=inputs, dims=dims)
+    kernels = compare(analysis, profile, engine_graph=engine_mode)
+    measured_kernels = [k for k in kernels if not k.engine_only or engine_mode]
+    stats = agreement([k.predicted_time_s for k in measured_kernels], [k.measured_time_s for k in measured_kernels])
+    return Validation(analysis, timing, profile, tuple(kernels), stats, tuple(warnings))
+
+
+def compare(analysis: Analysis, profile: NodeProfile, engine_graph: bool) -> list[KernelComparison]:
+    """Pair each timed kernel with its prediction: the same-named node of the analyzed engine graph, or the sum
+    over the exported nodes the kernel covers. Sorted by measured time, longest first."""
+    nodes = {n.name: n for n in analysis.nodes}
+    out = []
+    for kernel in profile.nodes:
+        if kernel.median_s is None:
+            continue
+        members = [nodes[kernel.name]] if engine_graph and kernel.name in nodes else [nodes[c] for c in kernel.covers if c in nodes]
+        predicted = sum(n.prediction.predicted_time_s for n in members)
+        flops = sum(n.cost.flops for n in members)
+        moved = sum(n.cost.bytes_read + n.cost.bytes_written for n in members)
+        bound = members[0].prediction.bound if len(members) == 1 else _dominant_bound(members)
+        explanation = members[0].engine.describe() if engine_graph and members and members[0].engine else _as_exported(members)
+        out.append(
+            KernelComparison(
+                kernel.name, _qualified(kernel.domain, kernel.op_type), kernel.covers, predicted, kernel.median_s, flops, moved,
+                bound, explanation, kernel.engine_only, kernel.floor_dominated,
+            )
+        )
+    return sorted(out, key=lambda k: -k.measured_time_s)
+
+
+def _as_exported(members: Sequence[Any]) -> str:
+    if not members:
+        return "no exported node: an engine-only kernel, predicted 0"
+    if len(members) == 1:
+        return "plain roofline of the exported node"
+    return f"plain roofline, sum of {len(members)} exported nodes run as one kernel"
+
+
+def _dominant_bound(members: Sequence[Any]) -> str:
+    times: dict[str, float] = {}
+    for n in members:
+        times[n.prediction.bound] = times.get(n.prediction.bound, 0.0) + n.prediction.predicted_time_s
+    return max(times, key=times.get) if times else "none"
+
+
+def _qualified(domain: str, op_type: str) -> str:
+    return f"{domain}::{op_type}" if domain else op_type
+
+
+def _measured_per_node(analysis: Analysis, profile: NodeProfile, kernels: Sequence[KernelComparison]) -> dict[str, tuple[float, str]]:
+    """Node name -> (measured seconds, kernel name). A kernel's time goes to the node it is named after or, for
+    an exported graph, to the last node it covers (the one whose output it writes); the other nodes it covers
+    get 0 with the same kernel name, so that node times add up to the kernels'."""
+    names = {n.name for n in analysis.nodes}
+    out: dict[str, tuple[float, str]] = {}
+    for k in kernels:
+        if k.name in names:
+            out[k.name] = (k.measured_time_s, k.name)
+            continue
+        covered = [c for c in k.covers if c in names]
+        for c in covered:
+            out[c] = (0.0, k.name)
+        if covered:
+            out[covered[-1]] = (k.measured_time_s, k.name)
+    return out
+
+
+def _renamed(analysis: Analysis, name: str) -> Analysis:
+    from dataclasses import replace
+
+    return replace(analysis, model=name)
+
+
+def _device_warnings(dev: Device, threads: int, provider: str) -> list[str]:
+    """Say when the profile was calibrated for another thread count or provider than the one measured."""
+    c = dev.calibration
+    if c is None:
+        return []
+    out = []
+    if c.threads != threads:
+        out.append(f"device {dev.key} was calibrated at {c.threads} thread(s), the model runs at {threads}")
+    if not c.provider.lower().startswith(provider.lower()):
+        out.append(f"device {dev.key} was calibrated on {c.provider}, the model runs on {provider}")
+    return out

@@ -1,0 +1,87 @@
+"""Engine-aware analysis and validation against onnxruntime, on tiny models with a hand-made calibrated host."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from onnxroof.analysis import analyze
+from onnxroof.validate import compare, validate
+from tests.test_cli import run
+from tests.test_engine import CONV, host
+
+
+def conv_bn_relu(tmp_path: Path) -> Path:
+    """Conv 3x3 (8 -> 16 channels, 16x16) + BatchNormalization + Relu: onnxruntime runs it as one fused kernel."""
+    rng = np.random.default_rng(0)
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((16, 8, 3, 3)).astype(np.float32), "w"),
+        numpy_helper.from_array(np.ones(16, np.float32), "scale"),
+        numpy_helper.from_array(np.zeros(16, np.float32), "bias"),
+        numpy_helper.from_array(np.zeros(16, np.float32), "mean"),
+        numpy_helper.from_array(np.ones(16, np.float32), "var"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["b"], name="bn"),
+        helper.make_node("Relu", ["b"], ["y"], name="relu"),
+    ]
+    graph = helper.make_graph(
+        nodes, "cbr", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])], inits,
+    )
+    path = tmp_path / "cbr.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return path
+
+
+def test_a_calibrated_host_predicts_the_graph_onnxruntime_runs(tmp_path: Path):
+    device = host({"conv": CONV})
+    path = conv_bn_relu(tmp_path)
+    engine = analyze(str(path), device)
+    exported = analyze(str(path), device, as_exported=True)
+    assert engine.graph == "onnxruntime-optimized" and exported.graph == "as-exported"
+    assert [n.op_type for n in exported.nodes] == ["Conv", "BatchNormalization", "Relu"]
+    convs = [n for n in engine.nodes if n.op_type in ("Conv", "FusedConv")]
+    assert len(convs) == 1 and "BatchNormalization" not in {n.op_type for n in engine.nodes}
+    # One kernel does the conv's MACs: C_out*H*W*C_in*k*k = 16*16*16*8*3*3 = 294912.
+    assert convs[0].cost.macs == 16 * 16 * 16 * 8 * 3 * 3
+    # Its prediction went through the calibrated conv ceiling and is explained in the JSON.
+    node = next(n for n in engine.to_dict()["nodes"] if n["name"] == convs[0].name)
+    assert node["engine"]["ceiling"] == "conv" and "of peak" in node["engine"]["explanation"]
+    # The run overhead is paid once per model, on top of the nodes' times.
+    assert engine.totals.predicted_time_s == pytest.approx(sum(n.prediction.predicted_time_s for n in engine.nodes) + 5e-6)
+    assert exported.totals.predicted_time_s == pytest.approx(sum(n.prediction.predicted_time_s for n in exported.nodes))
+
+
+def test_validate_pairs_every_kernel_and_adds_measured_times(tmp_path: Path):
+    path = conv_bn_relu(tmp_path)
+    v = validate(str(path), host({"conv": CONV}), repeat=5, runs=5)
+    assert v.kernels and all(k.measured_time_s > 0 and k.predicted_time_s > 0 for k in v.kernels)
+    data = v.to_dict()
+    assert data["totals"]["measured_time_s"] == v.measurement.median_s
+    assert all("measured_time_s" in n for n in data["nodes"])
+    assert data["totals"]["error"] == pytest.approx((v.predicted_time_s - v.measured_time_s) / v.measured_time_s)
+    # As exported, the fused kernel is predicted as the sum of the three exported nodes it computes.
+    exported = analyze(str(path), host({"conv": CONV}), as_exported=True)
+    rows = compare(exported, v.profile, engine_graph=False)
+    fused = next(r for r in rows if set(r.covers) == {"conv", "bn", "relu"})
+    assert fused.predicted_time_s == pytest.approx(sum(n.prediction.predicted_time_s for n in exported.nodes))
+
+
+def test_validate_cli_json_with_a_device_file(tmp_path: Path):
+    path = conv_bn_relu(tmp_path)
+    device_file = tmp_path / "host.toml"
+    device_file.write_text(host({"conv": CONV}).to_toml())
+    out = tmp_path / "v.json"
+    result = run("validate", str(path), "--device", str(device_file), "--repeat", "3", "--runs", "3", "--format", "json", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    data = json.loads(out.read_text())
+    assert data["graph"] == "onnxruntime-optimized" and data["validation"]["kernels"]
+    table = run("validate", str(path), "--device", str(device_file), "--repeat", "3", "--runs", "3")
+    assert table.returncode == 0 and "kernels:" in table.stdout and "predicted" in table.stdout
