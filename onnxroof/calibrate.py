@@ -57,6 +57,7 @@ from onnx import TensorProto, helper
 from onnxroof import atomic, engine, runtime
 from onnxroof.costs import Cost, NodeView, UnknownShape, compute_cost
 from onnxroof.devices import (
+    OP_CLASSES,
     CacheLevel,
     Calibration,
     Ceiling,
@@ -83,7 +84,7 @@ __all__ = [
 # Which term of the roofline a class's ceiling corrects: compute classes are timed against FLOPs / peak, memory
 # classes against bytes / level bandwidth. The other term keeps efficiency 1.
 COMPUTE_CLASSES: frozenset[str] = frozenset({
-    "conv", "conv1x1", "conv_small", "conv_grouped", "depthwise", "gemm", "matmul", "lrn", "softmax",
+    "conv", "conv1x1", "conv_mid", "conv_small", "conv_grouped", "depthwise", "gemm", "matmul", "lrn", "softmax",
     "activation", "layernorm", "instancenorm",
 })
 MEMORY_CLASSES: frozenset[str] = frozenset({
@@ -94,9 +95,10 @@ MEMORY_CLASSES: frozenset[str] = frozenset({
 FLOAT = TensorProto.FLOAT
 _OPSET = 17
 _SPREAD_WARN = 0.25  # median/min - 1 above which a benchmark's repeats count as noisy
+_STEAL_WARN = 0.05  # share of CPU time taken by the hypervisor above which the calibration says so
 _MIN_PROFILED_S = 8e-6  # profiled kernels shorter than this are too coarse (1 us resolution) to calibrate with
 _REPS = 3  # timed runs of each benchmark per pass
-_CONVS = frozenset({"conv", "conv1x1", "conv_small", "conv_grouped", "depthwise"})
+_CONVS = frozenset({"conv", "conv1x1", "conv_mid", "conv_small", "conv_grouped", "depthwise"})
 _COLD_BYTES = 64 * 2**20  # what a benchmark with weights reads before each timed run to push them out of caches
 _COLD_MIN_WEIGHTS = 2**20  # weights below this are left hot: they cost little, and small models keep them cached
 _MAX_PASSES = 16
@@ -225,6 +227,17 @@ def cache_levels() -> tuple[_Cache, ...]:
     """This CPU's data cache levels (level, size in bytes, scope, source): sysfs, else lscpu, else defaults."""
     caches = _sysfs_caches(Path("/sys/devices/system/cpu/cpu0/cache")) or _lscpu_caches()
     return tuple(caches) if caches else _DEFAULT_CACHES
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(all, stolen) CPU time ticks of the machine from /proc/stat; stolen time is what a hypervisor gave other
+    guests while this one wanted to run. None where there is no such file."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()
+        if fields[0] == "cpu":
+            ticks = [int(x) for x in fields[1:]]
+            return sum(ticks[:8]), (ticks[7] if len(ticks) > 7 else 0)
+    return None
 
 
 def _memory_available() -> int | None:
@@ -464,7 +477,7 @@ def _benchmarks(rand: _Rand, quick: bool) -> list[_Bench]:
              (32, 32, 128, 3, 1), (256, 512, 13, 3, 1), (64, 192, 27, 5, 1), (96, 256, 55, 5, 2),
              (3, 64, 224, 3, 1), (3, 64, 224, 11, 4), (3, 96, 224, 7, 2), (32, 4, 128, 1, 1)]
     if quick:
-        convs = [(32, 32, 14, 3, 1), (64, 64, 28, 1, 1), (64, 64, 7, 3, 1)]
+        convs = [(32, 32, 28, 3, 1), (64, 64, 28, 1, 1), (64, 64, 14, 3, 1), (64, 64, 7, 3, 1)]
     for cin, cout, hw, k, s in convs:
         profile(f"Conv {cin}->{cout} {k}x{k}/{s} @{hw}x{hw}", lambda a=(cin, cout, hw, k, s): _conv(rand, *a), _CONVS)
     depthwise = [(32, 112, 1), (96, 112, 2), (144, 56, 1), (144, 56, 2), (192, 28, 1), (384, 14, 1), (576, 14, 2),
@@ -920,18 +933,20 @@ def _ceilings(samples: Sequence[_Sample], bare: Device, threads: int) -> dict[st
         if s.label not in labels[cls]:
             labels[cls].append(s.label)
     out = {}
-    for cls in sorted(set(by_class) | set(by_memory)):
+    for cls in [c for c in OP_CLASSES if c in by_class or c in by_memory]:
         compute, memory = _bin(by_class.get(cls, [])), _bin(by_memory.get(cls, []))
         if not compute and not memory:
             continue
         what = "; ".join(labels[cls][:6]) + (f"; and {len(labels[cls]) - 6} more" if len(labels[cls]) > 6 else "")
         parts = []
         if compute:
-            parts.append(f"fraction of the fp32 peak by FLOPs over {len(by_class[cls])} kernel(s)")
+            parts.append(f"fraction of the fp32 peak reached, by FLOPs, by {len(by_class[cls])} onnxruntime {cls} "
+                         f"kernel(s)")
         if memory:
-            parts.append(f"fraction of the memory level's bandwidth by bytes moved over {len(by_memory[cls])} "
-                         f"{'matrix-vector ' if cls in COMPUTE_CLASSES else ''}kernel(s)")
-        source = (f"calibrated: {' and '.join(parts)} of onnxruntime's {cls} kernels at {threads} thread(s) ({what})")
+            kind = "matrix-vector " if cls in COMPUTE_CLASSES else ""
+            parts.append(f"fraction of the memory level's bandwidth reached, by bytes moved, by {len(by_memory[cls])} "
+                         f"{kind}{cls} kernel(s)")
+        source = f"calibrated: {'; '.join(parts)}; {threads} thread(s) ({what})"
         out[cls] = Ceiling(compute=compute, memory=memory, source=source)
     return out
 
@@ -966,6 +981,7 @@ def calibrate(
         raise UserError(f"the calibration budget must be positive, got {budget_s!r} s", "pass budget_s=120")
     provider = "cpu"
     start = time.perf_counter()
+    cpu_start = _cpu_times()
     rand = _Rand(0)
     benches = _benchmarks(rand, quick)
     caches = cache_levels()
@@ -1114,9 +1130,14 @@ def calibrate(
     )
     ceilings = _ceilings(samples, bare, threads)
     duration = time.perf_counter() - start
+    cpu_end = _cpu_times()
+    steal = None
+    if cpu_start is not None and cpu_end is not None and cpu_end[0] > cpu_start[0]:
+        steal = (cpu_end[1] - cpu_start[1]) / (cpu_end[0] - cpu_start[0])
     calibration = Calibration(provider=provider, threads=threads, onnxruntime=ort_version, cpu=cpu,
                               date=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
-                              duration_s=round(duration, 1), warnings=tuple(_warnings(spreads, duration, budget_s)),
+                              duration_s=round(duration, 1),
+                              warnings=tuple(_warnings(spreads, duration, budget_s, steal)),
                               profiler_overhead=float(f"{profiler_overhead:.4g}"))
     return replace(bare, ceilings=FrozenMap(ceilings), calibration=calibration)
 
@@ -1131,9 +1152,13 @@ def _matrix_rate(job: _Profiled | None, profiler_overhead: float, n: int) -> flo
     return 2.0 * n**3 / max(_fast(times) - profiler_overhead, 1e-9)
 
 
-def _warnings(spreads: Sequence[float], duration: float, budget_s: float) -> list[str]:
-    """A busy machine (runs of one benchmark far apart) and an overrun budget, in words."""
+def _warnings(spreads: Sequence[float], duration: float, budget_s: float, steal: float | None = None) -> list[str]:
+    """A busy machine (runs of one benchmark far apart, or CPU time taken by the hypervisor) and an overrun budget,
+    in words."""
     out = []
+    if steal is not None and steal > _STEAL_WARN:
+        out.append(f"the hypervisor took {steal:.0%} of the CPU time while calibrating (steal time in /proc/stat): "
+                   f"other guests were busy and every number may be pessimistic; calibrate again when they are idle")
     spreads = [x for x in spreads if math.isfinite(x)]
     if spreads:
         noisy = sum(1 for x in spreads if x > _SPREAD_WARN) / len(spreads)

@@ -11,10 +11,14 @@ CPU executor spends on one node of the graph it actually runs (``onnxroof.runtim
 - the memory level the node's working set fits in (:func:`memory_level`), whose measured bandwidth applies to
   the activations it moves; weights are charged at DRAM bandwidth, because a weight is read once per inference
   and the rest of the model streams through the caches in between;
-- the per-node overhead (``device.launch_overhead``): what the executor spends dispatching one node.
+- the per-node overhead (``device.launch_overhead``): what the executor spends dispatching one node;
+- the epilogue of a convolution or Gemm whose fused activation onnxruntime does not apply inside the kernel (every
+  activation but Relu, e.g. MobileNet's Clip): a separate pass reading and writing the output, timed like an
+  elementwise kernel over those bytes (the calibration's conv ceilings are measured with Relu, which is free).
 
 ``time = combine(overlap, flops / (peak * eff_c), (activation bytes / bw_level + weight bytes / bw_dram) / eff_m,
-per-node overhead)``, i.e. ``max(compute, memory) + overhead`` on a calibrated (serial) host profile.
+per-node overhead) + epilogue``, i.e. ``max(compute, memory) + epilogue + overhead`` on a calibrated (serial) host
+profile.
 
 Every node the executor runs pays the per-node overhead, shape-only nodes (Reshape, Flatten, Squeeze, ...) too:
 they cost no FLOPs and no bytes (their output aliases their input), and the calibration measures a Reshape between
@@ -47,6 +51,7 @@ __all__ = [
     "weight_bytes",
     "working_set",
     "memory_level",
+    "epilogue_activation",
     "predict_engine",
     "model_time",
 ]
@@ -57,6 +62,7 @@ OTHER = "other"  # ops no class describes: the plain roofline with the memory le
 # A device without a ceiling for a class uses the ceiling of the class it falls back to (first one it has).
 CLASS_FALLBACK: Mapping[str, str] = {
     "conv1x1": "conv",
+    "conv_mid": "conv",
     "conv_small": "conv",
     "conv_grouped": "conv_small",
     "matmul": "gemm",
@@ -73,8 +79,10 @@ CLASS_FALLBACK: Mapping[str, str] = {
 # Dense convolutions this small run well below the large-conv efficiency: few output positions per image
 # (the 7x7 stages of ResNets), very few output channels, or a stem (a handful of input channels) with a small
 # kernel: its NCHWc kernel reads a plain NCHW input and does little work per input pixel. Stems with large
-# kernels (7x7, 11x11) reach the large-conv efficiency.
+# kernels (7x7, 11x11) reach the large-conv efficiency. Mid-sized outputs (the 14x14 stages) lose a few percent
+# to the short rows the kernel walks, which is enough to rank them below equal-FLOP convs on larger outputs.
 SMALL_CONV_POSITIONS = 100
+MID_CONV_POSITIONS = 400
 SMALL_CONV_IN_CHANNELS = 16
 SMALL_CONV_OUT_CHANNELS = 32
 SMALL_STEM_KERNEL_AREA = 25
@@ -126,6 +134,11 @@ for _cls, _ops in (("pool", _POOL), ("global_pool", _GLOBAL_POOL), ("layernorm",
 _SIMPLE["BatchNormalization"] = "batchnorm"
 _SIMPLE["LRN"] = "lrn"
 
+# Fused activations onnxruntime's convolution and Gemm kernels apply while writing the output; any other one is a
+# second pass over the output.
+_IN_KERNEL_ACTIVATIONS = {"", "Relu", "Identity"}
+_FUSED_ACTIVATION_OPS = _CONV | {"Gemm", "FusedGemm"}
+
 
 @dataclass(frozen=True)
 class EngineNote:
@@ -145,6 +158,8 @@ class EngineNote:
     level_bandwidth: float
     working_set: float
     weight_bytes: float
+    epilogue: str | None = None  # the fused activation applied in a second pass over the output, if any
+    epilogue_time_s: float = 0.0
 
     def describe(self) -> str:
         """One line for a report: the class, the efficiencies applied and the memory level."""
@@ -158,7 +173,9 @@ class EngineNote:
                     f"{self.memory_efficiency:.0%} of bandwidth")
         data = f"data in {self.level} ({_size(self.working_set)}, {self.level_bandwidth / 1e9:.3g} GB/s)"
         weights = f", weights {_size(self.weight_bytes)} from DRAM" if self.weight_bytes else ""
-        return f"{head}; {data}{weights}"
+        epilogue = (f"; {self.epilogue} as a second pass over the output, {self.epilogue_time_s * 1e6:.3g} us"
+                    if self.epilogue else "")
+        return f"{head}; {data}{weights}{epilogue}"
 
 
 def _size(nbytes: float) -> str:
@@ -176,8 +193,8 @@ def _known(t: Tensor | None) -> tuple[int, ...] | None:
 
 
 def _conv_class(view: NodeView) -> str:
-    """depthwise / batchnorm (a depthwise 1x1 conv is a per-channel scale and shift) / conv_grouped / conv1x1 /
-    conv_small / conv, from the weight's shape (or the attributes when it is unknown)."""
+    """depthwise / batchnorm (a depthwise 1x1 conv is a per-channel scale and shift) / conv_grouped / conv_small /
+    conv_mid / conv1x1 / conv, from the weight's shape (or the attributes when it is unknown)."""
     x, w, y = _known(view.input(0)), _known(view.input(1)), _known(view.output(0))
     nhwc = view.op_type in _NHWC_CONV
     group = int(view.attr("group", 1) or 1)
@@ -207,6 +224,8 @@ def _conv_class(view: NodeView) -> str:
     if ((positions is not None and positions < SMALL_CONV_POSITIONS) or stem
             or (c_out is not None and c_out < SMALL_CONV_OUT_CHANNELS)):
         return "conv_small"
+    if positions is not None and positions < MID_CONV_POSITIONS:
+        return "conv_mid"
     return "conv1x1" if pointwise else "conv"
 
 
@@ -306,6 +325,32 @@ def memory_level(device: Device, nbytes: float) -> tuple[str, float]:
 # ------------------------------------------------------------------------------------------------ prediction
 
 
+def epilogue_activation(view: NodeView) -> str | None:
+    """The fused activation of a convolution or Gemm that onnxruntime applies as a second pass over the output
+    (anything but Relu: Clip, LeakyRelu, HardSigmoid, Sigmoid, Tanh, ...); None when there is none."""
+    if view.op_type not in _FUSED_ACTIVATION_OPS:
+        return None
+    activation = view.attr("activation")
+    if isinstance(activation, bytes):
+        activation = activation.decode()
+    if not activation or activation in _IN_KERNEL_ACTIVATIONS:
+        return None
+    return str(activation)
+
+
+def _epilogue_time(view: NodeView, device: Device) -> float:
+    """An elementwise pass reading and writing the node's outputs, at the bandwidth of the level they sit in and
+    the device's elementwise ceiling."""
+    out = sum(t.nbytes for t in view.outputs if t is not None and t.known)
+    moved = 2.0 * out
+    if moved <= 0:
+        return 0.0
+    _, bw = memory_level(device, moved)
+    found = ceiling_for(device, "elementwise")
+    eff = found[1].memory_efficiency(moved) if found is not None else 1.0
+    return moved / (bw * eff)
+
+
 def predict_engine(view: NodeView, cost: Cost, precision: str, device: Device) -> tuple[Prediction, EngineNote]:
     """The time onnxruntime's executor spends on one node, and why.
 
@@ -313,7 +358,9 @@ def predict_engine(view: NodeView, cost: Cost, precision: str, device: Device) -
     bw_dram) / eff_m`` where ``eff_c``/``eff_m`` come from the node's class ceiling at its FLOPs/bytes and
     ``bw_level`` is the bandwidth of the smallest memory level its working set fits in; ``overhead`` is one
     per-node overhead (every dispatched node pays it, shape-only ones included). They combine under the device's
-    overlap: ``max(compute, memory) + overhead`` for a calibrated (serial) host profile. The Prediction's
+    overlap: ``max(compute, memory) + overhead`` for a calibrated (serial) host profile, plus the epilogue of a
+    fused activation applied in a second pass (:func:`epilogue_activation`, ``Prediction.epilogue_time_s``). The
+    Prediction's
     ``peak_flops_s`` and ``bandwidth_bytes_s`` are the node's own ceilings (peak x eff_c, the effective
     bandwidth), so its ridge point and attainable FLOP/s read against the roof it actually runs under.
 
@@ -334,17 +381,20 @@ def predict_engine(view: NodeView, cost: Cost, precision: str, device: Device) -
     memory = ((cost.bytes - weights) / bw + weights / dram) / eff_m
     overhead = device.launch_overhead.value
     effective_bw = cost.bytes / memory if memory > 0 else bw * eff_m
+    epilogue = epilogue_activation(view)
+    epilogue_s = _epilogue_time(view, device) if epilogue else 0.0
     prediction = Prediction(
         compute_time_s=compute,
         memory_time_s=memory,
         overhead_time_s=overhead,
-        predicted_time_s=roofline.combine(device.overlap, compute, memory, overhead),
+        predicted_time_s=roofline.combine(device.overlap, compute, memory, overhead) + epilogue_s,
         bound=roofline.bound_of(compute, memory, overhead),
         peak_flops_s=peak * eff_c,
         bandwidth_bytes_s=effective_bw,
         precision=used,
+        epilogue_time_s=epilogue_s,
     )
-    note = EngineNote(cls, ceiling_name, eff_c, eff_m, level, bw, ws, weights)
+    note = EngineNote(cls, ceiling_name, eff_c, eff_m, level, bw, ws, weights, epilogue, epilogue_s)
     return prediction, note
 
 

@@ -31,6 +31,9 @@ class Prediction:
     peak_flops_s: float
     bandwidth_bytes_s: float
     precision: str
+    # A pass an engine makes over a kernel's output after it, outside the roofline terms (included in
+    # predicted_time_s): onnxruntime applies a fused activation other than Relu that way. 0 for the plain roofline.
+    epilogue_time_s: float = 0.0
 
     @property
     def ridge_point(self) -> float:

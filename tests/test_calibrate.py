@@ -176,3 +176,11 @@ def test_size_and_cpu_list_parsing():
 def test_binning_merges_close_work_sizes():
     points = [(1e6, 0.5), (1.2e6, 0.7), (1.1e6, 0.6), (1e8, 0.9)]
     assert calibrate._bin(points) == ((1.097e6, 0.6), (1e8, 0.9))
+
+
+def test_warnings_name_a_busy_machine():
+    assert calibrate._warnings([0.01, 0.02, 0.03], 10.0, 120.0, 0.0) == []
+    busy = calibrate._warnings([0.5, 0.6, 0.4], 10.0, 120.0, 0.3)
+    assert any("hypervisor took 30%" in w for w in busy)
+    assert any("machine was busy" in w for w in busy)
+    assert any("over its 120 s budget" in w for w in calibrate._warnings([], 130.0, 120.0))

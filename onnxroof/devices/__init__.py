@@ -100,8 +100,9 @@ CACHE_SCOPES: tuple[str, ...] = ("per-core", "per-sm", "shared")
 # The op classes a calibrated device may hold a ceiling for (``[ceilings.<class>]``); ``onnxroof.engine.op_class``
 # maps every node to one of them (or to "shape" / "other", which never have a ceiling).
 OP_CLASSES: tuple[str, ...] = (
-    "conv",          # dense KxK convolution
-    "conv1x1",       # dense pointwise convolution
+    "conv",          # dense KxK convolution on a large output (20x20 positions or more)
+    "conv1x1",       # dense pointwise convolution on a large output
+    "conv_mid",      # dense convolution on a mid-sized output (10x10 to 19x19 positions: a 14x14 stage)
     "conv_small",    # dense convolution on a small output (<= 9x9 positions) or with few channels
     "conv_grouped",  # grouped convolution that is not depthwise
     "depthwise",     # one input channel per group
