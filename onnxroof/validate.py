@@ -40,6 +40,7 @@ class KernelComparison:
     explanation: str
     engine_only: bool = False
     floor_dominated: bool = False
+    shape_only: bool = False  # no FLOPs and no bytes: the kernel only relabels its input (Reshape, Flatten, ...)
 
     @property
     def ratio(self) -> float | None:
@@ -68,6 +69,7 @@ class KernelComparison:
             "explanation": self.explanation,
             "engine_only": self.engine_only,
             "floor_dominated": self.floor_dominated,
+            "shape_only": self.shape_only,
         }
 
 
@@ -158,22 +160,38 @@ def validate(
         analysis = _renamed(analysis, timing.model)
     else:
         analysis = analyze(model, dev, inputs=inputs, dims=dims)
-    kernels = compare(analysis, profile, engine_graph=engine_mode)
-    measured_kernels = [k for k in kernels if not k.engine_only or engine_mode]
-    stats = agreement([k.predicted_time_s for k in measured_kernels], [k.measured_time_s for k in measured_kernels])
+    kernels = compare(analysis, profile, engine_graph=engine_mode, profiler_overhead_s=_profiler_overhead(dev))
+    counted = scored(kernels, engine_mode)
+    stats = agreement([k.predicted_time_s for k in counted], [k.measured_time_s for k in counted])
     return Validation(analysis, timing, profile, tuple(kernels), stats, tuple(warnings))
 
 
-def compare(analysis: Analysis, profile: NodeProfile, engine_graph: bool) -> list[KernelComparison]:
+def scored(kernels: Sequence[KernelComparison], engine_graph: bool) -> list[KernelComparison]:
+    """The kernels the agreement statistics are computed over. Shape-only kernels (Reshape, Flatten, ...) are left
+    out: the profiler reports several microseconds for them where a real run spends a fraction of one. On the
+    exported graph, engine-only kernels (NCHWc reorders) are left out too: that graph has no node for them."""
+    return [k for k in kernels if not k.shape_only and not (k.engine_only and not engine_graph)]
+
+
+def _profiler_overhead(device: Device) -> float:
+    """What onnxruntime's profiler adds to each kernel it times, beyond the per-node dispatch the prediction
+    already holds (calibrated hosts record it; 0 elsewhere)."""
+    c = device.calibration
+    extra = (c.profiler_overhead or 0.0) - device.launch_overhead.value if c is not None else 0.0
+    return max(extra, 0.0)
+
+
+def compare(analysis: Analysis, profile: NodeProfile, engine_graph: bool, profiler_overhead_s: float = 0.0) -> list[KernelComparison]:
     """Pair each timed kernel with its prediction: the same-named node of the analyzed engine graph, or the sum
-    over the exported nodes the kernel covers. Sorted by measured time, longest first."""
+    over the exported nodes the kernel covers, plus ``profiler_overhead_s`` (what the profiler adds to every
+    kernel it times, so that both sides are read on the same clock). Sorted by measured time, longest first."""
     nodes = {n.name: n for n in analysis.nodes}
     out = []
     for kernel in profile.nodes:
         if kernel.median_s is None:
             continue
         members = [nodes[kernel.name]] if engine_graph and kernel.name in nodes else [nodes[c] for c in kernel.covers if c in nodes]
-        predicted = sum(n.prediction.predicted_time_s for n in members)
+        predicted = sum(n.prediction.predicted_time_s for n in members) + profiler_overhead_s
         flops = sum(n.cost.flops for n in members)
         moved = sum(n.cost.bytes_read + n.cost.bytes_written for n in members)
         bound = members[0].prediction.bound if len(members) == 1 else _dominant_bound(members)
@@ -182,6 +200,7 @@ def compare(analysis: Analysis, profile: NodeProfile, engine_graph: bool) -> lis
             KernelComparison(
                 kernel.name, _qualified(kernel.domain, kernel.op_type), kernel.covers, predicted, kernel.median_s, flops, moved,
                 bound, explanation, kernel.engine_only, kernel.floor_dominated,
+                shape_only=bool(members) and flops == 0 and moved == 0,
             )
         )
     return sorted(out, key=lambda k: -k.measured_time_s)

@@ -85,3 +85,13 @@ def test_validate_cli_json_with_a_device_file(tmp_path: Path):
     assert data["graph"] == "onnxruntime-optimized" and data["validation"]["kernels"]
     table = run("validate", str(path), "--device", str(device_file), "--repeat", "3", "--runs", "3")
     assert table.returncode == 0 and "kernels:" in table.stdout and "predicted" in table.stdout
+
+
+def test_shape_only_kernels_are_shown_but_not_scored():
+    from onnxroof.validate import KernelComparison, scored
+
+    reshape = KernelComparison("r", "Reshape", ("r",), 3e-7, 8e-6, 0, 0, "overhead", "", shape_only=True)
+    conv = KernelComparison("c", "Conv", ("c",), 1e-3, 1.1e-3, 1e6, 1e4, "compute", "")
+    reorder = KernelComparison("o", "nchwc::ReorderOutput", (), 0.0, 2e-5, 0, 1e4, "none", "", engine_only=True)
+    assert scored([reshape, conv, reorder], engine_graph=True) == [conv, reorder]
+    assert scored([reshape, conv, reorder], engine_graph=False) == [conv]

@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     from onnxroof.agreement import agreement
     from onnxroof.analysis import analyze
     from onnxroof.devices.resolve import resolve_device
-    from onnxroof.validate import compare, validate
+    from onnxroof.validate import compare, scored, validate
 
     warnings.simplefilter("ignore")
     for threads in [int(t) for t in args.threads.split(",") if t]:
@@ -69,15 +69,16 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{label:<20} failed: {str(exc).splitlines()[0][:70]}")
                 continue
             plain = compare(analyze(source, device, as_exported=True), v.profile, engine_graph=False)
-            plain_mapped = [k for k in plain if not k.engine_only]
+            plain_mapped = scored(plain, engine_graph=False)
             plain_stats = agreement([k.predicted_time_s for k in plain_mapped], [k.measured_time_s for k in plain_mapped])
             s = v.agreement
             errors.append(v.model_error)
             rhos.append(s.spearman)
             medians.append(s.median_abs_error)
             plain_medians.append(plain_stats.median_abs_error)
-            pooled_p += [k.predicted_time_s for k in v.kernels]
-            pooled_m += [k.measured_time_s for k in v.kernels]
+            counted = scored(v.kernels, engine_graph=True)
+            pooled_p += [k.predicted_time_s for k in counted]
+            pooled_m += [k.measured_time_s for k in counted]
             fmt = lambda x, spec: format(x, spec) if x is not None else "n/a"  # noqa: E731
             print(
                 f"{label:<20} {v.measured_time_s * 1e3:>7.2f}ms {v.predicted_time_s * 1e3:>7.2f}ms {v.model_error:>+7.1%} "
