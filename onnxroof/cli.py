@@ -265,23 +265,25 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     from onnxroof.measure import measure
     from onnxroof.report.timing import measurement_table
 
+    from onnxroof.runtime import runnable_model
+
     progress = _Progress("measuring", "samples")
     progress.stage("loading the model into onnxruntime")
     try:
+        runnable = runnable_model(args.model, dict(args.input), _dims(args))
         result = measure(
-            args.model, provider=args.provider, threads=args.threads, opt_level=args.opt_level,
-            warmup=args.warmup, repeat=args.repeat, inputs=dict(args.input), dims=_dims(args),
-            feeds_path=args.inputs, allow_fallback=args.allow_fallback, timeout_s=args.timeout, progress=progress,
+            runnable, provider=args.provider, threads=args.threads, opt_level=args.opt_level,
+            warmup=args.warmup, repeat=args.repeat, feeds_path=args.inputs, allow_fallback=args.allow_fallback,
+            timeout_s=args.timeout, progress=progress,
         )
         kernels = None
         if args.per_node:
             from onnxroof.profile import profile_nodes
-            from onnxroof.runtime import runnable_model
 
             progress.stage("profiling each kernel")
             kernels = profile_nodes(
-                runnable_model(args.model, dict(args.input), _dims(args)), provider=args.provider,
-                threads=args.threads, opt_level=args.opt_level, allow_fallback=args.allow_fallback,
+                runnable, provider=args.provider, threads=args.threads, opt_level=args.opt_level,
+                allow_fallback=args.allow_fallback,
             )
     finally:
         progress.close()

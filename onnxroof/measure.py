@@ -24,6 +24,7 @@ import onnx
 from onnx import ModelProto, numpy_helper
 
 from onnxroof.errors import UserError
+from onnxroof.runtime import RunnableModel
 
 MIN_SAMPLE_S = 0.01
 """A timed batch lasts at least this long: a single call costs tens of microseconds of binding overhead and
@@ -223,7 +224,7 @@ def weight_only_nodes(model: ModelProto) -> int:
 
 
 def measure(
-    source: str | os.PathLike | ModelProto,
+    source: str | os.PathLike | ModelProto | RunnableModel,
     *,
     provider: str = "cpu",
     threads: int = 1,
@@ -243,16 +244,21 @@ def measure(
     ``batch`` (runs per sample) is chosen so that a sample lasts at least MIN_SAMPLE_S when not given. Inputs are
     random unless ``feeds_path`` names an .npz of them. Sampling stops when ``timeout_s`` has passed (checked
     between batches) with a warning, or a UserError when fewer than MIN_SAMPLES samples were taken.
-    ``progress(done, total)`` is called after each sample. Nothing is written to disk.
+    ``progress(done, total)`` is called after each sample. Nothing is written to disk. ``source`` may be a
+    RunnableModel already loaded (``inputs``/``dims`` are then ignored); it is not modified.
     """
     from onnxroof.runtime import load_feeds, make_session, provider_name, random_feeds, runnable_model
 
     requested = provider_name(provider)
     _check_counts(threads=threads, warmup=warmup, repeat=repeat, batch=batch, timeout_s=timeout_s)
-    runnable = runnable_model(source, inputs, dims)
-    notes = list(runnable.notes) + prepare_for_level(runnable.model, opt_level)
+    runnable = source if isinstance(source, RunnableModel) else runnable_model(source, inputs, dims)
+    model = runnable.model
+    if opt_level == "disable":  # prepare_for_level rewrites in place: keep the caller's copy as it is
+        model = ModelProto()
+        model.CopyFrom(runnable.model)
+    notes = list(runnable.notes) + prepare_for_level(model, opt_level)
     feeds = load_feeds(feeds_path, runnable) if feeds_path is not None else random_feeds(runnable)
-    session, actual = make_session(runnable.model, provider, threads, opt_level, allow_fallback=allow_fallback)
+    session, actual = make_session(model, provider, threads, opt_level, allow_fallback=allow_fallback)
     timing = _time_runs(
         lambda: run_checked(session, feeds),
         warmup=warmup, repeat=repeat, batch=batch, timeout_s=timeout_s, progress=progress,

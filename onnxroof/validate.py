@@ -9,7 +9,7 @@ Conv+BatchNormalization+Relu is compared as one kernel, as it runs.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from onnx import ModelProto
@@ -143,15 +143,15 @@ def validate(
     say = stage or (lambda text: None)
     dev = resolve_device(device, threads, provider, progress)
     warnings = _device_warnings(dev, threads, provider)
+    runnable = runnable_model(model, inputs, dims)  # weights read (or filled) once, for both sessions
     say("timing the whole model")
     timing = measure(
-        model, provider=provider, threads=threads, opt_level=opt_level, repeat=repeat, inputs=inputs, dims=dims,
+        runnable, provider=provider, threads=threads, opt_level=opt_level, repeat=repeat,
         allow_fallback=allow_fallback, timeout_s=timeout_s, progress=progress,
     )
     say("profiling each kernel")
     profile = profile_nodes(
-        runnable_model(model, inputs, dims), provider=provider, threads=threads, opt_level=opt_level, runs=runs,
-        allow_fallback=allow_fallback,
+        runnable, provider=provider, threads=threads, opt_level=opt_level, runs=runs, allow_fallback=allow_fallback
     )
     say("predicting")
     engine_mode = dev.engine == "onnxruntime" and not as_exported
@@ -244,8 +244,6 @@ def _measured_per_node(analysis: Analysis, profile: NodeProfile, kernels: Sequen
 
 
 def _renamed(analysis: Analysis, name: str) -> Analysis:
-    from dataclasses import replace
-
     return replace(analysis, model=name)
 
 

@@ -231,3 +231,15 @@ def test_light_model(opt_level: str) -> None:
     stored = [n for n in result.notes if "ConstantOfShape" in n]
     # At "disable" onnxruntime would refill the weights on every run: they are stored as initializers first.
     assert bool(stored) == (opt_level == "disable")
+
+
+@pytest.mark.skipif(not (LIGHT_DIR / "light_squeezenet.onnx").exists(), reason="onnx's light models are not installed")
+def test_a_loaded_runnable_model_is_measured_without_being_changed():
+    """validate and measure --per-node load a model once and share it: measuring, at any level, leaves it as is."""
+    from onnxroof.runtime import runnable_model
+
+    runnable = runnable_model(LIGHT_DIR / "light_squeezenet.onnx")  # ConstantOfShape weights: "disable" rewrites them
+    before = runnable.model.SerializeToString()
+    result = measure(runnable, opt_level="disable", warmup=0, repeat=3, batch=1)
+    assert result.model == runnable.name and result.repeat == 3
+    assert runnable.model.SerializeToString() == before
