@@ -9,13 +9,14 @@ such nodes are "folded" (they run once at load time in any engine) and never cos
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from collections import ChainMap
-from concurrent.futures import ThreadPoolExecutor
 from math import prod
 from typing import Any, Mapping, MutableMapping, Optional, Sequence
 
@@ -213,12 +214,21 @@ Shapes = dict[str, tuple[int, Optional[tuple[int, ...]]]]
 
 
 def read_shapes(graph: GraphProto) -> Shapes:
-    """Element type and static shape of every input, value_info and output of one graph (not its subgraphs)."""
+    """Element type and static shape of every input, value_info and output of one graph (not its subgraphs).
+
+    Reading nested protobuf fields from Python is the slowest part of loading a large graph, and most of its
+    tensors share a handful of types: each distinct type is read once, keyed by its serialized bytes.
+    """
     shapes: Shapes = {}
+    by_type: dict[bytes, tuple[int, Optional[tuple[int, ...]]]] = {}
     for vi in itertools.chain(graph.input, graph.value_info, graph.output):
-        dtype, shape = _shape_of(vi.type)
-        if shape is not None or vi.name not in shapes:  # a declared output without a shape keeps the inferred one
-            shapes[vi.name] = (dtype, shape)
+        type_proto = vi.type
+        key = type_proto.SerializeToString()
+        entry = by_type.get(key)
+        if entry is None:
+            entry = by_type[key] = _shape_of(type_proto)
+        if entry[1] is not None or vi.name not in shapes:  # a declared output without a shape keeps the inferred one
+            shapes[vi.name] = entry
     return shapes
 
 
@@ -250,7 +260,7 @@ def _infer_and_build(model: ModelProto) -> tuple[ModelProto, list[str], Built]:
     Shapes come from onnx's inference, then onnxruntime's symbolic inference for what is still unknown.
     onnxruntime contrib ops that neither knows (FusedConv, NCHWc, QLinear, ...) are inferred through standard
     stand-ins. Reading protobuf fields is the slowest part of loading a large graph, so nodes and initializers
-    are read while onnx's inference runs (its C++ part releases the GIL) and read only once.
+    are read once, whichever inference passes run.
     """
     op_types = {n.op_type for n in model.graph.node}
     if (op_types & _PROXY_OP_TYPES or op_types & _CONTROL_FLOW) and needs_proxy(model):
@@ -258,10 +268,8 @@ def _infer_and_build(model: ModelProto) -> tuple[ModelProto, list[str], Built]:
         return model, warnings, _build(model.graph, {}, {})
     warnings: list[str] = []
     data_prop = bool(op_types & _SHAPE_SOURCES)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(_onnx_infer, model, data_prop, warnings)
-        raw = _read_graph(model.graph)
-        inferred = pending.result()
+    raw = _read_graph(model.graph)
+    inferred = _onnx_infer(model, data_prop, warnings)
     built = _assemble(inferred.graph, raw, {}, {})
     if not data_prop and _has_unknown_outputs(built[0], built[2]):
         inferred = _onnx_infer(model, True, warnings)
@@ -361,7 +369,7 @@ def _small_array(t: TensorProto) -> np.ndarray | None:
 class _RawGraph:
     """What is read from a graph's protobuf apart from inferred shapes: initializers and nodes as plain values.
 
-    Shape inference leaves these unchanged, so they are read from the model while inference runs on it."""
+    Shape inference leaves these unchanged, so they are read once however many inference passes run."""
 
     initializers: list[tuple[str, int, tuple[int, ...], np.ndarray | None]]  # name, dtype, dims, small value
     sparse: list[tuple[str, int, tuple[int, ...]]]
@@ -406,19 +414,20 @@ def _assemble(
 
     for name, (dtype, shape) in read_shapes(graph).items():
         if shape is not None or name not in tensors:
-            tensors[name] = Tensor(name, dtype, shape, False)
+            tensors[name] = _new_tensor((name, dtype, shape, False))
     for name, dtype, dims, value in raw.initializers:
-        tensors[name] = Tensor(name, dtype, dims, True)
+        tensors[name] = _new_tensor((name, dtype, dims, True))
         if value is not None:
             constants[name] = value
     for name, dtype, dims in raw.sparse:
-        tensors[name] = Tensor(name, dtype, dims, True)
+        tensors[name] = _new_tensor((name, dtype, dims, True))
     runtime_inputs = [vi.name for vi in graph.input if not _is_weight(tensors, vi.name)]
 
     nodes: list[Node] = []
     for index, (name, op_type, domain, inputs, outputs, attrs, constant_type, has_subgraph) in enumerate(raw.nodes):
-        subgraphs: dict[str, Graph] = {}
+        subgraphs: Mapping[str, Graph] = _NO_SUBGRAPHS
         if has_subgraph:
+            subgraphs = {}
             for a in graph.node[index].attribute:
                 if a.type == AttributeProto.GRAPH:
                     sub_tensors, sub_constants, sub_nodes, sub_inputs = _build(a.g, tensors, constants)
@@ -426,13 +435,10 @@ def _assemble(
                         a.g.name, tuple(sub_nodes), sub_tensors, sub_constants, tuple(sub_inputs), tuple(o.name for o in a.g.output)
                     )
         folded = op_type == "Constant" or (
-            not subgraphs
-            and op_type not in _NON_DETERMINISTIC
-            and any(inputs)
-            and all(_is_weight(tensors, i) for i in inputs if i)
+            not subgraphs and op_type not in _NON_DETERMINISTIC and _all_weights(tensors, inputs)
         )
         if constant_type is not None and outputs:
-            tensors[outputs[0]] = Tensor(outputs[0], constant_type[0], constant_type[1], True)
+            tensors[outputs[0]] = _new_tensor((outputs[0], constant_type[0], constant_type[1], True))
             if attrs["value"] is not None:
                 constants[outputs[0]] = attrs["value"]
         if folded:
@@ -444,9 +450,26 @@ def _assemble(
     return tensors, constants, nodes, runtime_inputs
 
 
+# Tensor(...) without the extra Python frame of a named tuple's generated __new__: one is built per tensor.
+_new_tensor = functools.partial(tuple.__new__, Tensor)
+_NO_SUBGRAPHS: Mapping[str, "Graph"] = MappingProxyType({})  # shared by the nodes that have none
+
+
 def _is_weight(tensors: Mapping[str, Tensor], name: str) -> bool:
     t = tensors.get(name)
     return t is not None and t.is_weight
+
+
+def _all_weights(tensors: Mapping[str, Tensor], inputs: Sequence[str]) -> bool:
+    """Whether a node has inputs and every one given is a weight (it stops at the first that is not)."""
+    given = False
+    for name in inputs:
+        if name:
+            t = tensors.get(name)
+            if t is None or not t.is_weight:
+                return False
+            given = True
+    return given
 
 
 _STRIPPED = "#weight-bytes-not-read"  # '#' marks data that is not on disk, as onnx's own model container does
