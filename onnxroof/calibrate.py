@@ -68,6 +68,7 @@ from onnxroof.devices import (
     load_device,
 )
 from onnxroof.errors import UserError
+from onnxroof.measure import fast_estimate
 
 __all__ = [
     "COMPUTE_CLASSES",
@@ -621,17 +622,9 @@ class _Sample:
     label: str
 
 
-def _fast(times: Sequence[float]) -> float:
-    """A robust estimate of a kernel's time on an idle machine: the mean of the fastest eighth of its timed runs.
-    Other work on the machine only ever adds time, and the fastest runs are those it did not touch."""
-    ordered = sorted(times)
-    head = ordered[: max(1, len(ordered) // 8)]
-    return sum(head) / len(head)
-
-
 def _spread(times: Sequence[float]) -> float:
     """How much slower the median run was than the fast estimate (0.3 = 30 %)."""
-    fast = _fast(times)
+    fast = fast_estimate(times)
     return statistics.median(times) / fast - 1 if times and fast > 0 else 0.0
 
 
@@ -752,7 +745,7 @@ class _Profiled:
                 continue
             if self.cold and cls == "reorder":
                 continue  # the flush pushed out the activation it reads, which a model would hand it hot
-            fast = _fast(ts)
+            fast = fast_estimate(ts)
             if fast < _MIN_PROFILED_S or fast - profiler_overhead <= 0:
                 continue
             spreads.append(_spread(ts))
@@ -792,7 +785,7 @@ class _Chain:
         """Seconds per chain node, dispatch included."""
         if spreads is not None:
             spreads += [_spread(self.t_lo), _spread(self.t_hi)]
-        return max((_fast(self.t_hi) - _fast(self.t_lo)) / (self.hi - self.lo), 0.0)
+        return max((fast_estimate(self.t_hi) - fast_estimate(self.t_lo)) / (self.hi - self.lo), 0.0)
 
     def samples(self, node_overhead: float, spreads: list[float]) -> list[_Sample]:
         chain_nodes = [vc for vc in _views(self.opt).values() if engine.op_class(vc[0]) != "reorder"]
@@ -1067,16 +1060,16 @@ def calibrate(
         spreads: list[float] = []
         node_overhead = node_chain.per_node(spreads)
         reshape_cost = max(reshape_chain.per_node(spreads) - node_overhead, 0.0)
-        run_overhead = max(_fast(single.t_lo) - node_overhead, 0.0)
+        run_overhead = max(fast_estimate(single.t_lo) - node_overhead, 0.0)
         probe = [t for ts in profiler_probe.kernel_times().values() for t in ts]
-        profiler_overhead = _fast(probe) if probe else 0.0
+        profiler_overhead = fast_estimate(probe) if probe else 0.0
         level_bw = {cache.level: (8 * n_floats / max(chain.per_node(spreads) - node_overhead, 1e-9), chain.label)
                     for cache, chain, n_floats in levels}
         dram_times = dram.kernel_times().get("gemv", [])
         if not dram_times:
             raise UserError("calibration failed: the DRAM bandwidth benchmark produced no timings", "run it again")
         b = gemv_feeds["b"]
-        dram_bw = 4.0 * (b.size + b.shape[0] + b.shape[1]) / max(_fast(dram_times) - profiler_overhead, 1e-9)
+        dram_bw = 4.0 * (b.size + b.shape[0] + b.shape[1]) / max(fast_estimate(dram_times) - profiler_overhead, 1e-9)
         del gemv_feeds, b
         fp32 = [(x.cost.flops / x.time_s, f"{x.label} ({x.view.domain or 'ai.onnx'}::{x.view.op_type})")
                 for job in peaks for x in job.samples(profiler_overhead, spreads)]
@@ -1149,7 +1142,7 @@ def _matrix_rate(job: _Profiled | None, profiler_overhead: float, n: int) -> flo
     times = [t for ts in job.kernel_times().values() for t in ts]
     if not times:
         return None
-    return 2.0 * n**3 / max(_fast(times) - profiler_overhead, 1e-9)
+    return 2.0 * n**3 / max(fast_estimate(times) - profiler_overhead, 1e-9)
 
 
 def _warnings(spreads: Sequence[float], duration: float, budget_s: float, steal: float | None = None) -> list[str]:

@@ -26,7 +26,9 @@ Inputs are random of the right dtype and shape (fix shapes with --input/--dim) o
 (--inputs FILE, arrays named like the model's inputs). Weights that are absent from disk are filled with random
 values of the right shapes, and the output says so. The provider that really ran is reported: asking for
 cuda on a machine where onnxruntime falls back to the CPU is an error unless --allow-fallback. A busy machine
-(load from other processes, or a wide spread between repetitions) is reported as a warning.
+(load from other processes, or a wide spread between repetitions) is reported as a warning; --spread 5
+spreads the samples over five seconds so that some fall in quiet moments, and "fast" (the mean of the fastest
+eighth of the samples) estimates the time on an idle machine.
 
 examples:
   onnxroof measure zoo:resnet18 --threads 1
@@ -55,6 +57,10 @@ With --device host (the default) the prediction follows onnxruntime: the graph i
 fits in. --as-exported, or a catalog device, compares the plain roofline of the exported graph instead, each
 kernel predicted as the sum of the exported nodes it computes. The table is sorted by measured share; the
 JSON adds measured_time_s next to predicted_time_s in totals and nodes.
+
+The whole model is timed in samples spread over a few seconds (--spread), and its measured latency is the mean
+of the fastest eighth of them: other work on a shared machine only ever adds time, and calibration reads its
+ceilings the same way. The median of all samples is shown next to it.
 
 examples:
   onnxroof validate zoo:resnet18
@@ -135,6 +141,8 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_session_options(measure)
     measure.add_argument("--warmup", type=int, default=5, metavar="N", help="untimed runs first (default 5)")
     measure.add_argument("--repeat", type=int, default=30, metavar="N", help="timed samples (default 30)")
+    measure.add_argument("--spread", type=float, default=0.0, metavar="S",
+                         help="spread the samples over at least S seconds, idle between them (default 0: back to back)")
     measure.add_argument("--inputs", default=None, metavar="FILE.npz", help="inputs from an .npz instead of random ones")
     measure.add_argument("--timeout", type=float, default=300.0, metavar="S", help="stop sampling after S seconds (default 300)")
     measure.add_argument("--per-node", action="store_true", help="also profile each kernel (a separate profiled session)")
@@ -163,6 +171,8 @@ def _build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--as-exported", action="store_true", help="predict the exported graph with the plain roofline")
     validate.add_argument("--repeat", type=int, default=30, metavar="N", help="timed samples of the whole model (default 30)")
     validate.add_argument("--runs", type=int, default=20, metavar="N", help="profiled runs for per-kernel times (default 20)")
+    validate.add_argument("--spread", type=float, default=None, metavar="S",
+                          help="spread the whole-model samples over S seconds (default 5)")
     validate.add_argument("--timeout", type=float, default=300.0, metavar="S", help="stop sampling after S seconds (default 300)")
     validate.add_argument("-f", "--format", default="table", choices=("table", "json"), help="output format (default table)")
     validate.add_argument("--top", type=int, default=20, metavar="N", help="table: the N kernels with the largest measured share (default 20)")
@@ -273,7 +283,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
         runnable = runnable_model(args.model, dict(args.input), _dims(args))
         result = measure(
             runnable, provider=args.provider, threads=args.threads, opt_level=args.opt_level,
-            warmup=args.warmup, repeat=args.repeat, feeds_path=args.inputs, allow_fallback=args.allow_fallback,
+            warmup=args.warmup, repeat=args.repeat, spread_s=args.spread, feeds_path=args.inputs, allow_fallback=args.allow_fallback,
             timeout_s=args.timeout, progress=progress,
         )
         kernels = None
@@ -329,13 +339,14 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     import json
 
     from onnxroof.report.validation import validation_table
-    from onnxroof.validate import validate
+    from onnxroof.validate import SPREAD_S, validate
 
     progress = _Progress("validating", "samples")
     try:
         result = validate(
             args.model, args.device, provider=args.provider, threads=args.threads, opt_level=args.opt_level,
             as_exported=args.as_exported, inputs=dict(args.input), dims=_dims(args), repeat=args.repeat, runs=args.runs,
+            spread_s=SPREAD_S if args.spread is None else args.spread,
             allow_fallback=args.allow_fallback, timeout_s=args.timeout, stage=progress.stage, progress=progress,
         )
     finally:

@@ -18,6 +18,7 @@ from onnxroof.measure import (
     MIN_SAMPLE_S,
     SPREAD_BOUND,
     Measurement,
+    fast_estimate,
     load_warnings,
     materialize_weight_fills,
     measure,
@@ -77,6 +78,45 @@ def test_spread_warning_only_beyond_the_bound() -> None:
     assert message is not None and "spread" in message
 
 
+def test_fast_estimate_is_the_mean_of_the_fastest_eighth() -> None:
+    # 16 samples: the fastest eighth is the 2 smallest, 1.0 and 2.0, whose mean is 1.5.
+    samples = [float(v) for v in range(16, 0, -1)]
+    assert fast_estimate(samples) == 1.5
+    # Fewer than 8 samples: the single fastest one.
+    assert fast_estimate([3.0, 2.0, 5.0]) == 2.0
+    # Noise only adds time: inflating the slow half does not move the estimate.
+    assert fast_estimate([100.0] * 8 + samples[8:]) == 1.5
+    with pytest.raises(ValueError):
+        fast_estimate([])
+
+
+def test_time_runs_spreads_samples_over_the_window() -> None:
+    """A fake clock: each run takes 0.1 s, 4 samples spread over 8 s start at 0, 2, 4 and 6 s."""
+    now, starts = [0.0], []
+
+    def run_once() -> None:
+        starts.append(now[0])
+        now[0] += 0.1
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    timing = measure_module._time_runs(
+        run_once, warmup=0, repeat=4, batch=1, timeout_s=60, progress=None, spread_s=8.0, clock=lambda: now[0], sleep=sleep
+    )
+    assert starts == pytest.approx([0.0, 2.0, 4.0, 6.0])
+    assert timing.samples == pytest.approx([0.1] * 4)
+    # Idle time: 4 samples of 0.1 s in 6.1 s of window, so 5.7 s idle.
+    assert timing.idle_s == pytest.approx(6.1 - 0.4)
+
+
+def test_load_warnings_do_not_count_deliberate_idling() -> None:
+    # 0.5 s of CPU in a 10 s window, 9.5 s of it idle between spread samples: the run had its core throughout.
+    assert load_warnings(wall_s=10.0, own_cpu_s=0.5, machine_busy_s=0.5, cpus=4, threads=1, on_cpu=True, idle_s=9.5) == []
+    starved = load_warnings(wall_s=10.0, own_cpu_s=0.2, machine_busy_s=None, cpus=4, threads=1, on_cpu=True, idle_s=9.5)
+    assert any("ran only 40%" in m for m in starved)
+
+
 def test_load_warnings() -> None:
     quiet = load_warnings(wall_s=1.0, own_cpu_s=0.99, machine_busy_s=1.05, cpus=4, threads=1, on_cpu=True)
     assert quiet == []
@@ -132,7 +172,8 @@ def test_time_runs_stops_at_the_timeout() -> None:
 
 
 def test_bad_settings_are_user_errors() -> None:
-    for kwargs in ({"repeat": 2}, {"threads": 0}, {"warmup": -1}, {"batch": 0}, {"timeout_s": 0}):
+    for kwargs in ({"repeat": 2}, {"threads": 0}, {"warmup": -1}, {"batch": 0}, {"timeout_s": 0}, {"spread_s": -1},
+                   {"spread_s": 10, "timeout_s": 5}):
         with pytest.raises(UserError):
             measure(_tiny_model(), **kwargs)
     with pytest.raises(UserError):
@@ -147,6 +188,7 @@ def test_measurement_statistics_and_provider() -> None:
     result = measure(_tiny_model(), warmup=2, repeat=5)
     assert isinstance(result, Measurement)
     assert result.min_s <= result.median_s <= result.p90_s <= result.max_s
+    assert result.fast_s == result.min_s  # 5 samples: the fastest eighth is the fastest one
     assert len(result.samples_s) == result.repeat == 5
     assert all(s > 0 for s in result.samples_s)
     assert result.provider == result.requested_provider == "CPUExecutionProvider"
@@ -156,7 +198,7 @@ def test_measurement_statistics_and_provider() -> None:
     data = result.to_dict()
     assert set(data) == {
         "model", "provider", "requested_provider", "threads", "opt_level", "warmup", "repeat", "runs_per_sample",
-        "median_s", "min_s", "max_s", "p90_s", "samples_s", "notes", "warnings",
+        "median_s", "min_s", "max_s", "p90_s", "fast_s", "samples_s", "notes", "warnings",
     }
     json.dumps(data)
 

@@ -12,7 +12,8 @@ def measurement_table(m: Measurement, kernels: NodeProfile | None = None, top: i
     threads = f"{m.threads} thread{'s' if m.threads != 1 else ''}"
     lines = [
         _clip(f"{m.model} on {m.provider}, {threads}, optimization level {m.opt_level}", TABLE_WIDTH),
-        f"  median {seconds(m.median_s)}   min {seconds(m.min_s)}   p90 {seconds(m.p90_s)}   max {seconds(m.max_s)}",
+        f"  median {seconds(m.median_s)}   min {seconds(m.min_s)}   p90 {seconds(m.p90_s)}   max {seconds(m.max_s)}"
+        f"   fast {seconds(m.fast_s)}",
         f"  {m.repeat} samples of {m.runs_per_sample} run{'s' if m.runs_per_sample != 1 else ''} after {m.warmup} warm-up runs",
     ]
     lines += [_clip(f"  note: {n}", TABLE_WIDTH) for n in m.notes]

@@ -14,8 +14,8 @@ def validation_table(v: Validation, top: int = 20) -> str:
         _clip(f"{a.model} on {a.device.name} [{a.device.key}], predicted on {graph}", TABLE_WIDTH),
         _clip(f"measured on {m.provider}, {m.threads} thread(s), optimization level {m.opt_level}", TABLE_WIDTH),
         "",
-        f"  model: measured {seconds(v.measured_time_s)} (median of {m.repeat}), predicted {seconds(v.predicted_time_s)}, "
-        f"error {v.model_error:+.1%}",
+        f"  model: measured {seconds(v.measured_time_s)} (fastest eighth of {m.repeat} samples; median "
+        f"{seconds(v.measured_median_s)}), predicted {seconds(v.predicted_time_s)}, error {v.model_error:+.1%}",
     ]
     if s.count:
         rho = f"{s.spearman:.3f}" if s.spearman is not None else "n/a"
