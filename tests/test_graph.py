@@ -156,6 +156,26 @@ def test_symbolic_shape_inference_fills_what_onnx_leaves_unknown():
     assert g.tensors["y"].shape == (2, 8)
 
 
+def test_symbolic_inference_does_not_read_weight_bytes():
+    # Symbolic inference reads the value of any initializer an Add takes, to follow shape arithmetic. The bias
+    # has 96 elements, above the small-constant limit, so loading strips its bytes (as it leaves external weights
+    # unread): symbolic inference must treat it as a value it cannot know, and still give Add's shape.
+    from onnxroof.graph import _drop_weight_bytes, _symbolic_infer
+
+    bias = numpy_helper.from_array(np.ones((96, 1, 1), np.float32), "bias")
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "bias"], ["y"])], "bias",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 96, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [bias],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    _drop_weight_bytes(model.graph)
+    inferred = _symbolic_infer(model)
+    y = next(vi for vi in inferred.graph.output if vi.name == "y")
+    assert [d.dim_value for d in y.type.tensor_type.shape.dim] == [1, 96, 4, 4]
+    assert [t.name for t in model.graph.initializer] == ["bias"]  # the model given is left as it was
+
+
 @pytest.mark.skipif(not LIGHT_DIR.exists(), reason="onnx's bundled light models are not installed")
 def test_light_models_use_ir3_inputs_and_constant_of_shape_weights():
     g = load_graph(LIGHT_DIR / "light_resnet50.onnx")
