@@ -69,6 +69,7 @@ from onnxroof.devices import (
 )
 from onnxroof.errors import UserError
 from onnxroof.measure import fast_estimate
+from onnxroof.reference import REFERENCE_SPREAD_S, reference_rate
 
 __all__ = [
     "COMPUTE_CLASSES",
@@ -988,6 +989,10 @@ def calibrate(
         if progress is not None:
             progress(done, total)
 
+    # The reference kernel, timed at both ends: validation times it again to tell whether the machine still runs
+    # at the speed it had here (the faster of the two readings, as every benchmark keeps its fastest runs).
+    reference_spread = 0.2 if quick else REFERENCE_SPREAD_S
+    reference_start = reference_rate(threads, provider, spread_s=reference_spread)
     with tempfile.TemporaryDirectory(prefix="onnxroof-calibrate-") as tmp:
         runner = _Runner(threads, provider, tmp)
         flush = _Flush(min(_COLD_BYTES, 8 * 2**20) if quick else _COLD_BYTES)
@@ -1122,6 +1127,7 @@ def calibrate(
         run_overhead=Sourced(run_overhead, f"calibrated: session.run time of a one-node graph minus one node; {how}"),
     )
     ceilings = _ceilings(samples, bare, threads)
+    reference = max(reference_start, reference_rate(threads, provider, spread_s=reference_spread))
     duration = time.perf_counter() - start
     cpu_end = _cpu_times()
     steal = None
@@ -1131,7 +1137,8 @@ def calibrate(
                               date=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
                               duration_s=round(duration, 1),
                               warnings=tuple(_warnings(spreads, duration, budget_s, steal)),
-                              profiler_overhead=float(f"{profiler_overhead:.4g}"))
+                              profiler_overhead=float(f"{profiler_overhead:.4g}"),
+                              reference_flops_s=float(f"{reference:.4g}"))
     return replace(bare, ceilings=FrozenMap(ceilings), calibration=calibration)
 
 

@@ -48,6 +48,7 @@ from onnx import ModelProto, NodeProto, numpy_helper
 
 from onnxroof.errors import UserError
 from onnxroof.graph import _NON_DETERMINISTIC
+from onnxroof.measure import fast_estimate
 from onnxroof.runtime import RunnableModel
 
 FLOOR_S = 5e-6
@@ -79,8 +80,9 @@ NOT_FOUND = "not found in the optimized graph"
 
 @dataclass(frozen=True)
 class EngineNode:
-    """One node of the engine graph, its median kernel time over the profiled runs and the original nodes it
-    computes (none for an engine-only kernel such as an NCHWc reorder)."""
+    """One node of the engine graph, its kernel time over the profiled runs (the median, and the fast estimate
+    of measure.fast_estimate) and the original nodes it computes (none for an engine-only kernel such as an
+    NCHWc reorder)."""
 
     name: str
     op_type: str
@@ -90,6 +92,7 @@ class EngineNode:
     covers: tuple[str, ...]
     engine_only: bool
     floor_dominated: bool
+    fast_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the fields above."""
@@ -99,6 +102,7 @@ class EngineNode:
             "domain": self.domain,
             "provider": self.provider,
             "median_s": self.median_s,
+            "fast_s": self.fast_s,
             "covers": list(self.covers),
             "engine_only": self.engine_only,
             "floor_dominated": self.floor_dominated,
@@ -261,7 +265,8 @@ def _engine_nodes(
     """The result rows: each engine node with its median kernel time and the original nodes it covers."""
     nodes = []
     for j, proto in enumerate(engine):
-        median = float(np.median(kernels.times[j])) if kernels.times.get(j) else None
+        times = kernels.times.get(j)
+        median = float(np.median(times)) if times else None
         nodes.append(
             EngineNode(
                 name=names[j],
@@ -272,6 +277,7 @@ def _engine_nodes(
                 covers=tuple(covers.get(j, ())),
                 engine_only=not covers.get(j),
                 floor_dominated=median is not None and median < FLOOR_S,
+                fast_s=fast_estimate(times) if times else None,
             )
         )
     return tuple(nodes)

@@ -20,6 +20,7 @@ from onnxroof.devices import Device
 from onnxroof.devices.resolve import HOST, resolve_device
 from onnxroof.measure import Measurement, measure
 from onnxroof.profile import NodeProfile, profile_nodes
+from onnxroof.reference import drift_warning, reference_rate
 from onnxroof.runtime import runnable_model
 
 WORST = 5  # how many of the worst mispredictions are named
@@ -28,7 +29,8 @@ SPREAD_S = 5.0  # the whole-model samples are spread over this many seconds (see
 
 @dataclass(frozen=True)
 class KernelComparison:
-    """One measured kernel: its prediction, its measured median, and paper 001's reading of both points."""
+    """One measured kernel: its prediction, its measured time (the fast estimate over the profiled runs, read
+    like the calibration and the model's latency), and paper 001's reading of both points."""
 
     name: str
     op_type: str
@@ -84,6 +86,7 @@ class Validation:
     kernels: tuple[KernelComparison, ...]
     agreement: Agreement
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    machine_speed: float | None = None  # the reference kernel's rate now over its rate at calibration (1.0: same)
 
     @property
     def predicted_time_s(self) -> float:
@@ -127,6 +130,7 @@ class Validation:
         data["validation"] = {
             "agreement": self.agreement.to_dict(),
             "model_error": self.model_error,
+            "machine_speed": self.machine_speed,
             "worst": [k.name for k in self.worst()],
             "kernels": [k.to_dict() for k in self.kernels],
             "unmapped": [u.to_dict() for u in self.profile.unmapped],
@@ -157,7 +161,8 @@ def validate(
     """Analyze, time and profile ``model`` on this machine and compare every kernel's prediction with its time.
 
     The whole model is timed in ``repeat`` samples spread over ``spread_s`` seconds; its measured latency is their
-    fast estimate (the median is kept alongside)."""
+    fast estimate (the median is kept alongside). On a calibrated host the reference kernel is timed again, and a
+    machine that no longer runs at its calibrated speed is reported (``machine_speed``, a warning)."""
     say = stage or (lambda text: None)
     dev = resolve_device(device, threads, provider, progress)
     warnings = _device_warnings(dev, threads, provider)
@@ -171,6 +176,9 @@ def validate(
     profile = profile_nodes(
         runnable, provider=provider, threads=threads, opt_level=opt_level, runs=runs, allow_fallback=allow_fallback
     )
+    speed = _machine_speed(dev, threads, provider)
+    if speed is not None:
+        warnings.extend(filter(None, [drift_warning(speed, threads)]))
     say("predicting")
     engine_mode = dev.engine == "onnxruntime" and not as_exported
     if engine_mode:
@@ -181,7 +189,16 @@ def validate(
     kernels = compare(analysis, profile, engine_graph=engine_mode, profiler_overhead_s=_profiler_overhead(dev))
     counted = scored(kernels, engine_mode)
     stats = agreement([k.predicted_time_s for k in counted], [k.measured_time_s for k in counted])
-    return Validation(analysis, timing, profile, tuple(kernels), stats, tuple(warnings))
+    return Validation(analysis, timing, profile, tuple(kernels), stats, tuple(warnings), speed)
+
+
+def _machine_speed(device: Device, threads: int, provider: str) -> float | None:
+    """How fast this machine runs the reference kernel now, relative to when ``device`` was calibrated on it
+    (None for a device without a reference reading, or measured on another provider or thread count)."""
+    c = device.calibration
+    if c is None or c.reference_flops_s is None or c.threads != threads or not c.provider.lower().startswith(provider.lower()):
+        return None
+    return reference_rate(threads, provider) / c.reference_flops_s
 
 
 def scored(kernels: Sequence[KernelComparison], engine_graph: bool) -> list[KernelComparison]:
@@ -206,7 +223,7 @@ def compare(analysis: Analysis, profile: NodeProfile, engine_graph: bool, profil
     nodes = {n.name: n for n in analysis.nodes}
     out = []
     for kernel in profile.nodes:
-        if kernel.median_s is None:
+        if kernel.fast_s is None:
             continue
         members = [nodes[kernel.name]] if engine_graph and kernel.name in nodes else [nodes[c] for c in kernel.covers if c in nodes]
         predicted = sum(n.prediction.predicted_time_s for n in members) + profiler_overhead_s
@@ -216,7 +233,7 @@ def compare(analysis: Analysis, profile: NodeProfile, engine_graph: bool, profil
         explanation = members[0].engine.describe() if engine_graph and members and members[0].engine else _as_exported(members)
         out.append(
             KernelComparison(
-                kernel.name, _qualified(kernel.domain, kernel.op_type), kernel.covers, predicted, kernel.median_s, flops, moved,
+                kernel.name, _qualified(kernel.domain, kernel.op_type), kernel.covers, predicted, kernel.fast_s, flops, moved,
                 bound, explanation, kernel.engine_only, kernel.floor_dominated,
                 shape_only=bool(members) and flops == 0 and moved == 0,
             )

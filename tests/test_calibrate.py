@@ -35,6 +35,9 @@ def test_quick_calibration_describes_an_onnxruntime_host(quick: Device):
     assert quick.calibration.cpu == calibrate.cpu_model()
     assert quick.calibration.duration_s > 0
     assert quick.calibration.profiler_overhead is not None and quick.calibration.profiler_overhead >= 0
+    # The reference MatMul's rate is recorded for drift checks, and is in the range of the measured fp32 peak.
+    reference = quick.calibration.reference_flops_s
+    assert reference is not None and 0.05 * quick.peak_flops["fp32"].value < reference < 20 * quick.peak_flops["fp32"].value
 
 
 def test_every_number_is_positive_and_says_it_was_calibrated(quick: Device):

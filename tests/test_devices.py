@@ -582,6 +582,7 @@ cpu = "Test CPU"
 date = "2025-01-01T00:00:00+00:00"
 duration_s = 95.5
 profiler_overhead = 2.5e-6
+reference_flops_s = 4.1e10
 warnings = ["timings varied between repeats"]
 
 [ceilings.conv]
@@ -607,7 +608,7 @@ def test_calibrated_device_round_trip(tmp_path: Path):
     assert device.run_overhead == Sourced(8e-6, "calibrated: a one-node graph")
     assert device.caches[0].bandwidth == 45e9
     assert device.calibration == Calibration("cpu", 1, "1.23.2", "Test CPU", "2025-01-01T00:00:00+00:00", 95.5,
-                                             ("timings varied between repeats",), 2.5e-6)
+                                             ("timings varied between repeats",), 2.5e-6, 4.1e10)
     # points are sorted by work whatever order the file gives them in
     assert device.ceilings["conv"] == Ceiling(((2e7, 0.7), (2.3e8, 0.9)), (), "calibrated: nchwc Conv 3x3")
     assert device.ceilings["lrn"].memory == ((1e6, 0.5),)

@@ -99,6 +99,8 @@ def _check_complete(profile: NodeProfile, model: onnx.ModelProto) -> None:
     for node in profile.nodes:
         if node.median_s is not None:
             assert node.engine_only != bool(node.covers), node.name
+            # The fast estimate averages the fastest runs: never above the median of the same runs.
+            assert node.fast_s is not None and 0 < node.fast_s <= node.median_s
         assert node.floor_dominated == (node.median_s is not None and node.median_s < FLOOR_S)
         for original in node.covers:
             assert profile.mapping[original] == node.name
@@ -237,7 +239,7 @@ def test_to_dict_is_json() -> None:
     assert set(data) >= {"model", "provider", "requested_provider", "threads", "opt_level", "runs", "warmup",
                          "run_median_s", "kernel_sum_s", "floor_s", "nodes", "unmapped", "mapping", "notes", "warnings"}
     assert data["provider"] == "CPUExecutionProvider" and data["runs"] == FAST["runs"]
-    node_keys = {"name", "op_type", "domain", "provider", "median_s", "covers", "engine_only", "floor_dominated"}
+    node_keys = {"name", "op_type", "domain", "provider", "median_s", "fast_s", "covers", "engine_only", "floor_dominated"}
     assert set(data["nodes"][0]) == node_keys
     json.dumps(data)
 

@@ -2,14 +2,15 @@
 
 For each model: the whole-model latency measured with onnxruntime at its default optimization level (samples
 spread over a few seconds; the mean of their fastest eighth, the idle-machine estimate calibration also uses,
-with the error against the plain median of all samples next to it), the prediction on the calibrated host profile (onnxruntime's optimized graph, per-class ceilings, memory levels),
+with the error against the plain median of all samples next to it), the machine's speed relative to its
+calibration (a reference MatMul timed at both moments; 1.00 = unchanged), the prediction on the calibrated host profile (onnxruntime's optimized graph, per-class ceilings, memory levels),
 the per-kernel agreement (Spearman rank correlation, median absolute relative error), and the same per-kernel
 figures for the plain single-peak roofline of the exported graph under the same calibrated peak and DRAM
 bandwidth, for reference. Targets: model latency within 10% for at least 90% of the models, per-kernel
 Spearman >= 0.9 and median absolute error <= 25%. Nothing here is a test: the numbers are this machine's.
 
 usage: python tools/accuracy.py [--threads 1,2] [--models zoo:resnet18,light:squeezenet] [--repeat 16] [--runs 10]
-                               [--spread 4]
+                               [--spread 4] [--recalibrate]
 """
 
 from __future__ import annotations
@@ -48,21 +49,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=None, help="comma-separated zoo:NAME / light:NAME (default: all)")
     parser.add_argument("--repeat", type=int, default=16, help="whole-model timing samples per model")
     parser.add_argument("--spread", type=float, default=4.0, help="seconds the whole-model samples are spread over")
+    parser.add_argument("--recalibrate", action="store_true", help="calibrate each thread count afresh first")
     parser.add_argument("--runs", type=int, default=10, help="profiled runs per model")
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT))
     from onnxroof.agreement import agreement
     from onnxroof.analysis import analyze
+    from onnxroof.calibrate import host_device
     from onnxroof.devices.resolve import resolve_device
     from onnxroof.validate import compare, scored, validate
 
     warnings.simplefilter("ignore")
     for threads in [int(t) for t in args.threads.split(",") if t]:
-        device = resolve_device("host", threads=threads)
+        device = host_device(threads, recalibrate=True) if args.recalibrate else resolve_device("host", threads=threads)
         print(f"\n{device.name} [{device.key}], {threads} thread(s), onnxruntime optimization level all")
         header = (f"{'model':<20} {'measured':>9} {'predicted':>9} {'error':>7} {'vs med':>7} {'kernels':>7} {'rho':>6} "
-                  f"{'med|e|':>7} | {'plain rho':>9} {'plain med|e|':>12}")
+                  f"{'med|e|':>7} {'speed':>6} | {'plain rho':>9} {'plain med|e|':>12}")
         print(header)
         print("-" * len(header))
         errors, median_errors, rhos, medians, pooled_p, pooled_m, plain_medians = [], [], [], [], [], [], []
@@ -87,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             fmt = lambda x, spec: format(x, spec) if x is not None else "n/a"  # noqa: E731
             print(
                 f"{label:<20} {v.measured_time_s * 1e3:>7.2f}ms {v.predicted_time_s * 1e3:>7.2f}ms {v.model_error:>+7.1%} "
-                f"{v.median_error:>+7.1%} {s.count:>7} {fmt(s.spearman, '6.3f'):>6} {fmt(s.median_abs_error, '7.1%'):>7} | "
+                f"{v.median_error:>+7.1%} {s.count:>7} {fmt(s.spearman, '6.3f'):>6} {fmt(s.median_abs_error, '7.1%'):>7} {fmt(v.machine_speed, '6.2f'):>6} | "
                 f"{fmt(plain_stats.spearman, '9.3f'):>9} {fmt(plain_stats.median_abs_error, '12.1%'):>12}"
             )
         if not errors:

@@ -35,6 +35,7 @@ its kernels come to the peak and to the bandwidth of the memory level their data
     date = "2025-01-01T00:00:00+00:00"
     duration_s = 95.0
     profiler_overhead = 2.5e-06    # optional: what onnxruntime's profiler adds to each node's kernel time
+    reference_flops_s = 4.1e10     # optional: FLOP/s of onnxroof.reference's MatMul when calibrated
     warnings = []                  # optional: e.g. a busy machine (large spread between repeats)
     [ceilings.conv]                # one table per op class (see OP_CLASSES)
     compute = [[2.0e7, 0.71], [2.3e8, 0.84], [1.8e9, 0.88]]   # [FLOPs, fraction of the peak]
@@ -248,7 +249,9 @@ class Ceiling:
 class Calibration:
     """How a calibrated device profile was measured: engine, provider, threads, host, when, how long, and what
     went wrong (``warnings``, e.g. a busy machine). ``profiler_overhead`` is what the engine's profiler adds to
-    each node's reported kernel time (seconds), for comparing predictions with profiled per-node times."""
+    each node's reported kernel time (seconds), for comparing predictions with profiled per-node times;
+    ``reference_flops_s`` the rate of the reference kernel (onnxroof.reference) then, to detect a machine that
+    has since slowed down or sped up."""
 
     provider: str
     threads: int
@@ -258,6 +261,7 @@ class Calibration:
     duration_s: float
     warnings: tuple[str, ...] = ()
     profiler_overhead: float | None = None
+    reference_flops_s: float | None = None
 
 
 class FrozenMap(dict):
@@ -397,6 +401,8 @@ class Device:
                       f"date = {_toml_str(cal.date)}", f"duration_s = {_toml_num(cal.duration_s)}"]
             if cal.profiler_overhead is not None:
                 lines.append(f"profiler_overhead = {_toml_num(cal.profiler_overhead)}")
+            if cal.reference_flops_s is not None:
+                lines.append(f"reference_flops_s = {_toml_num(cal.reference_flops_s)}")
             lines.append("warnings = [" + ", ".join(_toml_str(w) for w in cal.warnings) + "]")
         for name, ceiling in self.ceilings.items():
             lines += ["", f"[ceilings.{name}]"]
@@ -546,7 +552,7 @@ def _calibration(table: Any, where: str) -> Calibration:
     if not isinstance(table, Mapping):
         raise _fail(here, f"must be a table, got {table!r}")
     _check_keys(table, ("provider", "threads", "onnxruntime", "cpu", "date", "duration_s", "warnings",
-                        "profiler_overhead"), here)
+                        "profiler_overhead", "reference_flops_s"), here)
     threads = table.get("threads")
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise _fail(here, f"field 'threads' must be a positive integer, got {threads!r}")
@@ -554,6 +560,7 @@ def _calibration(table: Any, where: str) -> Calibration:
     if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
         raise _fail(here, f"field 'warnings' must be an array of strings, got {warnings!r}")
     overhead = _number(table, "profiler_overhead", here, allow_zero=True) if "profiler_overhead" in table else None
+    reference = _number(table, "reference_flops_s", here) if "reference_flops_s" in table else None
     return Calibration(
         provider=_text(table, "provider", here),
         threads=threads,
@@ -563,6 +570,7 @@ def _calibration(table: Any, where: str) -> Calibration:
         duration_s=_number(table, "duration_s", here, allow_zero=True),
         warnings=tuple(warnings),
         profiler_overhead=overhead,
+        reference_flops_s=reference,
     )
 
 

@@ -1,0 +1,58 @@
+"""The reference kernel that tells whether a machine still runs at the speed it was calibrated at."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import onnx
+import pytest
+
+from onnxroof.measure import MIN_SAMPLE_S
+from onnxroof.reference import DRIFT_BOUND, REFERENCE_N, drift_warning, reference_model, reference_rate
+from onnxroof.validate import validate
+from tests.test_engine import CONV, host
+from tests.test_validate import conv_bn_relu
+
+
+def test_the_reference_model_is_one_square_matmul():
+    model = reference_model()
+    onnx.checker.check_model(model, full_check=True)
+    assert [n.op_type for n in model.graph.node] == ["MatMul"]
+    assert list(model.graph.initializer[0].dims) == [REFERENCE_N, REFERENCE_N]
+
+
+def test_reference_rate_counts_2_n_cubed_flops_per_run():
+    # The rate is 2 n^3 FLOPs over the fast estimate of one run's time. A fake clock that advances 1 ms per read:
+    # a warm-up run reads 1 ms, so samples batch MIN_SAMPLE_S / 1 ms = 10 runs, and each batch (two clock reads
+    # around it) reads 1 ms, i.e. 0.1 ms per run: the rate is 2 n^3 / 1e-4.
+    assert MIN_SAMPLE_S == 0.01
+    ticks = iter(range(10**6))
+    rate = reference_rate(1, spread_s=0.0, samples=3, clock=lambda: next(ticks) * 1e-3)
+    assert rate == pytest.approx(2 * REFERENCE_N**3 / 1e-4)
+
+
+def test_reference_rate_on_this_machine_is_positive():
+    assert reference_rate(1, spread_s=0.05, samples=3) > 0
+
+
+def test_drift_is_reported_beyond_the_bound_only():
+    assert drift_warning(1.0, 1) is None
+    assert drift_warning(1.0 - DRIFT_BOUND / 2, 1) is None
+    slower = drift_warning(0.6, 2)
+    assert slower is not None and "40% slower" in slower and "--threads 2" in slower
+    faster = drift_warning(1.25, 1)
+    assert faster is not None and "25% faster" in faster
+
+
+def test_validate_reports_the_machine_speed_against_the_calibration(tmp_path: Path):
+    path = conv_bn_relu(tmp_path)
+    # A reference rate no machine reaches: this one is far slower than "calibrated", and validate says so.
+    device = host({"conv": CONV})
+    device = replace(device, calibration=replace(device.calibration, reference_flops_s=1e18))
+    v = validate(str(path), device, repeat=3, runs=3, spread_s=0.0)
+    assert v.machine_speed is not None and 0 < v.machine_speed < 0.01
+    assert any("slower than when it was calibrated" in w for w in v.warnings)
+    assert v.to_dict()["validation"]["machine_speed"] == v.machine_speed
+    # Without a reference reading there is nothing to compare.
+    assert validate(str(path), host({"conv": CONV}), repeat=3, runs=3, spread_s=0.0).machine_speed is None
