@@ -60,7 +60,10 @@ JSON adds measured_time_s next to predicted_time_s in totals and nodes.
 
 The whole model is timed in samples spread over a few seconds (--spread), and its measured latency is the mean
 of the fastest eighth of them: other work on a shared machine only ever adds time, and calibration reads its
-ceilings the same way. The median of all samples is shown next to it.
+ceilings the same way. The median of all samples is shown next to it. On a calibrated host a reference MatMul
+is timed again and compared with its rate at calibration: a machine that has since slowed down or sped up by
+more than 10% (a busy neighbour, a throttled virtual machine) is reported, since predictions assume the
+calibrated speed.
 
 examples:
   onnxroof validate zoo:resnet18

@@ -13,11 +13,11 @@ import functools
 import itertools
 import os
 import re
+from collections import ChainMap
 from dataclasses import dataclass, field
+from math import prod
 from pathlib import Path
 from types import MappingProxyType
-from collections import ChainMap
-from math import prod
 from typing import Any, Mapping, MutableMapping, Optional, Sequence
 
 import numpy as np
@@ -451,13 +451,14 @@ def _assemble(
     for index, (name, op_type, domain, inputs, outputs, attrs, constant_type, has_subgraph) in enumerate(raw.nodes):
         subgraphs: Mapping[str, Graph] = _NO_SUBGRAPHS
         if has_subgraph:
-            subgraphs = {}
+            loaded: dict[str, Graph] = {}
             for a in graph.node[index].attribute:
                 if a.type == AttributeProto.GRAPH:
                     sub_tensors, sub_constants, sub_nodes, sub_inputs = _build(a.g, tensors, constants)
-                    subgraphs[a.name] = Graph(
+                    loaded[a.name] = Graph(
                         a.g.name, tuple(sub_nodes), sub_tensors, sub_constants, tuple(sub_inputs), tuple(o.name for o in a.g.output)
                     )
+            subgraphs = loaded
         folded = op_type == "Constant" or (
             not subgraphs and op_type not in _NON_DETERMINISTIC and _all_weights(tensors, inputs)
         )
