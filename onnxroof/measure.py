@@ -280,7 +280,7 @@ def measure(
     notes = list(runnable.notes) + prepare_for_level(model, opt_level)
     feeds = load_feeds(feeds_path, runnable) if feeds_path is not None else random_feeds(runnable)
     session, actual = make_session(model, provider, threads, opt_level, allow_fallback=allow_fallback)
-    timing = _time_runs(
+    timing = time_runs(
         lambda: run_checked(session, feeds),
         warmup=warmup, repeat=repeat, batch=batch, timeout_s=timeout_s, progress=progress, spread_s=spread_s,
     )
@@ -377,7 +377,7 @@ class _Timing:
     idle_s: float = 0.0  # time spent idle between spread samples
 
 
-def _time_runs(
+def time_runs(
     run_once: Callable[[], None],
     *,
     warmup: int,

@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-from onnxroof.measure import fast_estimate, runs_per_sample
+from onnxroof.measure import fast_estimate, time_runs
 
 REFERENCE_N = 256  # an n x n x n fp32 MatMul: compute bound at any thread count, under a millisecond a run
 REFERENCE_SPREAD_S = 1.0  # samples are spread over this long, so that a short disturbance spares some of them
@@ -49,22 +49,11 @@ def reference_rate(
     n = REFERENCE_N
     session, _ = make_session(reference_model(n), provider, threads, "all")
     feeds = {"x": np.random.default_rng(1).standard_normal((n, n)).astype(np.float32)}
-    warm = []
-    for _ in range(3):
-        start = clock()
-        session.run(None, feeds)
-        warm.append(clock() - start)
-    batch = runs_per_sample(min(warm))
-    times, begin = [], clock()
-    for i in range(samples):
-        wait = begin + i * spread_s / samples - clock()
-        if wait > 0:
-            time.sleep(wait)
-        start = clock()
-        for _ in range(batch):
-            session.run(None, feeds)
-        times.append((clock() - start) / batch)
-    return 2.0 * n**3 / fast_estimate(times)
+    timing = time_runs(
+        lambda: session.run(None, feeds), warmup=3, repeat=samples, batch=None, timeout_s=spread_s + 60.0,
+        progress=None, spread_s=spread_s, clock=clock,
+    )
+    return 2.0 * n**3 / fast_estimate(timing.samples)
 
 
 def drift_warning(speed: float, threads: int) -> str | None:

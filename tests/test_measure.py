@@ -101,7 +101,7 @@ def test_time_runs_spreads_samples_over_the_window() -> None:
     def sleep(seconds: float) -> None:
         now[0] += seconds
 
-    timing = measure_module._time_runs(
+    timing = measure_module.time_runs(
         run_once, warmup=0, repeat=4, batch=1, timeout_s=60, progress=None, spread_s=8.0, clock=lambda: now[0], sleep=sleep
     )
     assert starts == pytest.approx([0.0, 2.0, 4.0, 6.0])
@@ -159,7 +159,7 @@ def test_time_runs_stops_at_the_timeout() -> None:
     def run_once() -> None:
         now[0] += 1.0
 
-    timing = measure_module._time_runs(
+    timing = measure_module.time_runs(
         run_once, warmup=1, repeat=50, batch=None, timeout_s=5.5, progress=None, clock=clock
     )
     assert 3 <= len(timing.samples) < 50
@@ -167,7 +167,7 @@ def test_time_runs_stops_at_the_timeout() -> None:
 
     now[0] = 0.0
     with pytest.raises(UserError, match="samples fit") as info:
-        measure_module._time_runs(run_once, warmup=3, repeat=50, batch=None, timeout_s=3.5, progress=None, clock=clock)
+        measure_module.time_runs(run_once, warmup=3, repeat=50, batch=None, timeout_s=3.5, progress=None, clock=clock)
     assert "--timeout" in (info.value.hint or "")
 
 
