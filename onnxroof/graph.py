@@ -311,7 +311,6 @@ def _infer_complete(model: ModelProto) -> tuple[ModelProto, list[str]]:
 def _merge_shapes(model: ModelProto, extra: ModelProto) -> ModelProto:
     """``model`` plus the shapes that ``extra`` knows and ``model`` does not (only the top-level graph)."""
     known = {name for name, (_, shape) in read_shapes(model.graph).items() if shape is not None}
-    known.update(t.name for t in model.graph.initializer)
     for vi in itertools.chain(extra.graph.input, extra.graph.value_info, extra.graph.output):
         if vi.name not in known and _shape_of(vi.type)[1] is not None:
             model.graph.value_info.append(vi)
@@ -328,34 +327,16 @@ def _symbolic_infer(model: ModelProto) -> ModelProto:
     from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
 
     inference = SymbolicShapeInference(2**31 - 1, True, False, 0)  # int_max, auto_merge, guess_output_rank, verbose
-    inference._preprocess(_values_hidden(model))
+    inference._preprocess(model)
+    # It reads the value of any initializer an arithmetic op takes, to follow shape computations. A weight whose
+    # bytes are not loaded (external, or stripped by _drop_weight_bytes) must be a value it cannot know; its
+    # shape stays known (_preprocess recorded every initializer's shape apart).
+    for name in [n for n, t in inference.initializers_.items() if t.data_location == TensorProto.EXTERNAL]:
+        del inference.initializers_[name]
     while inference.run_:
         inference._infer_impl()
     inference._update_output_from_vi()
     return inference.out_mp_
-
-
-def _values_hidden(model: ModelProto) -> ModelProto:
-    """A copy of ``model`` whose external initializers (unread or stripped weights) are graph inputs instead.
-
-    Symbolic inference reads the value of any initializer an arithmetic op takes, to follow shape computations;
-    a weight whose bytes are not loaded must look like a value it cannot know (an input of known shape), not
-    like a constant it fails to read.
-    """
-    copy = ModelProto()
-    copy.CopyFrom(model)
-    graph = copy.graph
-    kept, hidden = [], []
-    for init in graph.initializer:
-        (hidden if init.data_location == TensorProto.EXTERNAL else kept).append(init)
-    if hidden:
-        declared = {vi.name for vi in graph.input}
-        del graph.initializer[:]
-        graph.initializer.extend(kept)
-        graph.input.extend(
-            onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in hidden if t.name not in declared
-        )
-    return copy
 
 
 def _attr_value(attr: AttributeProto) -> Any:
