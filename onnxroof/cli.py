@@ -145,7 +145,8 @@ def _build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--warmup", type=int, default=5, metavar="N", help="untimed runs first (default 5)")
     measure.add_argument("--repeat", type=int, default=30, metavar="N", help="timed samples (default 30)")
     measure.add_argument("--spread", type=float, default=0.0, metavar="S",
-                         help="spread the samples over at least S seconds, idle between them (default 0: back to back)")
+                         help="spread the samples over at least S seconds, idle between them, each after an "
+                              "untimed warm run (default 0: back to back)")
     measure.add_argument("--inputs", default=None, metavar="FILE.npz", help="inputs from an .npz instead of random ones")
     measure.add_argument("--timeout", type=float, default=300.0, metavar="S", help="stop sampling after S seconds (default 300)")
     measure.add_argument("--per-node", action="store_true", help="also profile each kernel (a separate profiled session)")

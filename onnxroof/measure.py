@@ -391,7 +391,8 @@ def time_runs(
 ) -> _Timing:
     """Warm up, size the batches, take the samples; stops at the deadline. ``run_once`` runs the model once;
     ``clock`` is the wall clock in seconds and ``sleep`` idles for a while. With ``spread_s``, sample ``i`` starts
-    no earlier than ``i * spread_s / repeat`` seconds after the first."""
+    no earlier than ``i * spread_s / repeat`` seconds after the first, and one untimed run after each idle gap
+    warms the model again: the samples spread the steady state over the window, not cold starts."""
 
     def timed() -> float:
         """One run's wall time."""
@@ -424,6 +425,7 @@ def time_runs(
                 before = clock()
                 sleep(wait)
                 idle += clock() - before
+                run_once()  # idling let caches, branch predictors and clocks go cold: warm them again, untimed
         if clock() > deadline:
             break
         batch_start = clock()

@@ -90,8 +90,9 @@ def test_fast_estimate_is_the_mean_of_the_fastest_eighth() -> None:
         fast_estimate([])
 
 
-def test_time_runs_spreads_samples_over_the_window() -> None:
-    """A fake clock: each run takes 0.1 s, 4 samples spread over 8 s start at 0, 2, 4 and 6 s."""
+def test_time_runs_spreads_samples_over_the_window_and_rewarms_after_each_idle_gap() -> None:
+    """A fake clock: each run takes 0.1 s; 4 samples spread over 8 s are due at 0, 2, 4 and 6 s. After each sleep
+    one untimed run warms the model again (caches and clocks went cold while idle), then the timed one follows."""
     now, starts = [0.0], []
 
     def run_once() -> None:
@@ -104,10 +105,11 @@ def test_time_runs_spreads_samples_over_the_window() -> None:
     timing = measure_module.time_runs(
         run_once, warmup=0, repeat=4, batch=1, timeout_s=60, progress=None, spread_s=8.0, clock=lambda: now[0], sleep=sleep
     )
-    assert starts == pytest.approx([0.0, 2.0, 4.0, 6.0])
+    # Runs: timed at 0; slept to 2.0, warm at 2.0, timed at 2.1; slept to 4.0 (from 2.2), warm, timed at 4.1; ...
+    assert starts == pytest.approx([0.0, 2.0, 2.1, 4.0, 4.1, 6.0, 6.1])
     assert timing.samples == pytest.approx([0.1] * 4)
-    # Idle time: 4 samples of 0.1 s in 6.1 s of window, so 5.7 s idle.
-    assert timing.idle_s == pytest.approx(6.1 - 0.4)
+    # Idle time: the sleeps 0.1 -> 2.0, 2.2 -> 4.0 and 4.2 -> 6.0.
+    assert timing.idle_s == pytest.approx(1.9 + 1.8 + 1.8)
 
 
 def test_load_warnings_do_not_count_deliberate_idling() -> None:
