@@ -26,7 +26,7 @@ from onnx import AttributeProto, GraphProto, ModelProto, TensorProto, numpy_help
 
 from onnxroof.costs import Tensor
 from onnxroof.errors import UserError
-from onnxroof.shape_proxy import PROXY_OP_TYPES as _PROXY_OP_TYPES, infer_with_proxies, needs_proxy
+from onnxroof.shape_proxy import PROXY_OP_TYPES as _PROXY_OP_TYPES, infer_with_proxies, needs_proxy, unknown_output_count
 
 MIN_IR_VERSION = 3
 MIN_OPSET = 7
@@ -232,12 +232,6 @@ def read_shapes(graph: GraphProto) -> Shapes:
     return shapes
 
 
-def _unknown_outputs(graph: GraphProto) -> list[str]:
-    known = {name for name, (_, shape) in read_shapes(graph).items() if shape is not None}
-    known.update(t.name for t in graph.initializer)
-    return [o for n in graph.node for o in n.output if o and o not in known]
-
-
 def _has_unknown_outputs(tensors: Mapping[str, Tensor], nodes: Sequence[Node]) -> bool:
     for node in nodes:
         for o in node.outputs:
@@ -275,11 +269,8 @@ def _infer_and_build(model: ModelProto) -> tuple[ModelProto, list[str], Built]:
         inferred = _onnx_infer(model, True, warnings)
         built = _assemble(inferred.graph, raw, {}, {})
     if _has_unknown_outputs(built[0], built[2]):
-        try:
-            inferred = _merge_shapes(inferred, _symbolic_infer(inferred))
-            built = _assemble(inferred.graph, raw, {}, {})
-        except Exception as exc:  # symbolic inference is best effort (it needs sympy and inline shape constants)
-            warnings.append(_symbolic_failure(exc))
+        inferred = _with_symbolic_shapes(inferred, warnings)
+        built = _assemble(inferred.graph, raw, {}, {})
     return inferred, warnings, built
 
 
@@ -291,21 +282,25 @@ def _onnx_infer(model: ModelProto, data_prop: bool, warnings: list[str]) -> Mode
         return model
 
 
-def _symbolic_failure(exc: Exception) -> str:
-    return f"symbolic shape inference failed ({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})"
-
-
 def _infer_complete(model: ModelProto) -> tuple[ModelProto, list[str]]:
     """onnx's shape inference with data propagation, then onnxruntime's symbolic inference when outputs remain
     unknown (the full inference that shape stand-ins are run through)."""
     warnings: list[str] = []
     model = _onnx_infer(model, True, warnings)
-    if _unknown_outputs(model.graph):
-        try:
-            model = _merge_shapes(model, _symbolic_infer(model))
-        except Exception as exc:  # symbolic inference is best effort
-            warnings.append(_symbolic_failure(exc))
+    if unknown_output_count(model.graph):
+        model = _with_symbolic_shapes(model, warnings)
     return model, warnings
+
+
+def _with_symbolic_shapes(model: ModelProto, warnings: list[str]) -> ModelProto:
+    """``model`` plus the shapes onnxruntime's symbolic inference resolves; on failure ``model`` as it is and a
+    warning (symbolic inference is best effort: it needs sympy and inline shape constants)."""
+    try:
+        return _merge_shapes(model, _symbolic_infer(model))
+    except Exception as exc:
+        reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        warnings.append(f"symbolic shape inference failed ({reason})")
+        return model
 
 
 def _merge_shapes(model: ModelProto, extra: ModelProto) -> ModelProto:

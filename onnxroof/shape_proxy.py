@@ -799,7 +799,8 @@ def _copy_shapes(source: GraphProto, target: GraphProto) -> None:
                     _copy_shapes(theirs, mine)
 
 
-def _unknown_count(graph: GraphProto) -> int:
+def unknown_output_count(graph: GraphProto) -> int:
+    """How many node outputs of ``graph`` (not its subgraphs) lack a fully static shape."""
     known = {vi.name for vi in itertools.chain(graph.input, graph.value_info, graph.output) if _quality(vi.type) == 2}
     known.update(t.name for t in graph.initializer)
     return sum(1 for node in graph.node for o in node.output if o and o not in known)
@@ -819,7 +820,7 @@ def infer_with_proxies(
         return infer(model)
     result = ModelProto()
     result.CopyFrom(model)
-    unknown = _unknown_count(result.graph)
+    unknown = unknown_output_count(result.graph)
     for _ in range(_MAX_PASSES):
         proxy = shape_proxy(result)
         try:
@@ -827,7 +828,7 @@ def infer_with_proxies(
         except Exception:  # the final `infer` reports failures
             break
         _copy_shapes(inferred.graph, result.graph)
-        now = _unknown_count(result.graph)
+        now = unknown_output_count(result.graph)
         if now == 0 or now >= unknown:
             unknown = now
             break

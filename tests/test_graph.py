@@ -184,6 +184,27 @@ def test_light_models_use_ir3_inputs_and_constant_of_shape_weights():
     assert all(n.folded for n in g.nodes if n.op_type == "ConstantOfShape")
 
 
+def test_a_failing_symbolic_inference_is_a_warning_and_onnx_shapes_stay(monkeypatch):
+    # onnx cannot infer the custom op, so symbolic inference runs; when it raises (no sympy, an op it chokes
+    # on), loading goes on with onnx's shapes and says why the rest stayed unknown.
+    import onnxroof.graph as graph_module
+
+    def broken(model: onnx.ModelProto) -> onnx.ModelProto:
+        raise RuntimeError("no sympy here\nsecond line")
+
+    monkeypatch.setattr(graph_module, "_symbolic_infer", broken)
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Mystery", ["r"], ["y"], domain="example.custom")],
+        "custom", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("example.custom", 1)])
+    g = load_graph(model)
+    assert g.warnings == ("symbolic shape inference failed (no sympy here)",)
+    assert g.tensors["r"].shape == (2, 3)
+    assert g.tensor("y").shape is None
+
+
 def test_incomplete_shape_inference_writes_nothing_and_keeps_what_it_resolved(tmp_path: Path, monkeypatch):
     # A custom op nobody can infer: onnxruntime's symbolic inference gives up on it (and would save its working
     # model into the current directory); what comes before it keeps its shape.
