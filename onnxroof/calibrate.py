@@ -22,7 +22,8 @@ What is measured:
 - per-run overhead (a one-node graph) and per-node overhead (slope of run time over chains of tiny nodes);
 - bandwidth of each cache level (chains of Neg over working sets sized to half of L1, L2 and part of L3; sizes
   read from /sys/devices/system/cpu/cpu0/cache or lscpu, with defaults) and of DRAM (a MatMul streaming an
-  operand larger than the last-level cache);
+  operand larger than the last-level cache); the shared last level is measured again at 2x and 4x its working
+  set, and serves only the working sets at which its bandwidth holds (``effective_size``);
 - peak FLOP/s: fp32 as the best of large Gemm/Conv kernels, int8 with MatMulInteger, fp16 only where the provider
   has fp16 kernels (when onnxruntime inserts Casts to fp32 there is none, and fp16 is left out);
 - per op class (``onnxroof.devices.OP_CLASSES``) a ceiling: for compute classes the fraction of the peak, for
@@ -104,6 +105,10 @@ _CONVS = frozenset({"conv", "conv1x1", "conv_mid", "conv_small", "conv_grouped",
 _COLD_BYTES = 64 * 2**20  # what a benchmark with weights reads before each timed run to push them out of caches
 _COLD_MIN_WEIGHTS = 2**20  # weights below this are left hot: they cost little, and small models keep them cached
 _MAX_PASSES = 16
+# The shared last level is measured on a slice of its reported size; its bandwidth is measured again at these
+# multiples of that slice, and the level serves a working set only while its bandwidth holds within _HOLDS.
+_PROBE_FACTORS = (2, 4)
+_HOLDS = 0.75
 _GEMV_RATIO = 10.0  # a matrix product whose memory time exceeds its compute time this much is a matrix-vector one
 
 
@@ -863,6 +868,24 @@ def _level_bytes(cache: _Cache, threads: int, quick: bool) -> int:
     return int(min(target, 4 * 2**20) if quick else target)
 
 
+def effective_size(nominal: int, level_bytes: int, level_bw: float, probes: Sequence[tuple[int, float]]) -> tuple[int, str]:
+    """The largest working set a shared cache level serves at its measured bandwidth, and a note on how it was
+    found: ``level_bw`` was measured on ``level_bytes``; ``probes`` are (bytes, bandwidth) at larger working sets.
+
+    The level's size is the largest probe whose bandwidth holds within _HOLDS of ``level_bw``, or the size of the
+    level's own benchmark when even the smallest probe falls below; the reported ``nominal`` size stands when
+    every probe holds. A virtual machine reports the host's whole last-level cache, which other tenants share:
+    a working set well inside that size can already run at DRAM speed.
+    """
+    size = level_bytes
+    for nbytes, bandwidth in sorted(probes):
+        if bandwidth < _HOLDS * level_bw:
+            return size, (f"serves up to {_human(size)}: at {_human(nbytes)} its bandwidth fell to "
+                          f"{bandwidth / level_bw:.0%} of the level's ({bandwidth / 1e9:.1f} GB/s)")
+        size = nbytes
+    return nominal, ""
+
+
 def _dram_bytes(caches: Sequence[_Cache], quick: bool) -> int:
     """Size of the DRAM benchmark's streamed operand: twice the last cache level, 256 MiB to 1 GiB, at most a
     quarter of the available memory (64 MiB at most when quick)."""
@@ -1006,12 +1029,19 @@ def calibrate(
         jobs: list[Any] = [node_chain, reshape_chain, single, profiler_probe]
         step(4)
         levels: list[tuple[_Cache, _Chain, int]] = []
+        probes: dict[str, list[tuple[int, _Chain]]] = {}
         for cache in caches:
             n_floats = max(_level_bytes(cache, threads, quick) // 8, 16)
             chain = _Chain(runner, f"chain of Neg over {n_floats} floats ({_human(8 * n_floats)} read + written "
                            f"per node)", _neg_chain(n_floats, _Rand(2)), target_s=0.0015 if quick else 0.004)
             levels.append((cache, chain, n_floats))
             jobs.append(chain)
+            for factor in () if quick or cache.scope != "shared" else _PROBE_FACTORS:
+                wider = factor * n_floats
+                if 8 * wider <= cache.size:  # chains of 1 and 3 nodes: each node streams tens of MiB
+                    wider_chain = _Chain(runner, f"chain of Neg over {wider} floats", _neg_chain(wider, _Rand(2)), (1, 3))
+                    probes.setdefault(cache.level, []).append((8 * wider, wider_chain))
+                    jobs.append(wider_chain)
             step()
         gemv_model, gemv_feeds, dram_what = _gemv_input(_dram_bytes(caches, quick))
         dram = _Profiled(runner, dram_what, (gemv_model, gemv_feeds))
@@ -1070,6 +1100,12 @@ def calibrate(
         profiler_overhead = fast_estimate(probe) if probe else 0.0
         level_bw = {cache.level: (8 * n_floats / max(chain.per_node(spreads) - node_overhead, 1e-9), chain.label)
                     for cache, chain, n_floats in levels}
+        level_sizes = {
+            cache.level: effective_size(cache.size, 8 * n_floats, level_bw[cache.level][0], [
+                (nbytes, nbytes / max(wider.per_node(spreads) - node_overhead, 1e-9)) for nbytes, wider in probes[cache.level]
+            ])
+            for cache, _, n_floats in levels if cache.level in probes
+        }
         dram_times = dram.kernel_times().get("gemv", [])
         if not dram_times:
             raise UserError("calibration failed: the DRAM bandwidth benchmark produced no timings", "run it again")
@@ -1104,12 +1140,13 @@ def calibrate(
     bandwidths: dict[str, float] = {}
     for cache, _, _ in reversed(levels):
         floor = bandwidths[cache.level] = max(level_bw[cache.level][0], floor)
-    cache_out = tuple(
-        CacheLevel(c.level, c.size, bandwidths[c.level], f"calibrated: bandwidth of a {level_bw[c.level][1]}"
-                   + ("" if bandwidths[c.level] == level_bw[c.level][0] else ", raised to the next level's")
-                   + f"; size from {c.source}", c.scope)
-        for c, _, _ in levels
-    )
+    cache_out = []
+    for c, _, _ in levels:
+        size, size_note = level_sizes.get(c.level, (c.size, ""))
+        cache_out.append(CacheLevel(
+            c.level, size, bandwidths[c.level], f"calibrated: bandwidth of a {level_bw[c.level][1]}"
+            + ("" if bandwidths[c.level] == level_bw[c.level][0] else ", raised to the next level's")
+            + (f"; {size_note}; reported size from {c.source}" if size_note else f"; size from {c.source}"), c.scope))
     cpu = cpu_model()
     bare = Device(
         key=host_key(threads, provider),
@@ -1122,7 +1159,7 @@ def calibrate(
         launch_overhead=Sourced(node_overhead, (
             f"calibrated: slope of session.run time over chains of {lengths[0]} and {lengths[1]} Neg nodes on 16 "
             f"floats; a Reshape between them adds {reshape_cost * 1e6:.2f} us; {how}")),
-        caches=cache_out,
+        caches=tuple(cache_out),
         engine="onnxruntime",
         run_overhead=Sourced(run_overhead, f"calibrated: session.run time of a one-node graph minus one node; {how}"),
     )

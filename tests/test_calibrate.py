@@ -176,6 +176,21 @@ def test_size_and_cpu_list_parsing():
     assert calibrate._count_cpus("3") == 1
 
 
+def test_a_shared_cache_serves_only_the_working_sets_at_which_its_bandwidth_holds():
+    mib = 2**20
+    nominal = 300 * mib  # what a virtual machine reports: the host's whole last-level cache
+    # Measured at 32 MiB: 20 GB/s. At 64 MiB 16 GB/s is 80% of it (holds, >= 75%); at 128 MiB 10 GB/s is 50%
+    # (falls): the level serves up to 64 MiB, and larger working sets go to DRAM.
+    size, note = calibrate.effective_size(nominal, 32 * mib, 20e9, [(128 * mib, 10e9), (64 * mib, 16e9)])
+    assert size == 64 * mib
+    assert "serves up to 64 MiB" in note and "at 128 MiB" in note and "50%" in note
+    # Falling at the first probe leaves only the working set the level was measured on.
+    assert calibrate.effective_size(nominal, 32 * mib, 20e9, [(64 * mib, 14e9)])[0] == 32 * mib
+    # Every probe holding (a real last-level cache of that size): the reported size stands, with no note.
+    assert calibrate.effective_size(nominal, 32 * mib, 20e9, [(64 * mib, 19e9), (128 * mib, 15e9)]) == (nominal, "")
+    assert calibrate.effective_size(nominal, 32 * mib, 20e9, []) == (nominal, "")
+
+
 def test_binning_merges_close_work_sizes():
     points = [(1e6, 0.5), (1.2e6, 0.7), (1.1e6, 0.6), (1e8, 0.9)]
     assert calibrate._bin(points) == ((1.097e6, 0.6), (1e8, 0.9))
