@@ -1102,7 +1102,7 @@ def calibrate(
                     for cache, chain, n_floats in levels}
         level_sizes = {
             cache.level: effective_size(cache.size, 8 * n_floats, level_bw[cache.level][0], [
-                (nbytes, nbytes / max(wider.per_node(spreads) - node_overhead, 1e-9)) for nbytes, wider in probes[cache.level]
+                (nbytes, nbytes / max(wide.per_node(spreads) - node_overhead, 1e-9)) for nbytes, wide in probes[cache.level]
             ])
             for cache, _, n_floats in levels if cache.level in probes
         }
