@@ -213,15 +213,16 @@ def _shape_of(type_proto: onnx.TypeProto) -> tuple[int, tuple[int, ...] | None]:
 Shapes = dict[str, tuple[int, Optional[tuple[int, ...]]]]
 
 
-def read_shapes(graph: GraphProto) -> Shapes:
-    """Element type and static shape of every input, value_info and output of one graph (not its subgraphs).
+def read_shapes(graph: GraphProto, input_count: int | None = None) -> Shapes:
+    """Element type and static shape of every input (or of the first ``input_count``), value_info and output of
+    one graph (not its subgraphs).
 
     Reading nested protobuf fields from Python is the slowest part of loading a large graph, and most of its
     tensors share a handful of types: each distinct type is read once, keyed by its serialized bytes.
     """
     shapes: Shapes = {}
     by_type: dict[bytes, tuple[int, Optional[tuple[int, ...]]]] = {}
-    for vi in itertools.chain(graph.input, graph.value_info, graph.output):
+    for vi in itertools.chain(graph.input[:input_count], graph.value_info, graph.output):
         type_proto = vi.type
         key = type_proto.SerializeToString()
         entry = by_type.get(key)
@@ -258,28 +259,94 @@ def _infer_and_build(model: ModelProto) -> tuple[ModelProto, list[str], Built]:
     """
     op_types = {n.op_type for n in model.graph.node}
     if (op_types & _PROXY_OP_TYPES or op_types & _CONTROL_FLOW) and needs_proxy(model):
+        _drop_weight_bytes(model.graph)
         model, warnings = infer_with_proxies(model, _infer_complete)
         return model, warnings, _build(model.graph, {}, {})
     warnings: list[str] = []
     data_prop = bool(op_types & _SHAPE_SOURCES)
     raw = _read_graph(model.graph)
-    inferred = _onnx_infer(model, data_prop, warnings)
-    built = _assemble(inferred.graph, raw, {}, {})
-    if not data_prop and _has_unknown_outputs(built[0], built[2]):
-        inferred = _onnx_infer(model, True, warnings)
-        built = _assemble(inferred.graph, raw, {}, {})
-    if _has_unknown_outputs(built[0], built[2]):
+    declared = len(model.graph.input)  # inference gets the large weights as inputs after these
+    lean = _weights_as_inputs(model, raw.initializers)
+    inferred = _onnx_infer(lean, data_prop, warnings)
+    built = _assemble(inferred.graph, raw, {}, {}, declared)
+    unknown = _has_unknown_outputs(built[0], built[2])
+    if unknown and not data_prop:
+        inferred = _onnx_infer(lean, True, warnings)
+        built = _assemble(inferred.graph, raw, {}, {}, declared)
+        unknown = _has_unknown_outputs(built[0], built[2])
+    if unknown:
         inferred = _with_symbolic_shapes(inferred, warnings)
-        built = _assemble(inferred.graph, raw, {}, {})
+        built = _assemble(inferred.graph, raw, {}, {}, declared)
     return inferred, warnings, built
 
 
-def _onnx_infer(model: ModelProto, data_prop: bool, warnings: list[str]) -> ModelProto:
+def _onnx_infer(model: ModelProto | bytes, data_prop: bool, warnings: list[str]) -> ModelProto:
+    """onnx's shape inference of a model (or a serialized one); on failure the model as it is and a warning."""
     try:
         return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=data_prop)
     except Exception as exc:  # inference errors on odd but runnable models: keep going with what we have
         warnings.append(f"onnx shape inference failed ({str(exc).splitlines()[0][:120]}); shapes may be missing")
-        return model
+        return model if isinstance(model, ModelProto) else ModelProto.FromString(model)
+
+
+def _weights_as_inputs(model: ModelProto, initializers: Sequence[tuple[str, int, tuple[int, ...], Any]]) -> bytes:
+    """``model`` serialized for shape inference, with each weight larger than a small constant moved from the
+    initializers to the graph inputs as a typed input, after the inputs it declares (``initializers`` are the
+    graph's, as _read_graph read them). The moved weights are removed from ``model``, load_graph's own copy.
+
+    onnx's inference handles every initializer several times over, at a cost per weight close to its cost per
+    node; a typed input costs it only its type. The shapes it infers are the same: it can use a weight's values
+    only when they are inline, and those of weights this large are never read. The inputs are encoded straight
+    into the wire format, where a repeated field's entries may follow the message they belong to: building them
+    as protobuf objects in Python would cost as much as the inference saves.
+    """
+    graph = model.graph
+    large = [prod(dims) > _SMALL_CONSTANT for _, _, dims, _ in initializers]
+    if not any(large):
+        return model.SerializeToString()
+    declared = {vi.name for vi in graph.input}  # IR 3 lists every initializer as an input already
+    types: dict[tuple[int, tuple[int, ...]], bytes] = {}
+    inputs = []
+    for (name, dtype, dims, _), moved in zip(initializers, large):
+        if not moved or name in declared:
+            continue
+        type_field = types.get((dtype, dims))
+        if type_field is None:
+            shape = b"".join([_wire_field(1, _wire_int(1, d)) for d in dims])  # TensorShapeProto.dim: dim_value
+            tensor_type = _wire_int(1, dtype) + _wire_field(2, shape)  # TypeProto.Tensor: elem_type, shape
+            type_field = types[(dtype, dims)] = _wire_field(2, _wire_field(1, tensor_type))  # ValueInfoProto.type
+        value_info = _wire_field(1, name.encode()) + type_field  # ValueInfoProto.name, .type
+        inputs.append(_wire_field(11, value_info))  # GraphProto.input
+    kept = GraphProto()
+    kept.initializer.extend([graph.initializer[i] for i, moved in enumerate(large) if not moved])
+    del graph.initializer[:]
+    graph.initializer.extend(kept.initializer)
+    return model.SerializeToString() + _wire_field(7, b"".join(inputs))  # ModelProto.graph, merged into the first
+
+
+_SMALL_VARINTS = [bytes([value]) for value in range(0x80)]
+
+
+def _wire_varint(value: int) -> bytes:
+    if value < 0x80:
+        return _SMALL_VARINTS[value]
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _wire_int(number: int, value: int) -> bytes:
+    """A protobuf varint field (wire type 0) of a field number below 16 (a one-byte key)."""
+    return _SMALL_VARINTS[number << 3] + _wire_varint(value)
+
+
+def _wire_field(number: int, payload: bytes) -> bytes:
+    """A protobuf length-delimited field (wire type 2: a string or an embedded message) of a field number
+    below 16."""
+    return _SMALL_VARINTS[number << 3 | 2] + _wire_varint(len(payload)) + payload
 
 
 def _infer_complete(model: ModelProto) -> tuple[ModelProto, list[str]]:
@@ -405,14 +472,19 @@ def _build(graph: GraphProto, outer: Mapping[str, Tensor], outer_constants: Mapp
 
 
 def _assemble(
-    graph: GraphProto, raw: _RawGraph, outer: Mapping[str, Tensor], outer_constants: Mapping[str, np.ndarray]
+    graph: GraphProto,
+    raw: _RawGraph,
+    outer: Mapping[str, Tensor],
+    outer_constants: Mapping[str, np.ndarray],
+    input_count: int | None = None,
 ) -> Built:
-    """The graph from its inferred shapes (read from ``graph``) and its already-read nodes and initializers."""
+    """The graph from its inferred shapes (read from ``graph``) and its already-read nodes and initializers;
+    ``input_count`` leaves out the inputs after the first that many (weights shape inference got as inputs)."""
     # A subgraph sees the enclosing scopes' tensors through a chain, not a copy: nested Ifs stay linear.
     tensors: MutableMapping[str, Tensor] = ChainMap({}, outer) if outer else {}
     constants: MutableMapping[str, np.ndarray] = ChainMap({}, outer_constants) if outer_constants else {}
 
-    for name, (dtype, shape) in read_shapes(graph).items():
+    for name, (dtype, shape) in read_shapes(graph, input_count).items():
         if shape is not None or name not in tensors:
             tensors[name] = _new_tensor((name, dtype, shape, False))
     for name, dtype, dims, value in raw.initializers:
@@ -421,7 +493,7 @@ def _assemble(
             constants[name] = value
     for name, dtype, dims in raw.sparse:
         tensors[name] = _new_tensor((name, dtype, dims, True))
-    runtime_inputs = [vi.name for vi in graph.input if not _is_weight(tensors, vi.name)]
+    runtime_inputs = [vi.name for vi in graph.input[:input_count] if not _is_weight(tensors, vi.name)]
 
     nodes: list[Node] = []
     for index, (name, op_type, domain, inputs, outputs, attrs, constant_type, has_subgraph) in enumerate(raw.nodes):
@@ -513,7 +585,6 @@ def load_graph(
         copy.CopyFrom(model)
         model = copy
     _fix_inputs(model, shapes, dict(dims or {}))
-    _drop_weight_bytes(model.graph)
     model, warnings, (tensors, constants, nodes, runtime_inputs) = _infer_and_build(model)
     return Graph(
         name=display_name,

@@ -225,3 +225,60 @@ def test_incomplete_shape_inference_writes_nothing_and_keeps_what_it_resolved(tm
     assert list(work.iterdir()) == []
     assert g.tensors["r"].shape == (2, 3)
     assert g.tensor("m").shape is None
+
+
+def _weights_model(ir_version: int) -> onnx.ModelProto:
+    """x[2,200] -> MatMul(W[200,200]) -> Reshape(to) -> y[400,100]: one large weight, one small shape constant.
+
+    The weight's name is 150 bytes and its dims 200, so their wire encodings take two-byte lengths and values.
+    """
+    w_name = "w" * 150
+    w = numpy_helper.from_array(np.ones((200, 200), np.float32), w_name)
+    to = numpy_helper.from_array(np.array([4, 100], np.int64), "to")
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 200])]
+    if ir_version < 4:  # IR 3 declares every initializer as a graph input too
+        inputs += [helper.make_tensor_value_info(w_name, TensorProto.FLOAT, [200, 200]), helper.make_tensor_value_info("to", TensorProto.INT64, [2])]
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", w_name], ["h"]), helper.make_node("Reshape", ["h", "to"], ["y"])],
+        "weights", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w, to],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=ir_version)
+
+
+@pytest.mark.parametrize("ir_version", [3, 8])
+def test_inference_gets_large_weights_as_typed_inputs_and_small_constants_as_values(ir_version: int):
+    # Shape inference gets the 40,000-element weight as a graph input of its type, after the declared inputs
+    # (once: IR 3 declares it already), and keeps the 2-element Reshape target as an initializer whose values
+    # it needs: y is [2,200] reshaped to [4,100].
+    from onnxroof.graph import _read_graph, _weights_as_inputs
+
+    model = _weights_model(ir_version)
+    w_name = "w" * 150
+    lean = onnx.ModelProto.FromString(_weights_as_inputs(model, _read_graph(model.graph).initializers))
+    declared = ["x", w_name, "to"] if ir_version < 4 else ["x"]
+    assert [vi.name for vi in lean.graph.input] == declared + ([] if ir_version < 4 else [w_name])
+    w_input = next(vi for vi in lean.graph.input if vi.name == w_name)
+    assert w_input == helper.make_tensor_value_info(w_name, TensorProto.FLOAT, [200, 200])
+    assert [t.name for t in lean.graph.initializer] == ["to"]
+    assert len(lean.graph.node) == 2
+
+    g = load_graph(_weights_model(ir_version))
+    assert g.inputs == ("x",)
+    assert g.tensors[w_name].is_weight and g.tensors[w_name].shape == (200, 200)
+    assert g.tensors["y"].shape == (4, 100)
+
+
+def test_symbolic_inference_sees_the_large_weights_given_as_inputs():
+    # onnx cannot infer the com.microsoft Gelu, so symbolic inference runs on what onnx's inference returned,
+    # where the 40,000-element weight is an input: the MatMul after the Gelu still gets its shape from it.
+    w = numpy_helper.from_array(np.ones((200, 200), np.float32), "W")
+    graph = helper.make_graph(
+        [helper.make_node("Gelu", ["x"], ["g"], domain="com.microsoft"), helper.make_node("MatMul", ["g", "W"], ["y"])],
+        "contrib", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 200])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    g = load_graph(model)
+    assert g.warnings == ()
+    assert g.tensors["y"].shape == (2, 200)
+    assert g.inputs == ("x",) and g.tensors["W"].is_weight
