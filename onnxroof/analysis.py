@@ -385,16 +385,20 @@ def _analyze(
     coster = _Coster()
     results: list[NodeResult] = []
     runtime = [n for n in graph.nodes if not n.folded]
-    weight_reads: dict[str, Tensor] = {}
+    # Nodes with equal signatures share one cost and prediction: each such group is costed once, and totals are
+    # summed over the groups (first node, count) rather than over every node of a large graph.
+    groups: list[NodeResult] = []
+    counts: list[int] = []
+    memo: dict[tuple, int] = {}
     roofs: dict[str, roofline.Roof] = {}
-    memo: dict[tuple, tuple[Cost, str | None, str, Prediction, EngineNote | None]] = {}
+    read_names: set[str] = set()
     tensor, known = graph.tensor, graph.tensors.get
     for index, node in enumerate(runtime):
         ins = tuple([known(n) or tensor(n) for n in node.inputs])
         outs = tuple([known(n) or tensor(n) for n in node.outputs])
         key = _signature(node, ins, outs, graph.constants)
-        entry = memo.get(key) if key is not None else None
-        if entry is None:
+        group = memo.get(key) if key is not None else None
+        if group is None:
             view = coster.view(node, graph, ins, outs)
             cost, reason = coster.cost(view)
             prec = precision or node_precision(node.op_type, ins, outs)
@@ -403,22 +407,27 @@ def _analyze(
             else:
                 roof = roofs.get(prec) or roofs.setdefault(prec, roofline.roof_of(dev, prec))
                 prediction, note = roofline.predict_on(cost, roof), None
-            entry = (cost, reason, prec, prediction, note)
-            if key is not None and not (reason == _SHAPE_UNKNOWN):  # unknown-shape notes name the node's tensors
-                memo[key] = entry
-        elif entry[1] is not None:
-            coster.count(node.domain, node.op_type, entry[1])
-        cost, reason, prec, prediction, note = entry
-        results.append(NodeResult(node.name, node.op_type, node.domain, prec, cost, prediction, reason is None, note))
-        for t in ins:
-            if t is not None and t.is_weight:
-                weight_reads[t.name] = t
+            result = NodeResult(node.name, node.op_type, node.domain, prec, cost, prediction, reason is None, note)
+            if key is not None and reason != _SHAPE_UNKNOWN:  # unknown-shape notes name the node's tensors
+                memo[key] = len(groups)
+            groups.append(result)
+            counts.append(1)
+        else:
+            first = groups[group]
+            counts[group] += 1
+            if not first.supported:  # never for want of a shape: those nodes are not memoized
+                coster.count(node.domain, node.op_type, _NO_COST_FUNCTION)
+            result = NodeResult(node.name, node.op_type, node.domain, first.precision, first.cost, first.prediction, first.supported, first.engine)
+        results.append(result)
+        read_names.update(node.inputs)
         if progress is not None and (index % 256 == 0 or index == len(runtime) - 1):
             progress(index + 1, len(runtime))
 
-    main_precision = precision or _dominant_precision(results)
+    weighted = list(zip(groups, counts))
+    main_precision = precision or _dominant_precision(weighted)
     run_overhead = dev.run_overhead.value if engine_mode and dev.run_overhead is not None else 0.0
-    totals = _totals(results, weight_params(weight_reads.values()), dev, main_precision, run_overhead)
+    params = weight_params(map(known, read_names))
+    totals = _totals(weighted, params, dev, main_precision, run_overhead)
     unsupported = tuple(
         Unsupported(op, domain, count, reason) for (domain, op, reason), count in sorted(coster.unsupported.items())
     )
@@ -437,7 +446,7 @@ def _analyze(
         precision=precision or "as-typed",
         totals=totals,
         nodes=tuple(results),
-        by_op_type=_by_op_type(results),
+        by_op_type=_by_op_type(weighted),
         unsupported=unsupported,
         folded_nodes=len(graph.nodes) - len(runtime),
         warnings=tuple(messages),
@@ -461,28 +470,31 @@ def _engine_graph(
     return Graph(runnable.name, graph.nodes, graph.tensors, graph.constants, graph.inputs, graph.outputs, graph.opset, graph.ir_version, graph.warnings)
 
 
-def _dominant_precision(results: Sequence[NodeResult]) -> str:
+Weighted = Sequence[tuple[NodeResult, int]]  # the first node of each group of equal nodes, and the group's size
+
+
+def _dominant_precision(groups: Weighted) -> str:
     flops: Counter[str] = Counter()
-    for r in results:
-        flops[r.precision] += r.cost.flops
+    for r, count in groups:
+        flops[r.precision] += r.cost.flops * count
     return flops.most_common(1)[0][0] if flops else "fp32"
 
 
-def _totals(results: Sequence[NodeResult], params: int, device: Device, precision: str, run_overhead_s: float = 0.0) -> Totals:
+def _totals(groups: Weighted, params: int, device: Device, precision: str, run_overhead_s: float = 0.0) -> Totals:
     """Summed costs and times; ``run_overhead_s`` (an engine's fixed cost per run) is added once, as overhead."""
     flops = macs = bytes_read = bytes_written = 0.0
     kernels = 0
     by_bound = {bound: 0.0 for bound in roofline.BOUNDS}
-    for r in results:
+    for r, count in groups:
         c = r.cost
-        flops += c.flops
-        macs += c.macs
-        bytes_read += c.bytes_read
-        bytes_written += c.bytes_written
-        kernels += c.kernels
+        flops += c.flops * count
+        macs += c.macs * count
+        bytes_read += c.bytes_read * count
+        bytes_written += c.bytes_written * count
+        kernels += c.kernels * count
         if r.prediction.bound in by_bound:
-            by_bound[r.prediction.bound] += r.prediction.predicted_time_s
-    prediction = roofline.total((r.prediction for r in results), device, precision)
+            by_bound[r.prediction.bound] += r.prediction.predicted_time_s * count
+    prediction = roofline.total([r.prediction for r, _ in groups], device, precision, [count for _, count in groups])
     if run_overhead_s:
         by_bound["overhead"] += run_overhead_s
         prediction = replace(
@@ -493,22 +505,22 @@ def _totals(results: Sequence[NodeResult], params: int, device: Device, precisio
     return Totals(flops, macs, bytes_read, bytes_written, params, kernels, prediction, by_bound)
 
 
-def _by_op_type(results: Sequence[NodeResult]) -> tuple[OpTypeTotals, ...]:
-    groups: dict[str, list[NodeResult]] = {}
-    for r in results:
+def _by_op_type(groups: Weighted) -> tuple[OpTypeTotals, ...]:
+    by_key: dict[str, list[tuple[NodeResult, int]]] = {}
+    for r, count in groups:
         key = f"{r.domain}::{r.op_type}" if r.domain else r.op_type
-        groups.setdefault(key, []).append(r)
+        by_key.setdefault(key, []).append((r, count))
     rows = [
         OpTypeTotals(
             op_type=key,
-            count=len(rs),
-            flops=sum(r.cost.flops for r in rs),
-            macs=sum(r.cost.macs for r in rs),
-            bytes_read=sum(r.cost.bytes_read for r in rs),
-            bytes_written=sum(r.cost.bytes_written for r in rs),
-            params=sum(r.cost.params for r in rs),
-            predicted_time_s=sum(r.prediction.predicted_time_s for r in rs),
+            count=sum(n for _, n in rs),
+            flops=sum(r.cost.flops * n for r, n in rs),
+            macs=sum(r.cost.macs * n for r, n in rs),
+            bytes_read=sum(r.cost.bytes_read * n for r, n in rs),
+            bytes_written=sum(r.cost.bytes_written * n for r, n in rs),
+            params=sum(r.cost.params * n for r, n in rs),
+            predicted_time_s=sum(r.prediction.predicted_time_s * n for r, n in rs),
         )
-        for key, rs in groups.items()
+        for key, rs in by_key.items()
     ]
     return tuple(sorted(rows, key=lambda o: -o.predicted_time_s))

@@ -9,6 +9,7 @@ a property of the device: ``max`` of all three where launches overlap execution 
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -99,14 +100,17 @@ def predict(cost: Cost, device: Device, precision: str) -> Prediction:
     return predict_on(cost, roof_of(device, precision))
 
 
-def total(predictions: Iterable[Prediction], device: Device, precision: str) -> Prediction:
-    """The whole model: each time term summed over kernels; the bound is the term with the largest sum."""
+def total(
+    predictions: Iterable[Prediction], device: Device, precision: str, counts: Iterable[int] | None = None
+) -> Prediction:
+    """The whole model: each time term summed over kernels; the bound is the term with the largest sum.
+    ``counts`` says how many nodes each prediction stands for (one each by default)."""
     compute = memory = overhead = predicted = 0.0
-    for p in predictions:
-        compute += p.compute_time_s
-        memory += p.memory_time_s
-        overhead += p.overhead_time_s
-        predicted += p.predicted_time_s
+    for p, n in zip(predictions, itertools.repeat(1) if counts is None else counts):
+        compute += p.compute_time_s * n
+        memory += p.memory_time_s * n
+        overhead += p.overhead_time_s * n
+        predicted += p.predicted_time_s * n
     peak, used = device.peak(precision)
     return Prediction(
         compute_time_s=compute,

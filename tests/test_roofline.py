@@ -77,3 +77,17 @@ def test_totals_sum_terms_and_take_the_largest_sum_as_bound():
     assert t.memory_time_s == pytest.approx(3e-3)
     assert t.predicted_time_s == pytest.approx(4e-3)
     assert t.bound == "memory"
+
+
+def test_totals_weight_each_prediction_by_the_nodes_it_stands_for():
+    # Two nodes like a (1 ms compute each) and one like b (3 ms memory): compute 2 ms, memory 3 ms, 5 ms in all,
+    # memory-bound; the same as passing a twice.
+    d = _device()
+    a = roofline.predict(Cost(flops=1e9, kernels=1), d, "fp32")
+    b = roofline.predict(Cost(bytes_read=3e8, kernels=1), d, "fp32")
+    t = roofline.total([a, b], d, "fp32", counts=[2, 1])
+    assert t.compute_time_s == pytest.approx(2e-3)
+    assert t.memory_time_s == pytest.approx(3e-3)
+    assert t.predicted_time_s == pytest.approx(5e-3)
+    assert t.bound == "memory"
+    assert t.overhead_time_s == pytest.approx(roofline.total([a, a, b], d, "fp32").overhead_time_s)

@@ -301,8 +301,16 @@ def _distinct(tensors: Iterable[Tensor | None]) -> list[Tensor]:
 
 
 def weight_params(inputs: Iterable[Tensor | None]) -> int:
-    """Elements of the distinct weight tensors among ``inputs`` (int64/bool metadata excluded)."""
-    return sum(t.numel for t in _distinct(inputs) if t.is_weight and t.known and t.dtype not in _NON_PARAM_DTYPES)
+    """Elements of the distinct weight tensors among ``inputs`` (int64/bool metadata excluded).
+
+    One pass without properties: a whole model's weights (tens of thousands) are counted through it."""
+    seen: set[str] = set()
+    total = 0
+    for t in inputs:
+        if t is not None and t.is_weight and t.shape is not None and t.dtype not in _NON_PARAM_DTYPES and t.name not in seen:
+            seen.add(t.name)
+            total += prod(t.shape)
+    return total
 
 
 def io_bytes(node: NodeView, inputs: Sequence[Tensor | None] | None = None) -> tuple[float, float]:
