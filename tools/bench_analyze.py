@@ -1,11 +1,14 @@
 """Benchmark: analysis wall time and peak memory, next to the floor of onnx.load + infer_shapes on the same file.
 
-Prints one table. Each measurement runs in a fresh Python process so that its peak RSS is its own. Goals:
-analysis at most 2x the floor, time linear in node count, memory independent of weight bytes (the generated
-graphs reference gigabytes of external weights that are not on disk), and at most half the time of onnx-tool's
-model_profile on a real model with weights inline (measured when onnx-tool is installed).
+Prints one table. Times are taken in one process per model that alternates the floor, onnxroof and onnx-tool
+run by run, so that a machine whose speed drifts (a shared one does, by tens of percent within a minute) slows
+all of them alike and the ratio stays fair; each is the best of ``--repeat`` runs. Peak memory comes from a
+fresh process per mode that runs it once, so that each peak RSS is its own. Goals: analysis at most 2x the
+floor, time linear in node count, memory independent of weight bytes (the generated graphs reference gigabytes
+of external weights that are not on disk), and at most half the time of onnx-tool's model_profile on a real
+model with weights inline (measured when onnx-tool is installed).
 
-usage: python tools/bench_analyze.py [--nodes 5000,25000,50000] [--zoo resnet50,vit_b_16] [--repeat 3]
+usage: python tools/bench_analyze.py [--nodes 5000,25000,50000] [--zoo resnet50,vit_b_16] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -22,35 +25,47 @@ ROOT = Path(__file__).resolve().parents[1]
 _MEASURE = r"""
 import json, sys, time
 sys.path.insert(0, {root!r})
-mode, path, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
+modes, path, repeat = sys.argv[1].split(","), sys.argv[2], int(sys.argv[3])
 import onnx
-if mode == "ours":
-    import onnxroof.costs, onnxroof.analysis
-    onnxroof.costs.registered_ops()
-    run = lambda: onnxroof.analysis.analyze(path, device="v100-sxm2")
-elif mode == "floor":
-    run = lambda: onnx.shape_inference.infer_shapes(onnx.load(path, load_external_data=False))
-else:
+
+def runner(mode):
+    if mode == "ours":
+        import onnxroof.costs, onnxroof.analysis
+        onnxroof.costs.registered_ops()
+        return lambda: onnxroof.analysis.analyze(path, device="v100-sxm2")
+    if mode == "floor":
+        return lambda: onnx.shape_inference.infer_shapes(onnx.load(path, load_external_data=False))
     import onnx_tool
     import contextlib, io
     def run():
         with contextlib.redirect_stdout(io.StringIO()):  # it prints its per-node table
             onnx_tool.model_profile(path)
-best = float("inf")
+    return run
+
+runs = {{}}
+for mode in modes:
+    try:
+        runs[mode] = runner(mode)
+    except ImportError:
+        pass
+best = {{mode: float("inf") for mode in runs}}
 for _ in range(repeat):
-    start = time.perf_counter()
-    run()
-    best = min(best, time.perf_counter() - start)
+    for mode, run in runs.items():
+        start = time.perf_counter()
+        run()
+        best[mode] = min(best[mode], time.perf_counter() - start)
 # VmHWM is this process's own peak; ru_maxrss would carry the parent's peak across exec on Linux.
 peak_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(json.dumps({{"seconds": best, "peak_rss_mb": peak_kb / 1024}}))
 """
 
 
-def measure(mode: str, path: Path, repeat: int) -> dict | None:
-    """Best-of-``repeat`` seconds and peak RSS of one mode in a fresh process (None when it cannot run)."""
+def measure(modes: list[str], path: Path, repeat: int) -> dict | None:
+    """Best-of-``repeat`` seconds of each mode (run alternately in one fresh process; a mode that cannot be
+    imported is left out) and that process's peak RSS; None when the process fails."""
     code = _MEASURE.format(root=str(ROOT))
-    result = subprocess.run([sys.executable, "-c", code, mode, str(path), str(repeat)], capture_output=True, text=True)
+    command = [sys.executable, "-c", code, ",".join(modes), str(path), str(repeat)]
+    result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         return None
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -97,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", default="5000,25000,50000", help="generated graph sizes (comma separated)")
     parser.add_argument("--zoo", default="resnet50,mobilenetv2,vit_b_16,unet", help="zoo models to time")
-    parser.add_argument("--repeat", type=int, default=3, help="best of this many runs per measurement")
+    parser.add_argument("--repeat", type=int, default=5, help="best of this many alternating runs per measurement")
     parser.add_argument("--no-onnx-tool", action="store_true", help="skip the onnx-tool comparison")
     args = parser.parse_args(argv)
 
@@ -124,21 +139,25 @@ def main(argv: list[str] | None = None) -> int:
             onnx.save(model, str(path))
             rows.append((f"zoo:{name} (inline)", path.stat().st_size, path, not args.no_onnx_tool))
 
+        tool_missing = False
         print(f"{'model':<26} {'weights':>9} {'floor s':>9} {'ours s':>9} {'ratio':>6} {'floor MB':>9} {'ours MB':>8} {'onnx-tool s':>12}")
         for label, weight_bytes, path, with_tool in rows:
-            floor = measure("floor", path, args.repeat)
-            ours = measure("ours", path, args.repeat)
-            tool = measure("onnx_tool", path, 1) if with_tool else None
-            if floor is None or ours is None:
+            times = measure(["floor", "ours"] + (["onnx_tool"] if with_tool else []), path, args.repeat)
+            floor_memory, ours_memory = measure(["floor"], path, 1), measure(["ours"], path, 1)
+            if times is None or floor_memory is None or ours_memory is None:
                 print(f"{label:<26} measurement failed")
                 continue
-            tool_text = f"{tool['seconds']:.3f}" if tool else ("n/a" if with_tool else "-")
+            floor, ours, tool = (times["seconds"].get(mode) for mode in ("floor", "ours", "onnx_tool"))
+            tool_text = f"{tool:.3f}" if tool else ("n/a" if with_tool else "-")
+            tool_missing = tool_missing or (with_tool and tool is None)
             print(
-                f"{label:<26} {weight_bytes / 1e9:>7.2f}GB {floor['seconds']:>9.3f} {ours['seconds']:>9.3f} "
-                f"{ours['seconds'] / floor['seconds']:>6.2f} {floor['peak_rss_mb']:>9.0f} {ours['peak_rss_mb']:>8.0f} {tool_text:>12}"
+                f"{label:<26} {weight_bytes / 1e9:>7.2f}GB {floor:>9.3f} {ours:>9.3f} {ours / floor:>6.2f} "
+                f"{floor_memory['peak_rss_mb']:>9.0f} {ours_memory['peak_rss_mb']:>8.0f} {tool_text:>12}"
             )
     print("\nfloor = onnx.load + onnx.shape_inference.infer_shapes; ours = onnxroof.analyze (load, inference, costs, "
-          "roofline); best of --repeat runs; peak RSS per fresh process. onnx-tool n/a: pip install onnx-tool.")
+          "roofline); best of --repeat runs, alternated in one process; peak RSS of a fresh process running one.")
+    if tool_missing:
+        print("onnx-tool n/a: pip install onnx-tool to compare with its model_profile.")
     return 0
 
 
