@@ -185,9 +185,9 @@ def _build_parser() -> argparse.ArgumentParser:
     devices = commands.add_parser("devices", help="list the device catalog", description="The device catalog: every number with its source in --format json.", parents=[verbose])
     devices.add_argument("-f", "--format", default="table", choices=("table", "json"))
 
-    zoo = commands.add_parser("zoo", help="list the built-in models", description="Built-in models, usable as zoo:NAME or zoo:NAME?batch=B&size=S.", parents=[verbose])
+    commands.add_parser("zoo", help="list the built-in models", description="Built-in models, usable as zoo:NAME or zoo:NAME?batch=B&size=S.", parents=[verbose])
 
-    ops = commands.add_parser("ops", help="list the ops with cost functions", description="Every op type (domain::op outside the default domain) that has a cost function.", parents=[verbose])
+    commands.add_parser("ops", help="list the ops with cost functions", description="Every op type (domain::op outside the default domain) that has a cost function.", parents=[verbose])
     return parser
 
 

@@ -194,7 +194,8 @@ def profile_nodes(
     KeyboardInterrupt; the caller's model is left unchanged. ``feeds`` default to random inputs. At opt level
     "disable" weights stored as ConstantOfShape become initializers first, as in ``measure``.
     """
-    from onnxroof.graph import _STRIPPED, _build
+    from onnxroof.graph import _build
+    from onnxroof.inference import STRIPPED
     from onnxroof.measure import prepare_for_level
     from onnxroof.runtime import provider_name, random_feeds
 
@@ -227,7 +228,7 @@ def profile_nodes(
                 node.name = ""
             else:
                 node.ClearField("name")
-    _mark_weights_absent(engine_model.graph, _STRIPPED)
+    _mark_weights_absent(engine_model.graph, STRIPPED)
 
     run_events, run_times = split_runs(events, runs)
     engine = list(engine_model.graph.node)

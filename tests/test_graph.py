@@ -160,7 +160,7 @@ def test_symbolic_inference_does_not_read_weight_bytes():
     # Symbolic inference reads the value of any initializer an Add takes, to follow shape arithmetic. The bias
     # has 96 elements, above the small-constant limit, so loading strips its bytes (as it leaves external weights
     # unread): symbolic inference must treat it as a value it cannot know, and still give Add's shape.
-    from onnxroof.graph import _drop_weight_bytes, _symbolic_infer
+    from onnxroof.inference import drop_weight_bytes, symbolic_infer
 
     bias = numpy_helper.from_array(np.ones((96, 1, 1), np.float32), "bias")
     graph = helper.make_graph(
@@ -169,8 +169,8 @@ def test_symbolic_inference_does_not_read_weight_bytes():
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [bias],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    _drop_weight_bytes(model.graph)
-    inferred = _symbolic_infer(model)
+    drop_weight_bytes(model.graph)
+    inferred = symbolic_infer(model)
     y = next(vi for vi in inferred.graph.output if vi.name == "y")
     assert [d.dim_value for d in y.type.tensor_type.shape.dim] == [1, 96, 4, 4]
     assert [t.name for t in model.graph.initializer] == ["bias"]  # the model given is left as it was
@@ -187,12 +187,12 @@ def test_light_models_use_ir3_inputs_and_constant_of_shape_weights():
 def test_a_failing_symbolic_inference_is_a_warning_and_onnx_shapes_stay(monkeypatch):
     # onnx cannot infer the custom op, so symbolic inference runs; when it raises (no sympy, an op it chokes
     # on), loading goes on with onnx's shapes and says why the rest stayed unknown.
-    import onnxroof.graph as graph_module
+    import onnxroof.inference as inference_module
 
     def broken(model: onnx.ModelProto) -> onnx.ModelProto:
         raise RuntimeError("no sympy here\nsecond line")
 
-    monkeypatch.setattr(graph_module, "_symbolic_infer", broken)
+    monkeypatch.setattr(inference_module, "symbolic_infer", broken)
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Mystery", ["r"], ["y"], domain="example.custom")],
         "custom", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
@@ -250,11 +250,12 @@ def test_inference_gets_large_weights_as_typed_inputs_and_small_constants_as_val
     # Shape inference gets the 40,000-element weight as a graph input of its type, after the declared inputs
     # (once: IR 3 declares it already), and keeps the 2-element Reshape target as an initializer whose values
     # it needs: y is [2,200] reshaped to [4,100].
-    from onnxroof.graph import _read_graph, _weights_as_inputs
+    from onnxroof.graph import _read_graph
+    from onnxroof.inference import weights_as_inputs
 
     model = _weights_model(ir_version)
     w_name = "w" * 150
-    lean = onnx.ModelProto.FromString(_weights_as_inputs(model, _read_graph(model.graph).initializers))
+    lean = onnx.ModelProto.FromString(weights_as_inputs(model, _read_graph(model.graph).initializers))
     declared = ["x", w_name, "to"] if ir_version < 4 else ["x"]
     assert [vi.name for vi in lean.graph.input] == declared + ([] if ir_version < 4 else [w_name])
     w_input = next(vi for vi in lean.graph.input if vi.name == w_name)

@@ -73,7 +73,6 @@ def measure(modes: list[str], path: Path, repeat: int) -> dict | None:
 
 def chain_model(nodes: int, width: int = 256):
     """A chain of MatMul -> Add -> Relu -> Mul blocks (4 nodes each) whose weights are external and absent."""
-    import onnx
     from onnx import TensorProto, helper
 
     def external(name: str, dims: list[int], offset: int) -> TensorProto:

@@ -1,0 +1,195 @@
+"""Shape inference for analysis: onnx's, and onnxruntime's symbolic inference for what onnx leaves unknown,
+neither of them ever given a weight's bytes (which passes a model needs is the loader's choice, in graph.py).
+
+Large weights reach onnx's inference as typed graph inputs (``weights_as_inputs``) and symbolic inference as
+values it cannot know; weights up to SMALL_CONSTANT elements keep their values, since shapes are computed from
+them (Reshape targets, axes, pads, K of TopK).
+"""
+
+from __future__ import annotations
+
+import itertools
+from math import prod
+from typing import Any, Optional, Sequence
+
+import onnx
+from onnx import GraphProto, ModelProto, TensorProto
+
+from onnxroof.shape_proxy import unknown_output_count
+
+SMALL_CONSTANT = 64  # constants up to this many elements keep their values (trip counts, K of TopK, axes)
+
+
+def shape_of(type_proto: onnx.TypeProto) -> tuple[int, tuple[int, ...] | None]:
+    """Element type and static shape of a type (shape None when the rank or any dim is unknown or symbolic)."""
+    tt = type_proto.tensor_type  # a default (elem_type 0, no shape) for sequence and map types
+    dims = [d.dim_value for d in tt.shape.dim]
+    if not dims:  # a scalar, or no shape at all
+        return tt.elem_type, (() if tt.HasField("shape") else None)
+    # dim_value reads 0 when unset (a symbolic or unknown dim); only then is the slower exact check needed.
+    if 0 in dims and any(not d.HasField("dim_value") for d in tt.shape.dim):
+        return tt.elem_type, None
+    return tt.elem_type, tuple(dims)
+
+
+Shapes = dict[str, tuple[int, Optional[tuple[int, ...]]]]
+
+
+def read_shapes(graph: GraphProto, input_count: int | None = None) -> Shapes:
+    """Element type and static shape of every input (or of the first ``input_count``), value_info and output of
+    one graph (not its subgraphs).
+
+    Reading nested protobuf fields from Python is the slowest part of loading a large graph, and most of its
+    tensors share a handful of types: each distinct type is read once, keyed by its serialized bytes.
+    """
+    shapes: Shapes = {}
+    by_type: dict[bytes, tuple[int, Optional[tuple[int, ...]]]] = {}
+    for vi in itertools.chain(graph.input[:input_count], graph.value_info, graph.output):
+        type_proto = vi.type
+        key = type_proto.SerializeToString()
+        entry = by_type.get(key)
+        if entry is None:
+            entry = by_type[key] = shape_of(type_proto)
+        if entry[1] is not None or vi.name not in shapes:  # a declared output without a shape keeps the inferred one
+            shapes[vi.name] = entry
+    return shapes
+
+
+def onnx_infer(model: ModelProto | bytes, data_prop: bool, warnings: list[str]) -> ModelProto:
+    """onnx's shape inference of a model (or a serialized one); on failure the model as it is and a warning."""
+    try:
+        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=data_prop)
+    except Exception as exc:  # inference errors on odd but runnable models: keep going with what we have
+        warnings.append(f"onnx shape inference failed ({str(exc).splitlines()[0][:120]}); shapes may be missing")
+        return model if isinstance(model, ModelProto) else ModelProto.FromString(model)
+
+
+def weights_as_inputs(model: ModelProto, initializers: Sequence[tuple[str, int, tuple[int, ...], Any]]) -> bytes:
+    """``model`` serialized for shape inference, with each weight larger than a small constant moved from the
+    initializers to the graph inputs as a typed input, after the inputs it declares (``initializers`` are the
+    graph's, as _read_graph read them). The moved weights are removed from ``model``, load_graph's own copy.
+
+    onnx's inference handles every initializer several times over, at a cost per weight close to its cost per
+    node; a typed input costs it only its type. The shapes it infers are the same: it can use a weight's values
+    only when they are inline, and those of weights this large are never read. The inputs are encoded straight
+    into the wire format, where a repeated field's entries may follow the message they belong to: building them
+    as protobuf objects in Python would cost as much as the inference saves.
+    """
+    graph = model.graph
+    large = [prod(dims) > SMALL_CONSTANT for _, _, dims, _ in initializers]
+    if not any(large):
+        return model.SerializeToString()
+    declared = {vi.name for vi in graph.input}  # IR 3 lists every initializer as an input already
+    types: dict[tuple[int, tuple[int, ...]], bytes] = {}
+    inputs = []
+    for (name, dtype, dims, _), moved in zip(initializers, large):
+        if not moved or name in declared:
+            continue
+        type_field = types.get((dtype, dims))
+        if type_field is None:
+            shape = b"".join([_wire_field(1, _wire_int(1, d)) for d in dims])  # TensorShapeProto.dim: dim_value
+            tensor_type = _wire_int(1, dtype) + _wire_field(2, shape)  # TypeProto.Tensor: elem_type, shape
+            type_field = types[(dtype, dims)] = _wire_field(2, _wire_field(1, tensor_type))  # ValueInfoProto.type
+        value_info = _wire_field(1, name.encode()) + type_field  # ValueInfoProto.name, .type
+        inputs.append(_wire_field(11, value_info))  # GraphProto.input
+    kept = GraphProto()
+    kept.initializer.extend([graph.initializer[i] for i, moved in enumerate(large) if not moved])
+    del graph.initializer[:]
+    graph.initializer.extend(kept.initializer)
+    return model.SerializeToString() + _wire_field(7, b"".join(inputs))  # ModelProto.graph, merged into the first
+
+
+_SMALL_VARINTS = [bytes([value]) for value in range(0x80)]
+
+
+def _wire_varint(value: int) -> bytes:
+    if value < 0x80:
+        return _SMALL_VARINTS[value]
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _wire_int(number: int, value: int) -> bytes:
+    """A protobuf varint field (wire type 0) of a field number below 16 (a one-byte key)."""
+    return _SMALL_VARINTS[number << 3] + _wire_varint(value)
+
+
+def _wire_field(number: int, payload: bytes) -> bytes:
+    """A protobuf length-delimited field (wire type 2: a string or an embedded message) of a field number
+    below 16."""
+    return _SMALL_VARINTS[number << 3 | 2] + _wire_varint(len(payload)) + payload
+
+
+def infer_complete(model: ModelProto) -> tuple[ModelProto, list[str]]:
+    """onnx's shape inference with data propagation, then onnxruntime's symbolic inference when outputs remain
+    unknown (the full inference that shape stand-ins are run through)."""
+    warnings: list[str] = []
+    model = onnx_infer(model, True, warnings)
+    if unknown_output_count(model.graph):
+        model = with_symbolic_shapes(model, warnings)
+    return model, warnings
+
+
+def with_symbolic_shapes(model: ModelProto, warnings: list[str]) -> ModelProto:
+    """``model`` plus the shapes onnxruntime's symbolic inference resolves; on failure ``model`` as it is and a
+    warning (symbolic inference is best effort: it needs sympy and inline shape constants)."""
+    try:
+        return _merge_shapes(model, symbolic_infer(model))
+    except Exception as exc:
+        reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        warnings.append(f"symbolic shape inference failed ({reason})")
+        return model
+
+
+def _merge_shapes(model: ModelProto, extra: ModelProto) -> ModelProto:
+    """``model`` plus the shapes that ``extra`` knows and ``model`` does not (only the top-level graph)."""
+    known = {name for name, (_, shape) in read_shapes(model.graph).items() if shape is not None}
+    for vi in itertools.chain(extra.graph.input, extra.graph.value_info, extra.graph.output):
+        if vi.name not in known and shape_of(vi.type)[1] is not None:
+            model.graph.value_info.append(vi)
+            known.add(vi.name)
+    return model
+
+
+def symbolic_infer(model: ModelProto) -> ModelProto:
+    """onnxruntime's symbolic shape inference, keeping what it resolved even when it cannot resolve everything.
+
+    Its public ``infer_shapes`` raises on an incomplete result and first saves the model into the current
+    directory; this runs the same steps without writing anything.
+    """
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    inference = SymbolicShapeInference(2**31 - 1, True, False, 0)  # int_max, auto_merge, guess_output_rank, verbose
+    inference._preprocess(model)
+    # It reads the value of any initializer an arithmetic op takes, to follow shape computations. A weight whose
+    # bytes are not loaded (external, or stripped by drop_weight_bytes) must be a value it cannot know; its
+    # shape stays known (_preprocess recorded every initializer's shape apart).
+    for name in [n for n, t in inference.initializers_.items() if t.data_location == TensorProto.EXTERNAL]:
+        del inference.initializers_[name]
+    while inference.run_:
+        inference._infer_impl()
+    inference._update_output_from_vi()
+    return inference.out_mp_
+
+
+STRIPPED = "#weight-bytes-not-read"  # '#' marks data that is not on disk, as onnx's own model container does
+
+
+def drop_weight_bytes(graph: GraphProto) -> None:
+    """Turn every inline initializer larger than a small constant into a dims-only reference, in place.
+
+    Analysis needs weights' shapes and dtypes, never their values; without their bytes, shape inference (which
+    copies the whole model across the C++ boundary twice) runs as fast on inline weights as on external ones.
+    """
+    for init in graph.initializer:
+        if init.data_location == TensorProto.EXTERNAL or prod(init.dims) <= SMALL_CONSTANT:
+            continue
+        for data_field in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data"):
+            init.ClearField(data_field)
+        init.data_location = TensorProto.EXTERNAL
+        entry = init.external_data.add()
+        entry.key, entry.value = "location", STRIPPED
