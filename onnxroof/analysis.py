@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import warnings
 from collections import Counter
@@ -392,6 +393,7 @@ def _analyze(
     memo: dict[tuple, int] = {}
     roofs: dict[str, roofline.Roof] = {}
     read_names: set[str] = set()
+    subgraph_weights: list[Tensor] = []
     tensor, known = graph.tensor, graph.tensors.get
     for index, node in enumerate(runtime):
         ins = tuple([known(n) or tensor(n) for n in node.inputs])
@@ -420,13 +422,15 @@ def _analyze(
             result = NodeResult(node.name, node.op_type, node.domain, first.precision, first.cost, first.prediction, first.supported, first.engine)
         results.append(result)
         read_names.update(node.inputs)
+        if node.subgraphs:
+            subgraph_weights.extend(_subgraph_weights(node))
         if progress is not None and (index % 256 == 0 or index == len(runtime) - 1):
             progress(index + 1, len(runtime))
 
     weighted = list(zip(groups, counts))
     main_precision = precision or _dominant_precision(weighted)
     run_overhead = dev.run_overhead.value if engine_mode and dev.run_overhead is not None else 0.0
-    params = weight_params(map(known, read_names))
+    params = weight_params(itertools.chain(map(known, read_names), subgraph_weights))
     totals = _totals(weighted, params, dev, main_precision, run_overhead)
     unsupported = tuple(
         Unsupported(op, domain, count, reason) for (domain, op, reason), count in sorted(coster.unsupported.items())
@@ -452,6 +456,20 @@ def _analyze(
         warnings=tuple(messages),
         graph="onnxruntime-optimized" if engine_mode else "as-exported",
     )
+
+
+def _subgraph_weights(node: Node) -> Iterator[Tensor]:
+    """The weights that the runtime nodes of a node's subgraphs read, their own or an enclosing graph's, at
+    every depth (a weight used only inside an If branch or a Loop body is a parameter all the same)."""
+    for subgraph in node.subgraphs.values():
+        for inner in subgraph.nodes:
+            if inner.folded:
+                continue
+            for name in inner.inputs:
+                t = subgraph.tensors.get(name)
+                if t is not None and t.is_weight:
+                    yield t
+            yield from _subgraph_weights(inner)
 
 
 def _engine_graph(

@@ -231,6 +231,22 @@ def test_if_costs_its_costlier_branch_and_loop_its_body_times_trips():
     assert a.nodes[0].cost.flops == 5 * 32
 
 
+def test_weights_read_only_inside_subgraphs_are_parameters():
+    # The then-branch multiplies the outer x[4,8] by the outer weight W[8,8] (64 params) and adds its own bias
+    # B[8] (8 params); the else-branch reads W again. Distinct weights: 64 + 8 = 72, though no top-level node
+    # but the If reads any, and the If reads only its condition.
+    w = numpy_helper.from_array(np.ones((8, 8), np.float32), "W")
+    bias = numpy_helper.from_array(np.ones(8, np.float32), "B")
+    then_branch = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["tw"]), helper.make_node("Add", ["tw", "B"], ["t"])],
+        "then", [], [_vi("t", [4, 8])], [bias],
+    )
+    else_branch = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["e"])], "else", [], [_vi("e", [4, 8])])
+    if_node = helper.make_node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch)
+    m = _model([if_node], [_vi("x", [4, 8]), _vi("c", [], TensorProto.BOOL)], [_vi("y", [4, 8])], [w])
+    assert analyze(m).totals.params == 72
+
+
 def test_opset7_model_with_upsample_and_legacy_batchnorm():
     # Opset 7: Upsample with a scales attribute; BatchNormalization with the old 'spatial' attribute.
     stats = [numpy_helper.from_array(np.ones(3, np.float32), n) for n in ("s", "b", "m", "v")]
