@@ -283,3 +283,23 @@ def test_symbolic_inference_sees_the_large_weights_given_as_inputs():
     assert g.warnings == ()
     assert g.tensors["y"].shape == (2, 200)
     assert g.inputs == ("x",) and g.tensors["W"].is_weight
+
+
+def test_a_failing_onnx_inference_is_a_warning_and_the_weights_stay_weights(monkeypatch):
+    # onnx's inference raises (as it does on some odd but runnable models): loading goes on with the shapes the
+    # model declares, says why, and the weight that inference was given as an input is still a weight, not a
+    # runtime input. Symbolic inference is made to fail too, so that only declared shapes remain.
+    import onnxroof.inference as inference_module
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("[ShapeInferenceError] odd model")
+
+    monkeypatch.setattr(inference_module.onnx.shape_inference, "infer_shapes", broken)
+    monkeypatch.setattr(inference_module, "symbolic_infer", broken)
+    g = load_graph(_weights_model(8))
+    assert g.warnings[0] == "onnx shape inference failed ([ShapeInferenceError] odd model); shapes may be missing"
+    assert g.inputs == ("x",)
+    w = g.tensors["w" * 150]
+    assert w.is_weight and w.shape == (200, 200)
+    assert g.tensors["x"].shape == (2, 200)
+    assert g.tensor("h").shape is None
