@@ -3,7 +3,8 @@
 For each model: the whole-model latency measured with onnxruntime at its default optimization level (samples
 spread over a few seconds; the mean of their fastest eighth, the idle-machine estimate calibration also uses,
 with the error against the plain median of all samples next to it), the machine's speed relative to its
-calibration (a reference MatMul timed at both moments; 1.00 = unchanged), the prediction on the calibrated host profile (onnxruntime's optimized graph, per-class ceilings, memory levels),
+calibration (a reference MatMul timed at both moments; 1.00 = unchanged), the prediction on the calibrated
+host profile (onnxruntime's optimized graph, per-class ceilings, memory levels),
 the per-kernel agreement (Spearman rank correlation, median absolute relative error), and the same per-kernel
 figures for the plain single-peak roofline of the exported graph under the same calibrated peak and DRAM
 bandwidth, for reference. Targets: model latency within 10% for at least 90% of the models, per-kernel
