@@ -191,7 +191,7 @@ def _fix_inputs(model: ModelProto, inputs: Mapping[str, tuple[int, ...]], dims: 
         if not vi.type.tensor_type.HasField("shape"):
             raise UserError(f"input {vi.name!r} has no declared shape", f"pass --input {vi.name}=1x3x224x224 (its shape)")
         for i, d in enumerate(shape.dim):
-            if d.HasField("dim_value") and d.dim_value > 0:
+            if d.HasField("dim_value") and d.dim_value >= 0:  # 0 is a real dim: an empty tensor
                 continue
             if d.dim_param:
                 raise UserError(

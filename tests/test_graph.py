@@ -71,6 +71,18 @@ def test_unresolved_dim_names_the_dim_and_the_fix():
     assert "'batch'" in err.value.message and "--dim batch=1" in err.value.hint
 
 
+def test_a_zero_dim_is_a_known_dim_of_an_empty_tensor():
+    # A declared dim_value of 0 is a real size (an empty tensor, or the empty axes list some reductions take),
+    # not an unknown dim: the model loads and the empty shape propagates.
+    model = _tiny_model()
+    del model.graph.input[0].type.tensor_type.shape.dim[:]
+    model.graph.input[0].type.tensor_type.shape.dim.add().dim_value = 0
+    model.graph.input[0].type.tensor_type.shape.dim.add().dim_value = 4
+    g = load_graph(model)
+    assert g.tensors["x"].shape == (0, 4)
+    assert g.tensors["y"].shape == (0, 3)
+
+
 def test_unknown_input_and_unknown_dim_names_are_refused():
     with pytest.raises(UserError, match="no input named 'nope'"):
         load_graph(_tiny_model(), inputs={"nope": (1, 4)})
