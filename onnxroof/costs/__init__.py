@@ -39,6 +39,7 @@ __all__ = [
     "NodeView",
     "CostFn",
     "UnknownShape",
+    "as_text",
     "register",
     "lookup",
     "registered_ops",
@@ -164,6 +165,17 @@ class NodeView:
     def attr(self, name: str, default: Any = None) -> Any:
         return self.attrs.get(name, default)
 
+    def text(self, name: str, default: str = "") -> str:
+        """A string attribute as ``str``, ``default`` when absent."""
+        return as_text(self.attrs.get(name), default)
+
+
+def as_text(value: object, default: str = "") -> str:
+    """A string attribute's value as ``str`` (ONNX stores strings as bytes; the loader passes them decoded)."""
+    if value is None:
+        return default
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
 
 @dataclass(frozen=True, slots=True)
 class Cost:
@@ -236,6 +248,11 @@ _FAMILY_MODULES = (
     "movement",
     "control",
     "contrib",
+    "attention",
+    "vision",
+    "signal",
+    "losses",
+    "sequence",
 )
 _loaded = False
 

@@ -1,8 +1,9 @@
 """Cost functions: onnxruntime's fused transformer ops (com.microsoft Attention, MultiHeadAttention,
 GroupQueryAttention, RotaryEmbedding).
 
-Shared terms, with B batch, S query length, L total key length (past + new), N heads, H and Hv the query/key and
-value head sizes:
+The terms below, their constants and the score-matrix counting are defined once in attention.py and shared with
+the standard-domain Attention and RotaryEmbedding. With B batch, S query length, L total key length (past + new),
+N heads, H and Hv the query/key and value head sizes:
 
 - score elements: ``B * N * S * L``, one per entry of ``softmax(Q K^T * scale)``;
 - MACs: ``B*N*S*L*H`` for ``Q K^T`` and ``B*N*S*L*Hv`` for ``softmax(...) V`` (plus the input projection for
@@ -24,9 +25,19 @@ RotaryEmbedding's cos/sin caches, of which only the rows of the positions used a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, io_bytes, register, weight_params
+from onnxroof.costs.attention import (
+    ROTARY_FLOPS,
+    SCALE_FLOPS,
+    SDPA_KERNELS,
+    SOFTCAP_FLOPS,
+    SOFTMAX_FLOPS,
+    AttentionDims,
+    cache_rows_bytes,
+    need_input,
+    rotated_elements,
+    score_flops,
+)
 
 __all__ = [
     "SOFTMAX_FLOPS",
@@ -41,45 +52,8 @@ __all__ = [
     "rotary_embedding",
 ]
 
-SOFTMAX_FLOPS = 5  # per score element: max, subtract, exp, sum, divide
-SCALE_FLOPS = 1  # per score element: multiply by 1/sqrt(head_size)
-MASK_FLOPS = 1  # per score element: add (or select) the mask
-ATTENTION_BIAS_FLOPS = 1  # per score element: add the bias
-SOFTCAP_FLOPS = 3  # per score element: divide, tanh, multiply
-ROTARY_FLOPS = 3  # per rotated element: x1*cos - x2*sin (or x2*cos + x1*sin): 2 multiplies, 1 add
 ATTENTION_KERNELS = 4  # QKV projection GEMM, Q K^T GEMM, softmax, context GEMM
-MHA_KERNELS = 3  # Q K^T GEMM, softmax, context GEMM (inputs already projected)
-
-
-@dataclass(frozen=True, slots=True)
-class _Heads:
-    """The sizes scaled dot-product attention costs depend on."""
-
-    batch: int
-    seq: int  # query length S
-    kv_new: int  # new key/value length this call
-    total: int  # total key length L = past + kv_new
-    heads: int  # N (query heads)
-    head_size: int  # H, query and key
-    head_size_v: int  # Hv
-
-    @property
-    def scores(self) -> int:
-        """Elements of the score matrix ``Q K^T``: B * N * S * L."""
-        return self.batch * self.heads * self.seq * self.total
-
-    @property
-    def macs(self) -> int:
-        """``Q K^T`` plus ``softmax(.) V``: B*N*S*L*(H + Hv)."""
-        return self.scores * (self.head_size + self.head_size_v)
-
-
-def _need(node: NodeView, i: int, what: str) -> Tensor:
-    """Input i, or UnknownShape naming the missing input."""
-    t = node.input(i)
-    if t is None:
-        raise UnknownShape(f"{node.name}: {node.op_type} needs its {what} input")
-    return t
+MHA_KERNELS = SDPA_KERNELS  # Q K^T GEMM, softmax, context GEMM (inputs already projected)
 
 
 def _bsd(node: NodeView, t: Tensor) -> tuple[int, int, int]:
@@ -114,12 +88,10 @@ def _past_length(node: NodeView, past: Tensor | None, axis: int, shared_buffer: 
     return buffer_length
 
 
-def _score_flops(node: NodeView, dims: _Heads, mask_input: int, bias_input: int) -> int:
+def _score_flops(node: NodeView, dims: AttentionDims, mask_input: int, bias_input: int) -> int:
     """Scale and softmax on every score element, plus an additive mask and attention bias where given."""
-    per_score = SCALE_FLOPS + SOFTMAX_FLOPS
-    per_score += MASK_FLOPS if mask_input >= 0 and node.input(mask_input) is not None else 0
-    per_score += ATTENTION_BIAS_FLOPS if node.input(bias_input) is not None else 0
-    return dims.scores * per_score
+    masked = mask_input >= 0 and node.input(mask_input) is not None
+    return score_flops(dims, masks=int(masked), biases=int(node.input(bias_input) is not None))
 
 
 def _cost(node: NodeView, macs: int, flops: float, kernels: int, notes: list[str]) -> Cost:
@@ -141,7 +113,7 @@ def attention(node: NodeView) -> Cost:
       softmax 5) + 1 per score element for each of mask_index and attention_bias + 3 per rotated Q/K element
       with ``do_rotary``.
     """
-    x, w = _need(node, 0, "input"), _need(node, 1, "weights")
+    x, w = need_input(node, 0, "input"), need_input(node, 1, "weights")
     batch, seq, d_in = _bsd(node, x)
     heads = _num_heads(node)
     sizes = node.attr("qkv_hidden_sizes")
@@ -152,7 +124,7 @@ def attention(node: NodeView) -> Cost:
         dq = dk = dv = total // 3
     notes: list[str] = []
     past = _past_length(node, node.input(4), 3, bool(node.attr("past_present_share_buffer", 0)), 6, notes)
-    dims = _Heads(batch, seq, seq, seq + past, heads, dq // heads, dv // heads)
+    dims = AttentionDims(batch, seq, seq, seq + past, heads, dq // heads, dv // heads)
     projected = batch * seq * (dq + dk + dv)
     macs = projected * d_in + dims.macs
     flops = 2 * macs + (projected if node.input(2) is not None else 0) + _score_flops(node, dims, 3, 5)
@@ -171,7 +143,7 @@ def _mha_dims(node: NodeView, heads: int) -> tuple[int, int, int, int, int, bool
     - cached cross-attention: query ``[B, S, D]``, key ``[B, N, L, H]``, value ``[B, N, L, Hv]`` (already in
       head layout, so no bias is added to them).
     """
-    q, k, v = _need(node, 0, "query"), node.input(1), node.input(2)
+    q, k, v = need_input(node, 0, "query"), node.input(1), node.input(2)
     q_shape = q.need_shape()
     if len(q_shape) == 5:
         b, s, _, _, h = q_shape
@@ -207,7 +179,7 @@ def multi_head_attention(node: NodeView) -> Cost:
     b, s, kv_new, h, hv, kv_projected = _mha_dims(node, heads)
     notes: list[str] = []
     past = _past_length(node, node.input(6), 2, node.input(8) is not None, 8, notes)
-    dims = _Heads(b, s, kv_new, kv_new + past, heads, h, hv)
+    dims = AttentionDims(b, s, kv_new, kv_new + past, heads, h, hv)
     flops = 2 * dims.macs + _score_flops(node, dims, 4, 5)
     if node.input(3) is not None:
         flops += b * s * heads * h + (b * kv_new * heads * (h + hv) if kv_projected else 0)
@@ -226,7 +198,7 @@ def group_query_attention(node: NodeView) -> Cost:
       (``B*S*(N + Nkv)*H``).
     Kernels: 3, plus 1 for the rotary embedding.
     """
-    q = _need(node, 0, "query")
+    q = need_input(node, 0, "query")
     b, s, d = _bsd(node, q)
     heads, kv_heads = _num_heads(node), int(node.attr("kv_num_heads", 0))
     if kv_heads <= 0:
@@ -241,7 +213,7 @@ def group_query_attention(node: NodeView) -> Cost:
         notes.append("total_sequence_length unknown: past_key length + sequence length counted")
     else:
         total = s
-    dims = _Heads(b, s, s, total, heads, h, h)
+    dims = AttentionDims(b, s, s, total, heads, h, h)
     flops = 2 * dims.macs + _score_flops(node, dims, -1, 10)
     if float(node.attr("softcap", 0.0)) > 0:
         flops += SOFTCAP_FLOPS * dims.scores
@@ -262,23 +234,11 @@ def rotary_embedding(node: NodeView) -> Cost:
     ``[max_len, rotary_dim/2]`` only the rows of the positions used (at most one per query position, at most the
     cache's length).
     """
-    x = _need(node, 0, "input")
-    shape = x.need_shape()
-    rotary_dim = int(node.attr("rotary_embedding_dim", 0))
-    if len(shape) == 4:
-        head_size, positions = shape[3], shape[0] * shape[2]
-    elif len(shape) == 3:
-        heads = int(node.attr("num_heads", 0))
-        if rotary_dim and heads <= 0:
-            raise UnknownShape(f"{node.name}: RotaryEmbedding with rotary_embedding_dim needs num_heads")
-        head_size, positions = (shape[2] // heads if heads else shape[2]), shape[0] * shape[1]
-    else:
-        raise UnknownShape(f"{node.name}: RotaryEmbedding input {x.name} of shape {shape}: expected rank 3 or 4")
-    rotated = x.numel * min(rotary_dim or head_size, head_size) // head_size
+    x = need_input(node, 0, "input")
+    rotated, positions = rotated_elements(node, x)
     caches = [node.input(2), node.input(3)]
     read, written = io_bytes(node, [x, node.input(1)])
     for cache in (c for c in caches if c is not None):
-        rows, width = cache.need_shape()
-        read += min(rows, positions) * width * cache.itemsize
+        read += cache_rows_bytes(cache, positions)
     return Cost(flops=ROTARY_FLOPS * rotated, bytes_read=read, bytes_written=written,
                 params=weight_params(node.inputs), kernels=1)

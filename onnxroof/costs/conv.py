@@ -22,7 +22,7 @@ constant (:data:`REQUANTIZE_FLOPS`) that fused and quantized ops in other famili
 from __future__ import annotations
 
 from dataclasses import replace
-from math import ceil, prod
+from math import prod
 from typing import Sequence
 
 from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, io_bytes, register, weight_params
@@ -36,7 +36,6 @@ __all__ = [
     "conv_output_spatial",
     "conv_transpose_output_spatial",
     "kernel_cost",
-    "str_attr",
     "with_output_shape",
 ]
 
@@ -49,14 +48,6 @@ REQUANTIZE_FLOPS: float = 2
 
 # ---------------------------------------------------------------------------------------------------------
 # Helpers shared with the matmul family.
-
-
-def str_attr(node: NodeView, name: str, default: str = "") -> str:
-    """A string attribute as ``str`` (ONNX stores strings as bytes; a loader may pass either)."""
-    value = node.attr(name, default)
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
-    return str(value) if value is not None else default
 
 
 def with_output_shape(node: NodeView, shape: Sequence[int], fallback_dtype: int) -> NodeView:
@@ -165,7 +156,7 @@ def _conv_output_shape(node: NodeView, x: Tensor, w: Tensor, channels_last: bool
         strides=node.attr("strides"),
         dilations=node.attr("dilations"),
         pads=node.attr("pads"),
-        auto_pad=str_attr(node, "auto_pad", "NOTSET"),
+        auto_pad=node.text("auto_pad", "NOTSET"),
     )
     c_out = w_shape[0]
     return (x_shape[0], *spatial, c_out) if channels_last else (x_shape[0], c_out, *spatial)
@@ -234,7 +225,7 @@ def conv_transpose(node: NodeView) -> Cost:
             pads=node.attr("pads"),
             output_padding=node.attr("output_padding"),
             output_shape=node.attr("output_shape"),
-            auto_pad=str_attr(node, "auto_pad", "NOTSET"),
+            auto_pad=node.text("auto_pad", "NOTSET"),
         )
         y_shape = (x_shape[0], w_shape[1] * int(node.attr("group", 1)), *spatial)
     bias_adds = prod(y_shape) if _present(node, 2) else 0
@@ -264,7 +255,7 @@ def qlinear_conv(node: NodeView) -> Cost:
 def fused_conv(node: NodeView) -> Cost:
     """onnxruntime FusedConv (X, W, B, Z): Conv, plus one add per output element for the bias B and for the
     optional sum input Z, plus the ``activation`` attribute's per-element FLOPs (:data:`ACTIVATION_FLOPS`)."""
-    return _conv(node, bias_index=2, sum_index=3, activation=str_attr(node, "activation"))
+    return _conv(node, bias_index=2, sum_index=3, activation=node.text("activation"))
 
 
 @register("com.microsoft.nchwc::Conv")
@@ -273,7 +264,7 @@ def nchwc_conv(node: NodeView) -> Cost:
     with channel counts padded to the block size, and W is ``[C_out padded, C_in/group, kH, kW]``. Counted like
     FusedConv from W and Y (computed from X when its shape is unknown), so padded channels count: the kernel
     computes them."""
-    return _conv(node, bias_index=2, sum_index=3, activation=str_attr(node, "activation"))
+    return _conv(node, bias_index=2, sum_index=3, activation=node.text("activation"))
 
 
 @register("com.microsoft::NhwcConv")
@@ -286,7 +277,7 @@ def nhwc_conv(node: NodeView) -> Cost:
 @register("com.microsoft::NhwcFusedConv")
 def nhwc_fused_conv(node: NodeView) -> Cost:
     """onnxruntime NhwcFusedConv (X, W, B, Z): FusedConv on channels-last X, Z and Y. Same count as FusedConv."""
-    return _conv(node, bias_index=2, sum_index=3, activation=str_attr(node, "activation"), channels_last=True)
+    return _conv(node, bias_index=2, sum_index=3, activation=node.text("activation"), channels_last=True)
 
 
 @register("com.ms.internal.nhwc::Conv")
@@ -294,7 +285,7 @@ def internal_nhwc_conv(node: NodeView) -> Cost:
     """The channels-last Conv that onnxruntime's layout transformer writes for NHWC execution providers (X, W,
     B; optional ``activation``): X and Y are ``[N, spatial..., C]``, W stays ``[M, C/group, k...]``. Counted like
     FusedConv without a sum input."""
-    return _conv(node, bias_index=2, activation=str_attr(node, "activation"), channels_last=True)
+    return _conv(node, bias_index=2, activation=node.text("activation"), channels_last=True)
 
 
 @register("com.ms.internal.nhwc::QLinearConv")

@@ -38,6 +38,7 @@ GELU_ERF_FLOPS = 5  # 0.5 * x * (1 + erf(x / sqrt(2))): div by sqrt(2), erf, add
 # x * (a + b * x^2) with a = sqrt(2/pi), b = 0.044715 * sqrt(2/pi): x*x, mul b, add a, mul x, tanh, add 1,
 # mul x, mul 0.5.
 GELU_TANH_FLOPS = 8
+SWISH_FLOPS = 1 + SIGMOID_FLOPS + 1  # x * sigmoid(alpha * x): mul alpha, sigmoid (4), mul x = 6
 QUANTIZE_FLOPS = 2  # x / scale + zero_point (the division is a multiply by 1/scale); rounding and saturation free
 DEQUANTIZE_FLOPS = 2  # (q - zero_point) * scale
 
@@ -90,6 +91,7 @@ UNARY_FLOPS: dict[str, float] = {
     "Softplus": 3,  # log(exp(x) + 1): exp, add 1, log
     "Softsign": 3,  # x / (1 + |x|): abs, add 1, div
     "Mish": 5,  # x * tanh(softplus(x)): exp, add 1, log, tanh, mul x
+    "Swish": SWISH_FLOPS,  # x * sigmoid(alpha * x), opset 24: mul alpha (counted at alpha = 1 too), sigmoid, mul x
     "Shrink": 3,  # compare x < -lambd, compare x > lambd, add or sub bias
     # Deprecated ONNX ops that onnxruntime still runs in the default domain.
     "Affine": 2,  # alpha * x + beta: mul, add
@@ -131,6 +133,7 @@ BROADCAST_FLOPS: dict[str, float] = {
     "BitwiseAnd": 1,  # a & b
     "BitwiseOr": 1,  # a | b
     "BitwiseXor": 1,  # a ^ b
+    "SwiGLU": SWISH_FLOPS + 1,  # Swish_alpha(A) * B, opset 28 (A and B of one shape): Swish (6) + mul B = 7
     "com.microsoft::BiasGelu": 1 + GELU_ERF_FLOPS,  # Gelu(A + B): bias add + exact Gelu (5) = 6
     "com.microsoft::BiasAdd": 2,  # X + bias + skip: two adds
     # Quantized binary ops: dequantize A (2) + dequantize B (2) + the op (1) + requantize C (2) = 7, counted per
@@ -291,10 +294,7 @@ def mean(node: NodeView) -> Cost:
 def gelu(node: NodeView) -> Cost:
     """ONNX Gelu (opset 20): 5 FLOPs per element for approximate='none' (erf form), 8 for 'tanh'
     (see GELU_ERF_FLOPS and GELU_TANH_FLOPS for the derivations)."""
-    approximate = node.attr("approximate", "none")
-    if isinstance(approximate, bytes):
-        approximate = approximate.decode()
-    flops = GELU_TANH_FLOPS if approximate == "tanh" else GELU_ERF_FLOPS
+    flops = GELU_TANH_FLOPS if node.text("approximate", "none") == "tanh" else GELU_ERF_FLOPS
     return pointwise(node, flops, _input0_shape(node))
 
 

@@ -2,7 +2,7 @@
 
 Five kinds of op live here, each with one formula:
 
-- Shape-only and metadata ops (``ZERO_COST_OPS``): views of a tensor (Reshape, Squeeze, Identity, ...) or
+- Shape-only and metadata ops (``ZERO_COST_OPS``): views of a tensor (Reshape, Squeeze, Identity, BitCast, ...) or
   facts about it (Shape, Size, OptionalHasElement). Engines alias the buffer or answer from the shape, so they
   cost 0 FLOPs, 0 bytes and 0 kernels, as the counting conventions say.
 - Data creation (Constant, ConstantOfShape, EyeLike, Range, Random*): 0 FLOPs; the output is written once. A
@@ -11,8 +11,8 @@ Five kinds of op live here, each with one formula:
 - Conversion and data movement (Cast, Transpose, Concat, Split, Pad, Tile, Expand, ...): 0 FLOPs, one kernel,
   each input read once and each output written once, except that Slice and the Gather family read only the
   elements they keep.
-- Movement with a little arithmetic (Where, TopK, NonZero, CumSum, Unique, Resize/Upsample): the FLOPs per
-  element are stated where the op is registered.
+- Movement with a little arithmetic (Where, TopK, NonZero, CumSum, CumProd, Unique, Resize/Upsample, and the
+  samplers Bernoulli and Multinomial): the FLOPs per element are stated where the op is registered.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from dataclasses import replace
 from math import ceil, log2, prod
 from typing import Sequence
 
-from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, io_bytes, register, weight_params
+from onnx import TensorProto
+
+from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, dtype_size, io_bytes, register, weight_params
 
 __all__ = [
     "ZERO_COST_OPS",
@@ -42,7 +44,10 @@ __all__ = [
     "topk",
     "nonzero",
     "cumsum",
+    "cumprod",
     "unique",
+    "bernoulli",
+    "multinomial",
 ]
 
 # Ops that only relabel a tensor or report facts about it: 0 FLOPs, 0 bytes, 0 kernels.
@@ -54,6 +59,7 @@ ZERO_COST_OPS: tuple[str, ...] = (
     "Flatten",
     "Identity",
     "Dropout",  # inference: an identity
+    "BitCast",  # the same bits relabelled as a type of equal width: an alias, no bytes move
     "Optional",
     "OptionalGetElement",
     # metadata: answered from the shape or the optional's presence, no data touched
@@ -170,6 +176,40 @@ def create(node: NodeView) -> Cost:
     return Cost(bytes_read=read, bytes_written=out.nbytes, kernels=1)
 
 
+@register("Bernoulli")
+def bernoulli(node: NodeView) -> Cost:
+    """Bernoulli: one comparison per element of a uniform draw with the probability p (1 FLOP; drawing the random
+    number is not counted as arithmetic, as for the Random* creators). The probabilities are read once and the
+    0/1 output written at its ``dtype`` (default: the input's)."""
+    return _per_element(node, 1)
+
+
+# Multinomial's per-class work on each batch row (onnxruntime's kernel): a max over the logits (compare), then
+# exp(logit - max) (subtract, exp) accumulated into an unnormalised CDF (add).
+MULTINOMIAL_CLASS_FLOPS = 4
+
+
+@register("Multinomial")
+def multinomial(node: NodeView) -> Cost:
+    """Multinomial over input ``[batch, C]`` (unnormalised log-probabilities), ``sample_size`` draws per row:
+    per row, ``MULTINOMIAL_CLASS_FLOPS`` = 4 per class to build the CDF (max, subtract, exp, add); per draw, 1
+    multiply (uniform draw times the CDF total) and a binary search of the C-entry CDF, ``C.bit_length()``
+    comparisons (upper_bound's worst case, floor(log2 C) + 1). FLOPs = ``batch * (4 C + sample_size * (1 +
+    C.bit_length()))``. Reads the input; writes ``[batch, sample_size]`` indices (int32 unless ``dtype``)."""
+    x = _input(node)
+    shape = x.need_shape()
+    if len(shape) != 2:
+        raise UnknownShape(f"{node.name}: Multinomial input {x.name} has rank {len(shape)}, expected 2")
+    batch, classes = shape
+    samples = int(node.attr("sample_size", 1))
+    flops = batch * (MULTINOMIAL_CLASS_FLOPS * classes + samples * (1 + classes.bit_length()))
+    out = _output(node)
+    out_shape = out.shape if out.known else (batch, samples)
+    dtype = out.dtype or int(node.attr("dtype", TensorProto.INT32))
+    written = prod(out_shape) * dtype_size(dtype)
+    return _movement(node, _reads(node), written, flops=flops)
+
+
 @register("Cast")
 def cast(node: NodeView) -> Cost:
     """Cast: a dtype conversion. 0 FLOPs; it reads the input at its dtype and writes the output at the new one."""
@@ -212,8 +252,7 @@ def gather(node: NodeView) -> Cost:
 
 def _mode(node: NodeView) -> str:
     """Resize/Upsample interpolation mode, lower-case (default nearest)."""
-    mode = node.attr("mode", "nearest")
-    return (mode.decode() if isinstance(mode, bytes) else str(mode)).lower()
+    return node.text("mode", "nearest").lower()
 
 
 @register("Resize", "Upsample")
@@ -258,6 +297,13 @@ def where(node: NodeView) -> Cost:
 @register("CumSum")
 def cumsum(node: NodeView) -> Cost:
     """CumSum: one add per element (a running sum along the axis, ``exclusive`` and ``reverse`` alike)."""
+    return _per_element(node, 1)
+
+
+@register("CumProd")
+def cumprod(node: NodeView) -> Cost:
+    """CumProd: one multiply per element (a running product along the axis, ``exclusive`` and ``reverse`` alike);
+    x and the axis scalar read once, the output written."""
     return _per_element(node, 1)
 
 

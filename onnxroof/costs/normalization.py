@@ -27,6 +27,9 @@ SILU_FLOPS = SIGMOID_FLOPS + 1  # x * sigmoid(x)
 # FLOPs per element for ops whose output has input 0's shape and whose constant does not depend on attributes.
 NORM_FLOPS: dict[str, float] = {
     "Softmax": SOFTMAX_FLOPS,  # max, subtract, exp, sum, divide
+    # 1 if the element is the first maximum along the axis, else 0: the max (one comparison per element); writing
+    # the one-hot output is free
+    "Hardmax": 1,
     # max, subtract, exp, sum, then (log of the row sum, per row, not counted) subtract it: 5
     "LogSoftmax": SOFTMAX_FLOPS,
     "InstanceNormalization": LAYER_NORM_CORE_FLOPS + 1,  # per (n, c) over the spatial axes: 6 + bias add = 7

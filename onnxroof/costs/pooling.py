@@ -43,12 +43,6 @@ def _ints(value: object, default: Sequence[int]) -> list[int]:
     return [int(v) for v in value] if value is not None else list(default)  # type: ignore[union-attr]
 
 
-def _str(value: object, default: str) -> str:
-    if value is None:
-        return default
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def pool_output_spatial(
     in_spatial: Sequence[int],
     kernel: Sequence[int],
@@ -130,7 +124,7 @@ def _window_output_shape(node: NodeView) -> tuple[int, ...]:
         pads=node.attr("pads"),
         dilations=node.attr("dilations"),
         ceil_mode=int(node.attr("ceil_mode", 0)),
-        auto_pad=_str(node.attr("auto_pad"), "NOTSET"),
+        auto_pad=node.text("auto_pad", "NOTSET"),
     )
     return _join(batch, channels, out_spatial, channels_last)
 
@@ -220,6 +214,6 @@ def nchwc_upsample(node: NodeView) -> Cost:
     else:
         fallback = tuple(d * s for d, s in zip(x_shape, scales))
     out_shape = resolved_shape(node.output(0), fallback, f"{node.name}: output 0")
-    mode = _str(node.attr("mode"), "nearest")
+    mode = node.text("mode", "nearest")
     per_output = 0 if mode == "nearest" else BILINEAR_FLOPS
     return kernel_cost(node, per_output * prod(out_shape), {0: out_shape})

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from onnxroof.costs import Cost, NodeView, UnknownShape, io_bytes, register, weight_params
+from onnxroof.costs import Cost, NodeView, UnknownShape, as_text, io_bytes, register, weight_params
 from onnxroof.costs.activations import ACTIVATION_FLOPS
 
 __all__ = ["ACTIVATION_FLOPS", "KERNELS_PER_STEP", "lstm", "gru", "rnn", "dynamic_quantize_lstm"]
@@ -48,16 +48,9 @@ class _Dims:
     steps: int  # time steps launched (max of sequence_lens when known)
 
 
-def _str(value: object, default: str) -> str:
-    """A string attribute that may arrive as str or bytes."""
-    if value is None:
-        return default
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def _num_directions(node: NodeView) -> int:
     """1 for forward or reverse, 2 for bidirectional (the `direction` attribute, default forward)."""
-    direction = _str(node.attr("direction"), "forward")
+    direction = node.text("direction", "forward")
     if direction not in ("forward", "reverse", "bidirectional"):
         raise ValueError(f"{node.name}: unknown direction {direction!r}")
     return 2 if direction == "bidirectional" else 1
@@ -94,7 +87,7 @@ def _dims(node: NodeView, hidden_from_r: int, *, layout_attr: bool = True) -> _D
 def _activations(node: NodeView, defaults: Sequence[str], num_directions: int) -> tuple[list[list[str]], list[str]]:
     """The activation names per direction (attribute, else the op's defaults) and notes for unknown ones."""
     given = node.attr("activations")
-    names = [_str(a, "") for a in given] if given else list(defaults) * num_directions
+    names = [as_text(a) for a in given] if given else list(defaults) * num_directions
     per_dir = len(defaults)
     if len(names) < per_dir * num_directions:  # one set given for a bidirectional op: reuse it
         names = (names[:per_dir] * num_directions)[: per_dir * num_directions]
