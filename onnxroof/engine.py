@@ -103,7 +103,7 @@ _INSTANCENORM = {"InstanceNormalization", "GroupNormalization", "GroupNorm", "Me
 _SOFTMAX = {"Softmax", "LogSoftmax", "Hardmax", "QLinearSoftmax"}
 _ACTIVATION = {"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "Erf", "Sigmoid", "Tanh", "Exp", "Log", "Softplus",
                "Softsign", "Elu", "Selu", "Celu", "Mish", "Pow", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh",
-               "Cosh", "Asinh", "Acosh", "Atanh", "QLinearSigmoid", "BiasSplitGelu", "SkipGelu", "Swish"}
+               "Cosh", "Asinh", "Acosh", "Atanh", "QLinearSigmoid", "BiasSplitGelu", "SkipGelu", "Swish", "SwiGLU"}
 _ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Mean", "Relu", "LeakyRelu", "PRelu", "Clip",
                 "Abs", "Neg", "Floor", "Ceil", "Round", "Sign", "Not", "And", "Or", "Xor", "Equal", "Less",
                 "Greater", "LessOrEqual", "GreaterOrEqual", "Where", "Cast", "CastLike", "HardSigmoid", "HardSwish",
@@ -114,14 +114,14 @@ _ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Mean", "Relu",
 _MOVEMENT = {"Concat", "Split", "Slice", "Pad", "Gather", "GatherElements", "GatherND", "ScatterND",
              "ScatterElements", "Scatter", "Expand", "Tile", "Compress", "OneHot", "ReverseSequence", "Trilu",
              "ConstantOfShape", "Range", "NonZero", "QLinearConcat", "SplitToSequence", "ConcatFromSequence",
-             "CenterCropPad", "Col2Im", "Unique"}
+             "CenterCropPad", "Col2Im", "Unique", "TensorScatter"}
 _TRANSPOSE = {"Transpose", "DepthToSpace", "SpaceToDepth"}
 _REORDER = {"ReorderInput", "ReorderOutput"}
 _RESIZE = {"Resize", "Upsample", "GridSample", "AffineGrid"}
 _REDUCE = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
            "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin"}
 _SHAPE_ONLY = {"Shape", "Size", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout",
-               "IdentityOp"}
+               "IdentityOp", "BitCast"}
 
 _SIMPLE: dict[str, str] = {}
 for _cls, _ops in (("pool", _POOL), ("global_pool", _GLOBAL_POOL), ("layernorm", _LAYERNORM),

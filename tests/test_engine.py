@@ -19,7 +19,7 @@ from onnxroof.devices import (
     Sourced,
     load_device,
 )
-from tests.helpers import INT64, T, W, make_node
+from tests.helpers import INT32, INT64, T, W, make_node
 
 NCHWC = "com.microsoft.nchwc"
 MS = "com.microsoft"
@@ -102,6 +102,10 @@ CASES = [
     (make_node("Mul", [T((1, 64, 28, 28)), W((64, 1, 1))], [T((1, 64, 28, 28))]), "broadcast"),
     (make_node("Gelu", [T((1, 197, 3072))], [T((1, 197, 3072))], domain=MS), "activation"),
     (make_node("Sigmoid", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))]), "activation"),
+    (make_node("SwiGLU", [T((1, 197, 3072)), T((1, 197, 3072))], [T((1, 197, 3072))]), "activation"),
+    (make_node("TensorScatter", [T((1, 8, 64, 64)), T((1, 8, 1, 64)), T((1,), INT64)], [T((1, 8, 64, 64))]),
+     "movement"),
+    (make_node("BitCast", [T((1, 1024))], [T((1, 1024), INT32)], to=INT32), engine.SHAPE),
     (make_node("Concat", [T((1, 64, 28, 28)), T((1, 64, 28, 28))], [T((1, 128, 28, 28))], axis=1), "movement"),
     (make_node("Split", [T((1, 197, 2304))], [T((1, 197, 768))] * 3, axis=-1), "movement"),
     (make_node("Transpose", [T((1, 197, 12, 64))], [T((1, 12, 197, 64))], perm=[0, 2, 1, 3]), "transpose"),
