@@ -281,7 +281,7 @@ def measure(
     feeds = load_feeds(feeds_path, runnable) if feeds_path is not None else random_feeds(runnable)
     session, actual = make_session(model, provider, threads, opt_level, allow_fallback=allow_fallback)
     timing = time_runs(
-        lambda: run_checked(session, feeds),
+        checked_run(session, feeds),
         warmup=warmup, repeat=repeat, batch=batch, timeout_s=timeout_s, progress=progress, spread_s=spread_s,
     )
     median, low, high, p90 = summarize(timing.samples)
@@ -332,10 +332,32 @@ def prepare_for_level(model: ModelProto, opt_level: str) -> list[str]:
     return notes
 
 
-def run_checked(session: Any, feeds: Mapping[str, np.ndarray]) -> None:
-    """One run of an onnxruntime session; a failure of the model itself becomes a UserError."""
+# Output types numpy has no dtype for: onnxruntime's run() cannot return them as arrays.
+_NON_NUMPY_OUTPUTS = ("tensor(bfloat16)", "tensor(float8", "tensor(int4)", "tensor(uint4)", "tensor(float4",
+                      "tensor(int2)", "tensor(uint2)")
+
+
+def checked_run(session: Any, feeds: Mapping[str, Any]) -> Callable[[], None]:
+    """One run of an onnxruntime session as onnxroof times it, as a function; a failure of the model itself
+    becomes a UserError.
+
+    The run is ``session.run``, as calibration times it, unless an output has a type numpy lacks (bfloat16,
+    float8, sub-byte): ``run`` cannot return those, so the run keeps its outputs as OrtValues instead.
+    """
+    if not any(o.type.startswith(_NON_NUMPY_OUTPUTS) for o in session.get_outputs()):
+        return lambda: _checked(session.run, None, feeds)
+    from onnxroof.runtime import ort
+
+    ort_value = ort().OrtValue
+    values = {k: v if isinstance(v, ort_value) else ort_value.ortvalue_from_numpy(v) for k, v in feeds.items()}
+    names = [o.name for o in session.get_outputs()]
+    return lambda: _checked(session.run_with_ort_values, names, values)
+
+
+def _checked(run: Callable[..., Any], *args: Any) -> None:
+    """``run(*args)``, with onnxruntime's failure of the model turned into a UserError."""
     try:
-        session.run(None, feeds)
+        run(*args)
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidArgument/RuntimeException types
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise UserError(

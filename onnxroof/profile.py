@@ -184,7 +184,7 @@ def profile_nodes(
     opt_level: str = "all",
     runs: int = 20,
     warmup: int = 3,
-    feeds: Mapping[str, np.ndarray] | None = None,
+    feeds: Mapping[str, Any] | None = None,
     allow_fallback: bool = False,
 ) -> NodeProfile:
     """Profile ``runs`` runs (after ``warmup``) in one session that also saves its optimized graph, and map
@@ -304,7 +304,7 @@ def _profile_warnings(originals: Sequence[Any], orphans: int, provider: str) -> 
 def _profile_session(
     model: ModelProto,
     tmp: str,
-    feeds: Mapping[str, np.ndarray],
+    feeds: Mapping[str, Any],
     *,
     provider: str,
     threads: int,
@@ -315,7 +315,7 @@ def _profile_session(
 ) -> tuple[ModelProto, list[dict[str, Any]], str]:
     """Run the profiled session with its files in ``tmp``: (the saved engine graph, the trace's events, the
     provider that ran)."""
-    from onnxroof.measure import run_checked
+    from onnxroof.measure import checked_run
     from onnxroof.runtime import make_session
 
     engine_path = os.path.join(tmp, "engine.onnx")
@@ -324,8 +324,9 @@ def _profile_session(
         profile_prefix=os.path.join(tmp, "trace"), optimized_path=engine_path,
     )
     try:
+        run = checked_run(session, feeds)
         for _ in range(warmup + runs):
-            run_checked(session, feeds)
+            run()
     finally:
         # Ending the profile here writes the trace into tmp while it still exists, wherever this exits, so the
         # session's destructor has nothing left to write.

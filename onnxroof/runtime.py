@@ -25,6 +25,8 @@ from onnxroof.errors import UserError
 PROVIDERS: Mapping[str, str] = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 OPT_LEVELS: tuple[str, ...] = ("disable", "basic", "extended", "all")
 _RANDOM_WEIGHTS_NOTE = "weights absent: {count} initializer(s) filled with random values of the right shapes"
+_NON_TENSOR_KINDS = {"sequence_type": "a sequence", "map_type": "a map", "optional_type": "an optional",
+                     "sparse_tensor_type": "a sparse tensor", "opaque_type": "an opaque value"}
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,9 @@ def ort() -> Any:
         import onnxruntime
     except ImportError as exc:  # pragma: no cover - onnxruntime is a dependency
         raise UserError("onnxruntime is not installed", "pip install onnxruntime (or onnxroof[cuda] for GPUs)") from exc
-    onnxruntime.set_default_logger_severity(3)  # errors only: a provider fallback is reported by make_session
+    # Fatal only: a provider fallback is reported by make_session, and a failing kernel by the UserError its
+    # exception becomes (the log would print the same error again, in colour, before it).
+    onnxruntime.set_default_logger_severity(4)
     return onnxruntime
 
 
@@ -76,9 +80,17 @@ def runnable_model(
     filled = _load_or_fill_weights(copy.graph, base, np.random.default_rng(seed))
     shapes = {k: parse_shape(v) if isinstance(v, str) else tuple(v) for k, v in (inputs or {}).items()}
     _fix_inputs(copy, shapes, dict(dims or {}))
+    runtime = _runtime_inputs(copy.graph)
+    for vi in runtime:
+        kind = vi.type.WhichOneof("value")
+        if kind != "tensor_type":
+            raise UserError(
+                f"input {vi.name!r} is {_NON_TENSOR_KINDS.get(kind or '', 'untyped')}, not a tensor: onnxroof makes and loads tensor inputs only",
+                "measure a model whose inputs are tensors (onnxroof analyze costs this one)",
+            )
     runtime_inputs = {
         vi.name: (tuple(d.dim_value for d in vi.type.tensor_type.shape.dim), vi.type.tensor_type.elem_type)
-        for vi in _runtime_inputs(copy.graph)
+        for vi in runtime
     }
     notes = (_RANDOM_WEIGHTS_NOTE.format(count=filled),) if filled else ()
     return RunnableModel(copy, name, runtime_inputs, notes)
@@ -132,8 +144,8 @@ def random_array(shape: tuple[int, ...], elem_type: int, rng: np.random.Generato
     """Deterministic values of an ONNX element type: small normal floats (no denormals, no overflow in deep
     nets), zeros for integer indices and shapes (valid for any Gather), random bytes for 8-bit types."""
     dtype = onnx.helper.tensor_dtype_to_np_dtype(elem_type)
-    if np.issubdtype(dtype, np.floating):
-        return (rng.standard_normal(shape, dtype=np.float32) * 0.05).astype(dtype)
+    if np.issubdtype(dtype, np.floating):  # an array even for shape (): arithmetic on a 0-d array gives a scalar
+        return np.asarray(rng.standard_normal(shape, dtype=np.float32) * 0.05).astype(dtype)
     if dtype in (np.int8, np.uint8):
         info = np.iinfo(dtype)
         return rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dtype)
@@ -142,10 +154,33 @@ def random_array(shape: tuple[int, ...], elem_type: int, rng: np.random.Generato
     return np.zeros(shape, dtype=dtype)
 
 
-def random_feeds(model: RunnableModel, seed: int = 0) -> dict[str, np.ndarray]:
-    """Random inputs of the right dtype and shape for every runtime input."""
+# Element types onnx gives as ml_dtypes arrays, which onnxruntime takes only as OrtValues of their raw bits.
+_BITS_VIEW: dict[int, type] = {TensorProto.BFLOAT16: np.uint16}
+for _name in ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "FLOAT8E8M0"):
+    if hasattr(TensorProto, _name):
+        _BITS_VIEW[getattr(TensorProto, _name)] = np.uint8
+# Sub-byte types: onnxruntime wants them packed two or four to a byte.
+_PACKED = {getattr(TensorProto, n) for n in ("INT4", "UINT4", "FLOAT4E2M1", "INT2", "UINT2") if hasattr(TensorProto, n)}
+
+
+def random_feeds(model: RunnableModel, seed: int = 0) -> dict[str, Any]:
+    """Random inputs of the right dtype and shape for every runtime input, as onnxruntime takes them: numpy
+    arrays, or OrtValues for bfloat16 and float8 inputs (numpy has no such types)."""
     rng = np.random.default_rng(seed)
-    return {name: random_array(shape, elem, rng) for name, (shape, elem) in model.inputs.items()}
+    feeds: dict[str, Any] = {}
+    for name, (shape, elem) in model.inputs.items():
+        if elem in _PACKED:
+            raise UserError(
+                f"input {name!r} is {TensorProto.DataType.Name(elem).lower()}, a packed sub-byte type that onnxroof "
+                "cannot make inputs of",
+                "measure a variant whose inputs are 8-bit or wider (onnxroof analyze costs this one)",
+            )
+        value = random_array(shape, elem, rng)
+        if elem in _BITS_VIEW:
+            feeds[name] = ort().OrtValue.ortvalue_from_numpy_with_onnx_type(value.view(_BITS_VIEW[elem]), elem)
+        else:
+            feeds[name] = value
+    return feeds
 
 
 def load_feeds(path: str | os.PathLike, model: RunnableModel) -> dict[str, np.ndarray]:
@@ -187,7 +222,7 @@ def session_options(threads: int, opt_level: str = "all", *, profile_prefix: str
         "extended": rt.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
         "all": rt.GraphOptimizationLevel.ORT_ENABLE_ALL,
     }[opt_level]
-    options.log_severity_level = 3
+    options.log_severity_level = 4  # fatal only: see ort()
     if threads == 1:
         # One thread should mean one: no spinning pool thread competing with the measured one.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")

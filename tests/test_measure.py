@@ -287,3 +287,49 @@ def test_a_loaded_runnable_model_is_measured_without_being_changed():
     result = measure(runnable, opt_level="disable", warmup=0, repeat=3, batch=1)
     assert result.model == runnable.name and result.repeat == 3
     assert runnable.model.SerializeToString() == before
+
+
+def _cast_model(elem_type: int) -> onnx.ModelProto:
+    """y = Cast(x, float) for an input x of the given element type."""
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)], "cast",
+        [helper.make_tensor_value_info("x", elem_type, [2, 3])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+
+
+def test_bfloat16_and_float8_inputs_are_fed_as_their_bits() -> None:
+    # numpy has no bfloat16 or float8: onnxruntime rejects onnx's ml_dtypes arrays and takes an OrtValue instead
+    for elem_type in (TensorProto.BFLOAT16, TensorProto.FLOAT8E4M3FN):
+        assert measure(_cast_model(elem_type), **FAST).median_s > 0
+
+
+def test_inputs_onnxroof_cannot_make_are_user_errors() -> None:
+    with pytest.raises(UserError, match="'x' is int4, a packed sub-byte type"):
+        measure(_cast_model(TensorProto.INT4), **FAST)
+    sequence = helper.make_graph(
+        [helper.make_node("SequenceLength", ["s"], ["n"])], "seq",
+        [helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("n", TensorProto.INT64, [])],
+    )
+    model = helper.make_model(sequence, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
+    with pytest.raises(UserError, match="'s' is a sequence, not a tensor"):
+        measure(model, **FAST)
+
+
+def test_scalar_inputs_and_outputs_numpy_cannot_hold() -> None:
+    # a scalar input is fed as a 0-d array (numpy arithmetic on one gives a bare scalar, which onnxruntime rejects)
+    scalar = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "scalar",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])],
+    )
+    model = helper.make_model(scalar, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
+    assert measure(model, **FAST).median_s > 0
+    # a bfloat16 output: session.run cannot return it as an array, so the run keeps it as an OrtValue
+    to_bf16 = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.BFLOAT16)], "to_bf16",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [2, 3])],
+    )
+    model = helper.make_model(to_bf16, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    assert measure(model, **FAST).median_s > 0

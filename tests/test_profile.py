@@ -288,6 +288,9 @@ def test_interrupt_leaves_no_files(tmp_path: Path, monkeypatch: pytest.MonkeyPat
                 raise KeyboardInterrupt
             return self.session.run(*args)
 
+        def get_outputs(self) -> Any:
+            return self.session.get_outputs()
+
         def end_profiling(self) -> str:
             return self.session.end_profiling()
 
