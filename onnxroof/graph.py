@@ -28,6 +28,7 @@ from onnxroof.errors import UserError
 from onnxroof.inference import (
     SMALL_CONSTANT,
     drop_weight_bytes,
+    fold_shape_values,
     infer_complete,
     onnx_infer,
     read_shapes,
@@ -246,10 +247,32 @@ def _infer_and_build(model: ModelProto) -> tuple[ModelProto, list[str], Built]:
         inferred = onnx_infer(lean, True, warnings)
         built = _assemble(inferred.graph, raw, {}, {}, declared)
         unknown = _has_unknown_outputs(built[0], built[2])
+    if unknown and fold_shape_values(inferred, _small_constants(raw), read_shapes(inferred.graph), _opset(model)):
+        inferred = onnx_infer(inferred.SerializeToString(), True, warnings)
+        built = _assemble(inferred.graph, raw, {}, {}, declared)
+        unknown = _has_unknown_outputs(built[0], built[2])
     if unknown:
         inferred = with_symbolic_shapes(inferred, warnings)
         built = _assemble(inferred.graph, raw, {}, {}, declared)
     return inferred, warnings, built
+
+
+def _opset(model: ModelProto) -> int:
+    """The model's default-domain opset (0 when it imports none)."""
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+
+
+def _small_constants(raw: "_RawGraph") -> dict[str, np.ndarray]:
+    """The values of a graph's small initializers and Constant nodes, by tensor name."""
+    values = {name: value for name, _, _, value in raw.initializers if value is not None}
+    for _, op_type, domain, _, outputs, attrs, _, _ in raw.nodes:
+        if op_type != "Constant" or domain not in ("", "ai.onnx") or not outputs:
+            continue
+        if isinstance(attrs.get("value"), np.ndarray):
+            values[outputs[0]] = attrs["value"]
+        elif "value_int" in attrs or "value_ints" in attrs:
+            values[outputs[0]] = np.array(attrs.get("value_int", attrs.get("value_ints")), dtype=np.int64)
+    return values
 
 
 def _attr_value(attr: AttributeProto) -> Any:
@@ -408,7 +431,7 @@ def load_graph(
     model, display_name = read_model(source)
     if model.ir_version < MIN_IR_VERSION:
         raise UserError(f"IR version {model.ir_version} is older than {MIN_IR_VERSION}", "re-export with a newer exporter")
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    opset = _opset(model)
     if opset and opset < MIN_OPSET:
         raise UserError(f"opset {opset} is older than {MIN_OPSET}", "convert it with onnx.version_converter")
     shapes = {k: parse_shape(v) if isinstance(v, str) else tuple(v) for k, v in (inputs or {}).items()}

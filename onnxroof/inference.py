@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import itertools
 from math import prod
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
+import numpy as np
 import onnx
-from onnx import GraphProto, ModelProto, TensorProto
+from onnx import GraphProto, ModelProto, TensorProto, numpy_helper
 
 from onnxroof.shape_proxy import unknown_output_count
 
@@ -122,6 +123,65 @@ def _wire_field(number: int, payload: bytes) -> bytes:
     """A protobuf length-delimited field (wire type 2: a string or an embedded message) of a field number
     below 16."""
     return _SMALL_VARINTS[number << 3 | 2] + _wire_varint(len(payload)) + payload
+
+
+# The ops exporters build shape computations from. onnx's data propagation follows only some of them (not Equal,
+# Where, Mod, Not, ...); fold_shape_values evaluates any of them on known small values.
+_SHAPE_ARITHMETIC = frozenset({
+    "Identity", "Cast", "Gather", "Concat", "Unsqueeze", "Squeeze", "Slice", "Reshape", "Expand", "Tile",
+    "ConstantOfShape", "Range", "Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Max", "Min", "Clip", "Floor",
+    "Ceil", "Sqrt", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Where",
+    "ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin",
+})
+FOLDED_SUFFIX = "::onnxroof-value"  # names the constants fold_shape_values gives a graph
+
+
+def fold_shape_values(model: ModelProto, constants: Mapping[str, np.ndarray], shapes: Shapes, opset: int) -> int:
+    """Evaluate a graph's shape arithmetic on what is known, and give the results to ``model`` (an inference copy,
+    changed in place) as constants its nodes read; returns how many values were given.
+
+    Known are the small constants and every Shape or Size of a tensor whose shape is known; a node of
+    _SHAPE_ARITHMETIC whose inputs are all known small values is evaluated with onnx's reference implementation.
+    Each value a node computed is then given as an initializer (named with FOLDED_SUFFIX) to the nodes that read
+    it, so that a second inference sees e.g. a Reshape or Expand target as a constant, as data propagation would
+    if it followed these ops.
+    """
+    from onnx.reference import ReferenceEvaluator
+
+    values = dict(constants)
+    computed: set[str] = set()
+    for node in model.graph.node:
+        if node.domain not in ("", "ai.onnx") or not node.output:
+            continue
+        value = None
+        if node.op_type in ("Shape", "Size"):
+            entry = shapes.get(node.input[0])
+            if entry is None or entry[1] is None:
+                continue
+            dims = np.array(entry[1], dtype=np.int64)
+            if node.op_type == "Size":
+                value = np.array(dims.prod(), dtype=np.int64)
+            else:
+                bounds = {a.name: a.i for a in node.attribute}
+                value = dims[bounds.get("start", 0):bounds.get("end", len(dims))]  # ONNX clamps as slicing does
+        elif node.op_type in _SHAPE_ARITHMETIC and all(name in values for name in node.input if name):
+            feeds = {name: values[name] for name in node.input if name}
+            try:
+                value = ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)[0]
+            except Exception:  # an op the reference rejects here stays for the passes after this one
+                continue
+        if value is not None and np.size(value) <= SMALL_CONSTANT:
+            values[node.output[0]] = np.asarray(value)
+            computed.add(node.output[0])
+    given: dict[str, str] = {}
+    for node in model.graph.node:
+        for i, name in enumerate(node.input):
+            if name in computed:
+                if name not in given:
+                    given[name] = name + FOLDED_SUFFIX
+                    model.graph.initializer.append(numpy_helper.from_array(values[name], given[name]))
+                node.input[i] = given[name]
+    return len(given)
 
 
 def infer_complete(model: ModelProto) -> tuple[ModelProto, list[str]]:

@@ -13,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnxroof.errors import UserError
 from onnxroof.graph import load_graph, parse_shape
+from onnxroof.inference import shape_of
 
 LIGHT_DIR = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 
@@ -315,3 +316,32 @@ def test_a_failing_onnx_inference_is_a_warning_and_the_weights_stay_weights(monk
     assert w.is_weight and w.shape == (200, 200)
     assert g.tensors["x"].shape == (2, 200)
     assert g.tensor("h").shape is None
+
+
+def test_shape_arithmetic_onnx_does_not_follow_is_evaluated(monkeypatch):
+    # Expand(x, Where(Equal(Shape(y), -1), 1, Shape(y))): the pattern exporters write for "-1 means keep". onnx's
+    # data propagation stops at Equal and Where, so the target is unknown to it; evaluated on the known shape of y
+    # it is [2, 3, 4], and so is Expand's output (x [2, 1, 4] broadcast to it).
+    nodes = [
+        helper.make_node("Shape", ["y"], ["s"]),
+        helper.make_node("Constant", [], ["minus_one"], value=numpy_helper.from_array(np.array(-1, np.int64))),
+        helper.make_node("Constant", [], ["one"], value_int=1),
+        helper.make_node("Equal", ["s", "minus_one"], ["keep"]),
+        helper.make_node("Where", ["keep", "one", "s"], ["target"]),
+        helper.make_node("Expand", ["x", "target"], ["z"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "expand_where",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 1, 4]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    plain = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    assert shape_of(plain.graph.output[0].type)[1] is None  # onnx alone leaves a dim of it unknown
+    # only the evaluation may resolve it here: the symbolic fallback after it is switched off
+    monkeypatch.setattr("onnxroof.graph.with_symbolic_shapes", lambda inferred, warnings: inferred)
+    g = load_graph(model)
+    assert g.tensors["target"].shape == (3,)
+    assert g.tensors["z"].shape == (2, 3, 4)
+    assert not g.tensors["target"].is_weight  # computed from a runtime input's shape: not a weight
