@@ -179,7 +179,10 @@ def fold_shape_values(model: ModelProto, constants: Mapping[str, np.ndarray], sh
             if name in computed:
                 if name not in given:
                     given[name] = name + FOLDED_SUFFIX
-                    model.graph.initializer.append(numpy_helper.from_array(values[name], given[name]))
+                    tensor = numpy_helper.from_array(values[name], given[name])
+                    model.graph.initializer.append(tensor)
+                    if model.ir_version < 4:  # IR 3 reads an initializer only when it is a graph input too
+                        model.graph.input.append(onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, tensor.dims))
                 node.input[i] = given[name]
     return len(given)
 

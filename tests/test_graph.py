@@ -318,14 +318,17 @@ def test_a_failing_onnx_inference_is_a_warning_and_the_weights_stay_weights(monk
     assert g.tensor("h").shape is None
 
 
-def test_shape_arithmetic_onnx_does_not_follow_is_evaluated(monkeypatch):
+@pytest.mark.parametrize(("ir_version", "opset"), [(3, 9), (8, 17)])
+def test_shape_arithmetic_onnx_does_not_follow_is_evaluated(monkeypatch, ir_version: int, opset: int):
     # Expand(x, Where(Equal(Shape(y), -1), 1, Shape(y))): the pattern exporters write for "-1 means keep". onnx's
     # data propagation stops at Equal and Where, so the target is unknown to it; evaluated on the known shape of y
     # it is [2, 3, 4], and so is Expand's output (x [2, 1, 4] broadcast to it).
     nodes = [
         helper.make_node("Shape", ["y"], ["s"]),
         helper.make_node("Constant", [], ["minus_one"], value=numpy_helper.from_array(np.array(-1, np.int64))),
-        helper.make_node("Constant", [], ["one"], value_int=1),
+        # value_int needs opset 12; an older one writes the same constant as a tensor
+        helper.make_node("Constant", [], ["one"], **({"value_int": 1} if opset >= 12 else
+                                                      {"value": numpy_helper.from_array(np.array(1, np.int64))})),
         helper.make_node("Equal", ["s", "minus_one"], ["keep"]),
         helper.make_node("Where", ["keep", "one", "s"], ["target"]),
         helper.make_node("Expand", ["x", "target"], ["z"]),
@@ -336,7 +339,8 @@ def test_shape_arithmetic_onnx_does_not_follow_is_evaluated(monkeypatch):
          helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])],
         [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    # IR 3 reads an initializer only when it is also a graph input: the evaluated values must be given as both
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version)
     plain = onnx.shape_inference.infer_shapes(model, data_prop=True)
     assert shape_of(plain.graph.output[0].type)[1] is None  # onnx alone leaves a dim of it unknown
     # only the evaluation may resolve it here: the symbolic fallback after it is switched off
