@@ -262,7 +262,7 @@ def _opset(model: ModelProto) -> int:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
 
 
-def _small_constants(raw: "_RawGraph") -> dict[str, np.ndarray]:
+def _small_constants(raw: _RawGraph) -> dict[str, np.ndarray]:
     """The values of a graph's small initializers and Constant nodes, by tensor name."""
     values = {name: value for name, _, _, value in raw.initializers if value is not None}
     for _, op_type, domain, _, outputs, attrs, _, _ in raw.nodes:
