@@ -155,6 +155,13 @@ class NodeView:
         """The i-th input, or None when it is absent or omitted."""
         return self.inputs[i] if i < len(self.inputs) else None
 
+    def need_input(self, i: int, what: str = "") -> Tensor:
+        """The i-th input, or UnknownShape naming the node and the missing input (``what`` it is, if given)."""
+        t = self.input(i)
+        if t is None or not t.name:
+            raise UnknownShape(f"{self.name}: {self.op_type} needs its {what or f'input {i}'}")
+        return t
+
     def output(self, i: int = 0) -> Tensor | None:
         return self.outputs[i] if i < len(self.outputs) else None
 

@@ -53,7 +53,6 @@ __all__ = [
     "SILU_FLOPS",
     "SDPA_KERNELS",
     "AttentionDims",
-    "need_input",
     "score_flops",
     "rotated_elements",
     "cache_rows_bytes",
@@ -95,14 +94,6 @@ class AttentionDims:
     def macs(self) -> int:
         """``Q K^T`` plus ``softmax(.) V``: B*N*S*L*(H + Hv)."""
         return self.scores * (self.head_size + self.head_size_v)
-
-
-def need_input(node: NodeView, i: int, what: str) -> Tensor:
-    """Input i, or UnknownShape naming the missing input."""
-    t = node.input(i)
-    if t is None:
-        raise UnknownShape(f"{node.name}: {node.op_type} needs its {what} input")
-    return t
 
 
 def score_flops(dims: AttentionDims, *, masks: int = 0, biases: int = 0, softcap: bool = False) -> int:
@@ -186,7 +177,7 @@ def attention(node: NodeView) -> Cost:
     ``[B, S, N*Hv]``), present_key/present_value ``[B, Nkv, L, H|Hv]`` (the concatenation of past and new, a
     copy) and qk_matmul_output ``[B, N, S, L]`` written once each where present. Kernels: 3.
     """
-    q, k, v = need_input(node, 0, "Q"), need_input(node, 1, "K"), need_input(node, 2, "V")
+    q, k, v = node.need_input(0, "Q"), node.need_input(1, "K"), node.need_input(2, "V")
     b, heads, s, h = _split_heads(node, q, "q_num_heads", "Q")
     _, kv_heads, kv_len, _ = _split_heads(node, k, "kv_num_heads", "K")
     hv = _split_heads(node, v, "kv_num_heads", "V")[3]
@@ -213,7 +204,7 @@ def rotary_embedding(node: NodeView) -> Cost:
     position, at most the cache's length); a cache given per position (``[B, S, rotary_dim/2]``, no
     position_ids) is read whole. Kernels: 1.
     """
-    x = need_input(node, 0, "X")
+    x = node.need_input(0, "X")
     rotated, positions = rotated_elements(node, x)
     position_ids = node.input(3)
     read = input_bytes([x, position_ids])
@@ -237,7 +228,7 @@ def tensor_scatter(node: NodeView) -> Cost:
     free, as for Gather). Counted in place (see the module docstring): reads the update and write_indices,
     writes the update's bytes into the cache. Params: weights among the tensors read. Kernels: 1.
     """
-    update = need_input(node, 1, "update")
+    update = node.need_input(1, "update")
     read = [update, node.input(2)]
     return Cost(bytes_read=input_bytes(read), bytes_written=update.nbytes, params=weight_params(read), kernels=1)
 
@@ -268,8 +259,8 @@ def linear_attention(node: NodeView) -> Cost:
     Bytes: the inputs read once, output ``[B, T, Nq*dv]`` and present_state written once. Kernels: 1 (the op is
     one fused recurrent or chunked kernel).
     """
-    q, v = need_input(node, 0, "query"), need_input(node, 2, "value")
-    need_input(node, 1, "key")
+    q, v = node.need_input(0, "query"), node.need_input(2, "value")
+    node.need_input(1, "key")
     heads, kv_heads = int(node.attr("q_num_heads", 0) or 0), int(node.attr("kv_num_heads", 0) or 0)
     if heads <= 0 or kv_heads <= 0:
         raise UnknownShape(f"{node.name}: LinearAttention needs q_num_heads and kv_num_heads")
@@ -310,7 +301,7 @@ def causal_conv_with_state(node: NodeView) -> Cost:
     Bytes: input, weight, bias and past_state read once; output ``[B, C, L]`` and present_state
     ``[B, C, k-1]`` (the last k-1 positions, a copy) written once. Params: weight and bias. Kernels: 1.
     """
-    x, w = need_input(node, 0, "input"), need_input(node, 1, "weight")
+    x, w = node.need_input(0, "input"), node.need_input(1, "weight")
     shape = x.need_shape()
     if len(shape) != 3:
         raise UnknownShape(f"{node.name}: CausalConvWithState input {x.name} of shape {shape}: expected [B, C, L]")

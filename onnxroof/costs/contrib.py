@@ -34,7 +34,6 @@ from onnxroof.costs.attention import (
     SOFTMAX_FLOPS,
     AttentionDims,
     cache_rows_bytes,
-    need_input,
     rotated_elements,
     score_flops,
 )
@@ -113,7 +112,7 @@ def attention(node: NodeView) -> Cost:
       softmax 5) + 1 per score element for each of mask_index and attention_bias + 3 per rotated Q/K element
       with ``do_rotary``.
     """
-    x, w = need_input(node, 0, "input"), need_input(node, 1, "weights")
+    x, w = node.need_input(0, "input"), node.need_input(1, "weights")
     batch, seq, d_in = _bsd(node, x)
     heads = _num_heads(node)
     sizes = node.attr("qkv_hidden_sizes")
@@ -143,7 +142,7 @@ def _mha_dims(node: NodeView, heads: int) -> tuple[int, int, int, int, int, bool
     - cached cross-attention: query ``[B, S, D]``, key ``[B, N, L, H]``, value ``[B, N, L, Hv]`` (already in
       head layout, so no bias is added to them).
     """
-    q, k, v = need_input(node, 0, "query"), node.input(1), node.input(2)
+    q, k, v = node.need_input(0, "query"), node.input(1), node.input(2)
     q_shape = q.need_shape()
     if len(q_shape) == 5:
         b, s, _, _, h = q_shape
@@ -198,7 +197,7 @@ def group_query_attention(node: NodeView) -> Cost:
       (``B*S*(N + Nkv)*H``).
     Kernels: 3, plus 1 for the rotary embedding.
     """
-    q = need_input(node, 0, "query")
+    q = node.need_input(0, "query")
     b, s, d = _bsd(node, q)
     heads, kv_heads = _num_heads(node), int(node.attr("kv_num_heads", 0))
     if kv_heads <= 0:
@@ -234,7 +233,7 @@ def rotary_embedding(node: NodeView) -> Cost:
     ``[max_len, rotary_dim/2]`` only the rows of the positions used (at most one per query position, at most the
     cache's length).
     """
-    x = need_input(node, 0, "input")
+    x = node.need_input(0, "input")
     rotated, positions = rotated_elements(node, x)
     caches = [node.input(2), node.input(3)]
     read, written = io_bytes(node, [x, node.input(1)])

@@ -53,9 +53,7 @@ def _samples(x_shape: tuple[int, ...]) -> int:
 def _loss(node: NodeView, x_read: float, extra_flops: float) -> Cost:
     """The shared cost of both losses: the per-sample FLOPs plus ``extra_flops``, ``x_read`` bytes of the scores,
     the targets and weights read, the loss (and log_prob) written."""
-    x = node.input(0)
-    if x is None:
-        raise UnknownShape(f"{node.name}: no input")
+    x = node.need_input(0)
     x_shape = x.need_shape()
     if len(x_shape) < 2:
         raise UnknownShape(f"{node.name}: input {x.name} has rank {len(x_shape)} < 2")
@@ -76,9 +74,7 @@ def _loss(node: NodeView, x_read: float, extra_flops: float) -> Cost:
 def negative_log_likelihood_loss(node: NodeView) -> Cost:
     """NegativeLogLikelihoodLoss: ``sample_flops`` over the S = N * d1 * ... * dk samples (negate, weight,
     ignore_index compare, reduction; module docstring). Reads only the S picked log-probabilities of the input."""
-    x = node.input(0)
-    if x is None:
-        raise UnknownShape(f"{node.name}: no input")
+    x = node.need_input(0)
     return _loss(node, _samples(x.need_shape()) * x.itemsize, 0)
 
 
@@ -87,7 +83,5 @@ def softmax_cross_entropy_loss(node: NodeView) -> Cost:
     """SoftmaxCrossEntropyLoss: a log-softmax over the classes, 5 FLOPs per scores element, then the negative
     log-likelihood of the picked classes (``sample_flops``). Reads all scores; writes the loss and, when asked for,
     log_prob (the scores' shape)."""
-    x = node.input(0)
-    if x is None:
-        raise UnknownShape(f"{node.name}: no input")
+    x = node.need_input(0)
     return _loss(node, x.nbytes, SOFTMAX_FLOPS * x.numel)

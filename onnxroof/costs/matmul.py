@@ -86,9 +86,7 @@ def _need(node: NodeView, *indices: int) -> list[Tensor]:
     """The inputs at ``indices``, each required to be present and of known shape."""
     tensors = []
     for i in indices:
-        t = node.input(i)
-        if t is None:
-            raise UnknownShape(f"{node.name}: input {i} missing")
+        t = node.need_input(i)
         t.need_shape()
         tensors.append(t)
     return tensors

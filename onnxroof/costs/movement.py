@@ -118,14 +118,6 @@ def _output(node: NodeView, i: int = 0) -> Tensor:
     return out
 
 
-def _input(node: NodeView, i: int = 0) -> Tensor:
-    """Input i, or UnknownShape when it is omitted."""
-    x = node.input(i)
-    if x is None:
-        raise UnknownShape(f"{node.name}: no input {i}")
-    return x
-
-
 def _reads(node: NodeView, inputs: Sequence[Tensor | None] | None = None) -> float:
     """Bytes read under the compulsory-traffic model, without needing the outputs' shapes."""
     return io_bytes(replace(node, outputs=()), inputs)[0]
@@ -196,7 +188,7 @@ def multinomial(node: NodeView) -> Cost:
     multiply (uniform draw times the CDF total) and a binary search of the C-entry CDF, ``C.bit_length()``
     comparisons (upper_bound's worst case, floor(log2 C) + 1). FLOPs = ``batch * (4 C + sample_size * (1 +
     C.bit_length()))``. Reads the input; writes ``[batch, sample_size]`` indices (int32 unless ``dtype``)."""
-    x = _input(node)
+    x = node.need_input(0)
     shape = x.need_shape()
     if len(shape) != 2:
         raise UnknownShape(f"{node.name}: Multinomial input {x.name} has rank {len(shape)}, expected 2")
@@ -235,7 +227,7 @@ def data_movement(node: NodeView) -> Cost:
 def slice_(node: NodeView) -> Cost:
     """Slice reads only the elements it keeps (output numel at the input's dtype) plus its small starts, ends,
     axes and steps inputs, and writes the output."""
-    x, out = _input(node), _output(node)
+    x, out = node.need_input(0), _output(node)
     small_read, written = io_bytes(node, node.inputs[1:])
     return _movement(node, small_read + out.numel * x.itemsize, written)
 
@@ -245,7 +237,7 @@ def gather(node: NodeView) -> Cost:
     """Gather family: reads the indices and only the gathered elements (output numel at the data's dtype), never
     the whole data tensor, and writes the output. Params still count a weight data tensor (an embedding table) in
     full: the model has to hold all of it."""
-    data, out = _input(node, 0), _output(node)
+    data, out = node.need_input(0), _output(node)
     index_read, written = io_bytes(node, [node.input(1)])
     return _movement(node, index_read + out.numel * data.itemsize, written)
 
@@ -266,7 +258,7 @@ def resize(node: NodeView) -> Cost:
     Coordinate transforms are per-axis work that engines precompute and are not counted; nor is the widened
     filter of ``antialias`` downscaling. Bytes: the input (and roi/scales/sizes) read once, the output written.
     """
-    x, out = _input(node), _output(node)
+    x, out = node.need_input(0), _output(node)
     in_shape, out_shape = x.need_shape(), out.need_shape()
     if len(in_shape) != len(out_shape):
         raise UnknownShape(f"{node.name}: input rank {len(in_shape)} != output rank {len(out_shape)}")
@@ -326,7 +318,7 @@ def topk(node: NodeView) -> Cost:
     K comes from the constant input 1, else from the output shape. Bytes: X and K read; the values (X's dtype)
     and the int64 indices, ``rows * k`` elements each, written.
     """
-    x = _input(node)
+    x = node.need_input(0)
     shape = x.need_shape()
     if not shape:
         raise UnknownShape(f"{node.name}: TopK input {x.name} is a scalar")
@@ -344,7 +336,7 @@ def topk(node: NodeView) -> Cost:
 def nonzero(node: NodeView) -> Cost:
     """NonZero: one comparison with zero per input element; the input read once. Its output size depends on the
     data, so its writes are counted only when shape inference resolved them, and a note says when not."""
-    x = _input(node)
+    x = node.need_input(0)
     read = _reads(node)
     written, unknown = _known_writes(node)
     cost = _movement(node, read, written, flops=x.numel)
@@ -357,7 +349,7 @@ def unique(node: NodeView) -> Cost:
     plus n to mark duplicates, each comparison touching one element (or one slice of ``numel / n`` elements):
     ``numel * (ceil(log2 n) + 1)`` FLOPs. The input is read once; outputs are written where their sizes are known
     (they depend on the data) and a note says when they are not."""
-    x = _input(node)
+    x = node.need_input(0)
     shape = x.need_shape()
     axis = node.attr("axis")
     n = shape[int(axis) % len(shape)] if axis is not None and shape else prod(shape)

@@ -105,14 +105,6 @@ def _string_noted(cost: Cost, tensors: Iterable[Tensor | None]) -> Cost:
     return cost.with_note(STRING_BYTES_NOTE) if any(t.dtype == _STRING for t in _present(tensors)) else cost
 
 
-def _input(node: NodeView, i: int = 0) -> Tensor:
-    """Input i, or UnknownShape when it is omitted."""
-    x = node.input(i)
-    if x is None or not x.name:
-        raise UnknownShape(f"{node.name}: {node.op_type} has no input {i}")
-    return x
-
-
 def _output(node: NodeView, i: int = 0) -> Tensor:
     """Output i, or UnknownShape when the node lacks it."""
     out = node.output(i)
@@ -150,7 +142,7 @@ def split_to_sequence(node: NodeView) -> Cost:
     """SplitToSequence: the input copied out as the pieces, which together hold every input element once
     whatever ``split``, ``axis`` and ``keepdims`` are. 0 FLOPs; the input and the optional ``split`` read, the
     input's bytes written."""
-    x, split = _input(node, 0), node.input(1)
+    x, split = node.need_input(0), node.input(1)
     read = _distinct_bytes([x, split])
     cost = Cost(bytes_read=read, bytes_written=_bytes(x), params=weight_params([x]), kernels=1)
     return _string_noted(cost, [x])
@@ -181,7 +173,7 @@ def sequence_insert(node: NodeView) -> Cost:
     """SequenceInsert: the inserted tensor copied in. 0 FLOPs; that tensor and the optional scalar position
     read, the tensor's bytes written. onnxruntime's CPU kernel also re-copies the input sequence's elements into
     the new sequence; their sizes are unknown here, so they are not counted and the note says so."""
-    tensor = _input(node, 1)
+    tensor = node.need_input(1)
     moved = _bytes(tensor)
     cost = Cost(
         bytes_read=moved + _scalar_bytes(node.input(2)),
@@ -249,7 +241,7 @@ def string_concat(node: NodeView) -> Cost:
     """StringConcat: one concatenation (1 FLOP) per element of Z, the numpy broadcast of X and Y. Bytes of
     string tensors are not modelled, so it reads and writes 0 bytes (noted)."""
     out = _output(node)
-    fallback = None if out.known else broadcast_shape(_input(node, 0).need_shape(), _input(node, 1).need_shape())
+    fallback = None if out.known else broadcast_shape(node.need_input(0).need_shape(), node.need_input(1).need_shape())
     return _string_cost(prod(_shape(out, fallback)))
 
 
@@ -257,7 +249,7 @@ def string_concat(node: NodeView) -> Cost:
 def regex_full_match(node: NodeView) -> Cost:
     """RegexFullMatch: one full match of ``pattern`` (1 FLOP) per element, whatever the pattern. The bool output
     Y (X's shape, 1 byte per element) is written; bytes of the string input are not modelled (0, noted)."""
-    x, out = _input(node), _output(node)
+    x, out = node.need_input(0), _output(node)
     elements = prod(_shape(out, x.shape))
     return _string_cost(elements, elements * (out.itemsize or 1))
 
@@ -268,7 +260,7 @@ def string_normalizer(node: NodeView) -> Cost:
     the case change when ``case_change_action`` is LOWER or UPPER; 0 FLOPs (a copy) with neither. The reference
     implementation takes both steps on every input element (``is_case_sensitive`` only orders them), so the count
     does not depend on how many words are dropped. Bytes of string tensors are not modelled (0, noted)."""
-    x = _input(node)
+    x = node.need_input(0)
     stopwords = node.attr("stopwords") or []
     action = node.text("case_change_action", "NONE").upper()
     per_element = (1 if len(stopwords) else 0) + (1 if action in ("LOWER", "UPPER") else 0)
@@ -280,7 +272,7 @@ def string_split(node: NodeView) -> Cost:
     """StringSplit: one split (1 FLOP) per input element, whatever ``delimiter`` and ``maxsplit`` are. Writes the
     int64 substring counts Z (X's shape, 8 bytes per element); bytes of the string input X and of the substrings
     Y are not modelled (0, noted)."""
-    x = _input(node)
+    x = node.need_input(0)
     elements = prod(x.need_shape())
     counts = node.output(1)
     written = 0.0
@@ -342,7 +334,7 @@ def tfidf_vectorizer(node: NodeView) -> Cost:
     Rows: N for an [N, C] input, 1 for [C] or a scalar. Bytes: X read (0 for a string X, whose bytes are not
     modelled), the float output written. The pool and weights are attributes, not weight tensors: no params.
     """
-    x, out = _input(node), _output(node)
+    x, out = node.need_input(0), _output(node)
     shape = x.need_shape()
     rows, c = (shape[0], shape[1]) if len(shape) == 2 else (1, prod(shape))
     indexes = node.attr("ngram_indexes") or []
@@ -373,7 +365,7 @@ def image_decoder(node: NodeView) -> Cost:
     """ImageDecoder: DECODE_FLOPS_PER_VALUE (1) FLOP per decoded output value, H * W * C (C = 3 for RGB/BGR, 1
     for Grayscale): the format, and so the real work per value, is known only from the data. Bytes: the encoded
     stream read, the uint8 image written. The image's size is known only when shape inference resolved it."""
-    stream, image = _input(node), _output(node)
+    stream, image = node.need_input(0), _output(node)
     values = prod(image.need_shape())
     return Cost(
         flops=DECODE_FLOPS_PER_VALUE * values,

@@ -215,9 +215,7 @@ def dft(node: NodeView) -> Cost:
     inverse) + setup_flops(N)``: a radix-2 FFT (5 N log2 N) for a power-of-two N, Bluestein otherwise, as
     onnxruntime runs them (module docstring). bins = N, or N // 2 + 1 for a one-sided forward transform (RFFT);
     IRFFT (onesided and inverse) writes N real values. Reads the min(L, N) samples used per transform."""
-    x = node.input(0)
-    if x is None:
-        raise UnknownShape(f"{node.name}: no input")
+    x = node.need_input(0)
     x_shape = x.need_shape()
     if len(x_shape) < 2:
         raise UnknownShape(f"{node.name}: DFT input {x.name} has rank {len(x_shape)} < 2")
@@ -284,9 +282,7 @@ def stft(node: NodeView) -> Cost:
     complex one) of every frame when a window is given (none is a rectangular window). frame_length: the constant
     input 3, else the window's length, else L. Bins: frame_length // 2 + 1 when onesided (the default), else
     frame_length. Reads the signal samples that fall inside some frame."""
-    signal = node.input(0)
-    if signal is None:
-        raise UnknownShape(f"{node.name}: no signal")
+    signal = node.need_input(0, "signal")
     shape = signal.need_shape()
     if len(shape) not in (2, 3):
         raise UnknownShape(f"{node.name}: STFT signal {signal.name} has rank {len(shape)}, expected 3 (or 2, real)")

@@ -129,14 +129,6 @@ def _ints(value: Any, n: int, default: int) -> tuple[int, ...]:
     return tuple(int(v) for v in value)
 
 
-def _input(node: NodeView, i: int) -> Tensor:
-    """Input i, or UnknownShape when it is omitted."""
-    t = node.input(i)
-    if t is None:
-        raise UnknownShape(f"{node.name}: no input {i}")
-    return t
-
-
 def _const_ints(node: NodeView, i: int) -> tuple[int, ...] | None:
     """The value of input i as ints when it is a small constant, else None."""
     value = node.constant(i)
@@ -185,7 +177,7 @@ def _others(node: NodeView, skip: int) -> list[Tensor | None]:
 def _partial_read(node: NodeView, index: int, elements: int) -> float:
     """Bytes read: ``elements`` of input ``index`` at its dtype, and every other distinct input whole (an input
     that is also passed elsewhere is counted whole once)."""
-    t = _input(node, index)
+    t = node.need_input(index)
     others = _others(node, index)
     if any(o is not None and o.name == t.name for o in others):
         return input_bytes(others)
@@ -211,7 +203,7 @@ def grid_sample(node: NodeView) -> Cost:
     Bytes: the grid is read whole; of each of X's N * C planes at most ``min(prod(D), P * taps)`` elements
     (taps = 1, 2^r or 4^r per output element), the output written once.
     """
-    x, grid = _input(node, 0), _input(node, 1)
+    x, grid = node.need_input(0), node.need_input(1)
     x_shape, grid_shape = x.need_shape(), grid.need_shape()
     n, c, in_spatial = x_shape[0], x_shape[1], x_shape[2:]
     r = len(in_spatial)
@@ -239,7 +231,7 @@ def affine_grid(node: NodeView) -> Cost:
     plus ``2 * sum(sizes)`` FLOPs to build the base grid's per-axis coordinates (start + i * step: 1 mul, 1 add).
     Output ``[N, D.., H, W, r]``, from shape inference or the constant ``size``. Bytes: theta and size read,
     the grid written."""
-    theta = _input(node, 0)
+    theta = node.need_input(0)
     theta_shape = theta.need_shape()
     n, r = theta_shape[0], theta_shape[1]
     size = _const_ints(node, 1)
@@ -269,7 +261,7 @@ def roi_align(node: NodeView) -> Cost:
     Bytes: rois and batch_indices read whole; of X at most ``C * min(N * H * W, R * oh * ow * S * 4)`` elements
     (4 corners per sample); the output written once.
     """
-    x, rois = _input(node, 0), _input(node, 1)
+    x, rois = node.need_input(0), node.need_input(1)
     n, c, h, w = x.need_shape()
     r = rois.need_shape()[0]
     oh, ow = int(node.attr("output_height", 1)), int(node.attr("output_width", 1))
@@ -306,7 +298,7 @@ def max_roi_pool(node: NodeView) -> Cost:
     Bytes: rois read whole; of X at most ``C * min(N * H * W, R * ph * pw * window)`` elements; the output
     written once.
     """
-    x, rois = _input(node, 0), _input(node, 1)
+    x, rois = node.need_input(0), node.need_input(1)
     n, c, h, w = x.need_shape()
     r = rois.need_shape()[0]
     pooled = node.attr("pooled_shape")
@@ -340,7 +332,7 @@ def deform_conv(node: NodeView) -> Cost:
 
     Bytes: every input read once, Y written once. Params: W and B when they are weights.
     """
-    x, w, offset = _input(node, 0), _input(node, 1), _input(node, 2)
+    x, w, offset = node.need_input(0), node.need_input(1), node.need_input(2)
     x_shape, w_shape = x.need_shape(), w.need_shape()
     kernel = _ints(node.attr("kernel_shape"), 0, 0) or tuple(w_shape[2:])
     r = len(kernel)
@@ -384,7 +376,7 @@ def col2im(node: NodeView) -> Cost:
     in ``[0, image_i)``; without padding, every input element. Bytes: those elements of the input and the two
     small shape inputs read, the image written. image_shape and block_shape must be constants (or the output
     shape known and no padding)."""
-    data = _input(node, 0)
+    data = node.need_input(0)
     n, channels_x_block, _ = data.need_shape()
     image = _const_ints(node, 1)
     block = _const_ints(node, 2)
@@ -418,7 +410,7 @@ def center_crop_pad(node: NodeView) -> Cost:
     """CenterCropPad: a copy, 0 FLOPs. Reads the kept window of the input, ``prod_i min(in_i, out_i)`` elements
     (a cropped axis is read only inside the crop), and the small shape input; writes the whole output, the
     zero padding included. The output shape comes from shape inference or the constant ``shape`` and ``axes``."""
-    x = _input(node, 0)
+    x = node.need_input(0)
     x_shape = x.need_shape()
     fallback = None
     target = _const_ints(node, 1)
@@ -466,7 +458,7 @@ def non_max_suppression(node: NodeView) -> Cost:
     Bytes: every input read once; the int64 ``[selected, 3]`` output has a data-dependent length, written at its
     inferred shape when known, else at the bound ``B * Cl * min(M, S)`` rows (``S`` when M is not a constant).
     """
-    boxes, scores = _input(node, 0), _input(node, 1)
+    boxes, scores = node.need_input(0), node.need_input(1)
     b, s, _ = boxes.need_shape()
     classes = scores.need_shape()[1]
     if node.input(2) is None:
