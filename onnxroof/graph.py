@@ -23,6 +23,7 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, GraphProto, ModelProto, TensorProto, numpy_helper
 
+from onnxroof import native
 from onnxroof.costs import Tensor
 from onnxroof.errors import UserError
 from onnxroof.inference import (
@@ -230,14 +231,14 @@ def _infer_and_build(model: ModelProto) -> tuple[ModelProto, list[str], Built]:
     stand-ins. Reading protobuf fields is the slowest part of loading a large graph, so nodes and initializers
     are read once, whichever inference passes run.
     """
-    op_types = {n.op_type for n in model.graph.node}
+    drop_weight_bytes(model.graph)  # never read, and the native reader would copy them with the graph's bytes
+    raw = _read_graph(model.graph)
+    op_types = {node[1] for node in raw.nodes}
     if (op_types & _PROXY_OP_TYPES or op_types & _CONTROL_FLOW) and needs_proxy(model):
-        drop_weight_bytes(model.graph)
         model, warnings = infer_with_proxies(model, infer_complete)
         return model, warnings, _build(model.graph, {}, {})
     warnings: list[str] = []
     data_prop = bool(op_types & _SHAPE_SOURCES)
-    raw = _read_graph(model.graph)
     declared = len(model.graph.input)  # inference gets the large weights as inputs after these
     lean = weights_as_inputs(model, raw.initializers)
     inferred = onnx_infer(lean, data_prop, warnings)
@@ -318,6 +319,28 @@ class _RawGraph:
 
 
 def _read_graph(graph: GraphProto) -> _RawGraph:
+    """A graph's initializers and nodes as plain values, through the native reader when it was built."""
+    if native.reader is not None:
+        return _read_graph_native(graph, native.reader)
+    return _read_graph_python(graph)
+
+
+def _read_graph_native(graph: GraphProto, reader: Any) -> _RawGraph:
+    """_read_graph through the native reader, which leaves to the protobuf API only what it does not decode
+    itself: small initializers' values and the attributes that are not numbers or strings (tensors, graphs)."""
+    nodes, initializers, raw_attributes = reader.graph_contents(graph.SerializeToString(), SMALL_CONSTANT)
+    for i, (name, dtype, dims, data) in enumerate(initializers):
+        if data is not None:  # the bytes of a tensor of at most SMALL_CONSTANT elements, stored inline
+            initializers[i] = (name, dtype, dims, _small_array(TensorProto.FromString(data)))
+    for index, name, data in reversed(raw_attributes):  # the last of a name wins, as in the Python reader
+        attrs = nodes[index][5]
+        if attrs[name] is None:  # else a later attribute of the same name replaced this one
+            attrs[name] = _attr_value(AttributeProto.FromString(data))
+    sparse = [(s.values.name, s.values.data_type, tuple(s.dims)) for s in graph.sparse_initializer]
+    return _RawGraph(initializers, sparse, nodes)
+
+
+def _read_graph_python(graph: GraphProto) -> _RawGraph:
     initializers = []
     for init in graph.initializer:
         dims = tuple(init.dims)

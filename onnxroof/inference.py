@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 from onnx import GraphProto, ModelProto, TensorProto, numpy_helper
 
+from onnxroof import native
 from onnxroof.shape_proxy import unknown_output_count
 
 SMALL_CONSTANT = 64  # constants up to this many elements keep their values (trip counts, K of TopK, axes)
@@ -41,8 +42,11 @@ def read_shapes(graph: GraphProto, input_count: int | None = None) -> Shapes:
     one graph (not its subgraphs).
 
     Reading nested protobuf fields from Python is the slowest part of loading a large graph, and most of its
-    tensors share a handful of types: each distinct type is read once, keyed by its serialized bytes.
+    tensors share a handful of types: each distinct type is read once, keyed by its serialized bytes. The
+    native reader, where it was built, does the same on the serialized graph.
     """
+    if native.reader is not None:
+        return native.reader.value_types(graph.SerializeToString(), -1 if input_count is None else input_count)
     shapes: Shapes = {}
     by_type: dict[bytes, tuple[int, Optional[tuple[int, ...]]]] = {}
     for vi in itertools.chain(graph.input[:input_count], graph.value_info, graph.output):
@@ -81,11 +85,22 @@ def weights_as_inputs(model: ModelProto, initializers: Sequence[tuple[str, int, 
     if not any(large):
         return model.SerializeToString()
     declared = {vi.name for vi in graph.input}  # IR 3 lists every initializer as an input already
+    entries = [
+        (name, dtype, dims) for (name, dtype, dims, _), moved in zip(initializers, large) if moved and name not in declared
+    ]
+    inputs = native.reader.typed_inputs(entries) if native.reader is not None else typed_inputs(entries)
+    kept = GraphProto()
+    kept.initializer.extend([graph.initializer[i] for i, moved in enumerate(large) if not moved])
+    del graph.initializer[:]
+    graph.initializer.extend(kept.initializer)
+    return model.SerializeToString() + _wire_field(7, inputs)  # ModelProto.graph, merged into the first
+
+
+def typed_inputs(entries: Sequence[tuple[str, int, tuple[int, ...]]]) -> bytes:
+    """The serialized GraphProto.input fields declaring each (name, elem_type, dims) as a typed tensor."""
     types: dict[tuple[int, tuple[int, ...]], bytes] = {}
     inputs = []
-    for (name, dtype, dims, _), moved in zip(initializers, large):
-        if not moved or name in declared:
-            continue
+    for name, dtype, dims in entries:
         type_field = types.get((dtype, dims))
         if type_field is None:
             shape = b"".join([_wire_field(1, _wire_int(1, d)) for d in dims])  # TensorShapeProto.dim: dim_value
@@ -93,11 +108,7 @@ def weights_as_inputs(model: ModelProto, initializers: Sequence[tuple[str, int, 
             type_field = types[(dtype, dims)] = _wire_field(2, _wire_field(1, tensor_type))  # ValueInfoProto.type
         value_info = _wire_field(1, name.encode()) + type_field  # ValueInfoProto.name, .type
         inputs.append(_wire_field(11, value_info))  # GraphProto.input
-    kept = GraphProto()
-    kept.initializer.extend([graph.initializer[i] for i, moved in enumerate(large) if not moved])
-    del graph.initializer[:]
-    graph.initializer.extend(kept.initializer)
-    return model.SerializeToString() + _wire_field(7, b"".join(inputs))  # ModelProto.graph, merged into the first
+    return b"".join(inputs)
 
 
 _SMALL_VARINTS = [bytes([value]) for value in range(0x80)]
