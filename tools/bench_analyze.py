@@ -29,10 +29,14 @@ modes, path, repeat = sys.argv[1].split(","), sys.argv[2], int(sys.argv[3])
 import onnx
 
 def runner(mode):
-    if mode == "ours":
-        import onnxroof.costs, onnxroof.analysis
+    if mode in ("ours", "ours_python"):
+        import onnxroof.costs, onnxroof.analysis, onnxroof.native
         onnxroof.costs.registered_ops()
-        return lambda: onnxroof.analysis.analyze(path, device="v100-sxm2")
+        reader = onnxroof.native.reader if mode == "ours" else None
+        def run():
+            onnxroof.native.reader = reader
+            onnxroof.analysis.analyze(path, device="v100-sxm2")
+        return run
     if mode == "floor":
         return lambda: onnx.shape_inference.infer_shapes(onnx.load(path, load_external_data=False))
     import onnx_tool
@@ -120,6 +124,11 @@ def main(argv: list[str] | None = None) -> int:
 
     import model_zoo
 
+    from onnxroof import native
+
+    with_native = native.reader is not None
+    print("graph reader: " + ("native (onnxroof._wire); 'py reader s' is onnxroof with the Python reader" if with_native else
+          "Python only: the native reader is not built in this checkout ('pip install -e .' builds it in place)"))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in [int(v) for v in args.nodes.split(",") if v]:
@@ -139,18 +148,20 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((f"zoo:{name} (inline)", path.stat().st_size, path, not args.no_onnx_tool))
 
         tool_missing = False
-        print(f"{'model':<26} {'weights':>9} {'floor s':>9} {'ours s':>9} {'ratio':>6} {'floor MB':>9} {'ours MB':>8} {'onnx-tool s':>12}")
+        print(f"{'model':<26} {'weights':>9} {'floor s':>9} {'ours s':>9} {'ratio':>6} {'py reader s':>12} {'floor MB':>9} {'ours MB':>8} {'onnx-tool s':>12}")
         for label, weight_bytes, path, with_tool in rows:
-            times = measure(["floor", "ours"] + (["onnx_tool"] if with_tool else []), path, args.repeat)
+            modes = ["floor", "ours"] + (["ours_python"] if with_native else []) + (["onnx_tool"] if with_tool else [])
+            times = measure(modes, path, args.repeat)
             floor_memory, ours_memory = measure(["floor"], path, 1), measure(["ours"], path, 1)
             if times is None or floor_memory is None or ours_memory is None:
                 print(f"{label:<26} measurement failed")
                 continue
-            floor, ours, tool = (times["seconds"].get(mode) for mode in ("floor", "ours", "onnx_tool"))
+            floor, ours, python, tool = (times["seconds"].get(mode) for mode in ("floor", "ours", "ours_python", "onnx_tool"))
             tool_text = f"{tool:.3f}" if tool else ("n/a" if with_tool else "-")
+            python_text = f"{python:.3f}" if python else "-"
             tool_missing = tool_missing or (with_tool and tool is None)
             print(
-                f"{label:<26} {weight_bytes / 1e9:>7.2f}GB {floor:>9.3f} {ours:>9.3f} {ours / floor:>6.2f} "
+                f"{label:<26} {weight_bytes / 1e9:>7.2f}GB {floor:>9.3f} {ours:>9.3f} {ours / floor:>6.2f} {python_text:>12} "
                 f"{floor_memory['peak_rss_mb']:>9.0f} {ours_memory['peak_rss_mb']:>8.0f} {tool_text:>12}"
             )
     print("\nfloor = onnx.load + onnx.shape_inference.infer_shapes; ours = onnxroof.analyze (load, inference, costs, "
