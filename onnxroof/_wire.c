@@ -27,6 +27,13 @@ typedef struct {
     Span bytes;     /* a length-delimited payload */
 } Field;
 
+/* A little-endian unsigned integer of `size` bytes: protobuf's fixed32 and fixed64, on any host. */
+static uint64_t little_endian(const uint8_t *p, int size) {
+    uint64_t value = 0;
+    for (int k = size - 1; k >= 0; k--) value = value << 8 | p[k];
+    return value;
+}
+
 static int bad_wire(void) {
     PyErr_SetString(PyExc_ValueError, "malformed protobuf wire data");
     return -1;
@@ -58,17 +65,14 @@ static int next_field(Span *s, Field *f) {
         return read_varint(s, &f->value) < 0 ? -1 : 1;
     case 1:
         if (s->end - s->p < 8) return bad_wire();
-        memcpy(&f->value, s->p, 8);
+        f->value = little_endian(s->p, 8);
         s->p += 8;
         return 1;
-    case 5: {
-        uint32_t v;
+    case 5:
         if (s->end - s->p < 4) return bad_wire();
-        memcpy(&v, s->p, 4);
-        f->value = v;
+        f->value = little_endian(s->p, 4);
         s->p += 4;
         return 1;
-    }
     case 2: {
         uint64_t length;
         if (read_varint(s, &length) < 0) return -1;
@@ -129,11 +133,8 @@ static int append_float(PyObject *list, uint32_t bits) {
 static int append_floats(PyObject *list, const Field *f) {
     if (f->wire == 5) return append_float(list, (uint32_t)f->value);
     if (f->wire != 2 || (f->bytes.end - f->bytes.p) % 4) return bad_wire();
-    for (const uint8_t *q = f->bytes.p; q < f->bytes.end; q += 4) {
-        uint32_t bits;
-        memcpy(&bits, q, 4);
-        if (append_float(list, bits) < 0) return -1;
-    }
+    for (const uint8_t *q = f->bytes.p; q < f->bytes.end; q += 4)
+        if (append_float(list, (uint32_t)little_endian(q, 4)) < 0) return -1;
     return 0;
 }
 
