@@ -1,14 +1,15 @@
 /* Reads the parts of a serialized onnx GraphProto that analysis needs (nodes, initializer headers, value
- * types) straight from the protobuf wire format into Python values.
+ * types) straight from the protobuf wire format into Python values, and encodes the typed graph inputs that
+ * shape inference gets for large weights.
  *
  * Reading a large graph field by field through the protobuf Python API costs a few microseconds per node,
  * as much as onnx's C++ shape inference of it; decoding the bytes here costs a small fraction of that.
- * onnxroof.wire holds the pure-Python reader that is used where this module was not built, and defines the
- * values returned: the two are tested to agree on the same graphs.
+ * The Python reader it stands in for (graph._read_graph_python, inference.read_shapes and typed_inputs) is
+ * used where this module was not built and defines the values returned: tests/test_native_reader.py checks
+ * that the two agree on the same graphs.
  *
  * Field numbers are onnx.proto's. The input is a serialization protobuf wrote, so every field is well formed;
- * anything else (a truncated field, a group, an unknown wire type) raises ValueError and the caller falls back
- * to the Python reader.
+ * anything else (a truncated field, a group, an unknown wire type) raises ValueError.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
