@@ -5,14 +5,16 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
+import operator
 import os
 import warnings
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 from onnx import ModelProto, TensorProto
@@ -54,12 +56,11 @@ class UnsupportedOpWarning(UserWarning):
     """An op has no cost function: it is charged its tensor bytes only."""
 
 
-@dataclass(slots=True)
-class NodeResult:
+class NodeResult(NamedTuple):
     """One runtime node: its cost, the precision it computes at, and its place on the device's roofline.
 
-    Read-only by convention; not frozen because one is built per node and a frozen dataclass costs four times
-    as much to construct.
+    A named tuple rather than a dataclass: immutable like a frozen one, and built per node (tens of thousands on a
+    large graph) without a Python-level __init__, at a third of a slotted dataclass's cost.
     """
 
     name: str
@@ -296,10 +297,11 @@ def _signature(node: Node, inputs: Sequence[Tensor | None], outputs: Sequence[Te
     if node.subgraphs:
         return None
     names = node.inputs + node.outputs
-    distinct = set(names)
-    distinct.discard("")
-    if len(distinct) != len(names) - names.count(""):
-        return None
+    if len(set(names)) != len(names):  # a repeated name, or only several omitted inputs ('') that are harmless
+        distinct = set(names)
+        distinct.discard("")
+        if len(distinct) != len(names) - names.count(""):
+            return None
     attrs = node.attrs
     return (
         node.op_type,
@@ -390,9 +392,9 @@ def _analyze(
     # summed over the groups (first node, count) rather than over every node of a large graph.
     groups: list[NodeResult] = []
     counts: list[int] = []
+    shared: list[tuple] = []
     memo: dict[tuple, int] = {}
     roofs: dict[str, roofline.Roof] = {}
-    read_names: set[str] = set()
     subgraph_weights: list[Tensor] = []
     tensor, known = graph.tensor, graph.tensors.get
     for index, node in enumerate(runtime):
@@ -413,15 +415,14 @@ def _analyze(
             if key is not None and reason != _SHAPE_UNKNOWN:  # unknown-shape notes name the node's tensors
                 memo[key] = len(groups)
             groups.append(result)
+            shared.append(result[3:])  # what the group's other nodes share: all but name, op_type and domain
             counts.append(1)
         else:
-            first = groups[group]
             counts[group] += 1
-            if not first.supported:  # never for want of a shape: those nodes are not memoized
+            if not groups[group].supported:  # never for want of a shape: those nodes are not memoized
                 coster.count(node.domain, node.op_type, _NO_COST_FUNCTION)
-            result = NodeResult(node.name, node.op_type, node.domain, first.precision, first.cost, first.prediction, first.supported, first.engine)
+            result = _new_result((node.name, node.op_type, node.domain) + shared[group])
         results.append(result)
-        read_names.update(node.inputs)
         if node.subgraphs:
             subgraph_weights.extend(_subgraph_weights(node))
         if progress is not None and (index % 256 == 0 or index == len(runtime) - 1):
@@ -430,7 +431,7 @@ def _analyze(
     weighted = list(zip(groups, counts))
     main_precision = precision or _dominant_precision(weighted)
     run_overhead = dev.run_overhead.value if engine_mode and dev.run_overhead is not None else 0.0
-    params = weight_params(itertools.chain(map(known, read_names), subgraph_weights))
+    params = weight_params(itertools.chain(_read_weights(runtime, known), subgraph_weights))
     totals = _totals(weighted, params, dev, main_precision, run_overhead)
     unsupported = tuple(
         Unsupported(op, domain, count, reason) for (domain, op, reason), count in sorted(coster.unsupported.items())
@@ -456,6 +457,19 @@ def _analyze(
         warnings=tuple(messages),
         graph="onnxruntime-optimized" if engine_mode else "as-exported",
     )
+
+
+_new_result = functools.partial(tuple.__new__, NodeResult)  # NodeResult from a tuple, without the generated __new__
+
+
+def _read_weights(runtime: Sequence[Node], known: Callable[[str], Tensor | None]) -> list[Tensor]:
+    """The weights that runtime nodes read, each once, selected without a Python step per tensor: a large graph
+    reads tens of thousands of tensors, most of them activations."""
+    read = list(filter(None, map(known, set(itertools.chain.from_iterable([n.inputs for n in runtime])))))
+    return list(itertools.compress(read, map(_IS_WEIGHT, read)))
+
+
+_IS_WEIGHT = operator.attrgetter("is_weight")
 
 
 def _subgraph_weights(node: Node) -> Iterator[Tensor]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from math import prod
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping, MutableMapping, Sequence
+from typing import Any, Callable, Mapping, MutableMapping, Sequence
 
 import numpy as np
 import onnx
@@ -28,10 +28,12 @@ from onnxroof.costs import Tensor
 from onnxroof.errors import UserError
 from onnxroof.inference import (
     SMALL_CONSTANT,
+    Inferred,
+    Shapes,
     drop_weight_bytes,
     fold_shape_values,
     infer_complete,
-    onnx_infer,
+    onnx_infer_serialized,
     read_shapes,
     weights_as_inputs,
     with_symbolic_shapes,
@@ -223,39 +225,45 @@ _CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})  # the standard ops with subgr
 Built = tuple[MutableMapping[str, Tensor], MutableMapping[str, np.ndarray], list[Node], list[str]]
 
 
-def _infer_and_build(model: ModelProto) -> tuple[ModelProto, list[str], Built]:
-    """Infer shapes and build the top-level graph, doing only as much inference as the model needs.
+def _infer_and_build(model: ModelProto) -> tuple[list[str], Built]:
+    """Infer shapes and build the top-level graph, doing only as much inference as the model needs; returns the
+    inference warnings and the built graph.
 
     Shapes come from onnx's inference, then onnxruntime's symbolic inference for what is still unknown.
     onnxruntime contrib ops that neither knows (FusedConv, NCHWc, QLinear, ...) are inferred through standard
     stand-ins. Reading protobuf fields is the slowest part of loading a large graph, so nodes and initializers
-    are read once, whichever inference passes run.
+    are read once, whichever inference passes run, and the inferred model stays serialized unless a later pass
+    needs it as a proto.
     """
     drop_weight_bytes(model.graph)  # never read, and the native reader would copy them with the graph's bytes
     raw = _read_graph(model.graph)
     op_types = {node[1] for node in raw.nodes}
     if (op_types & _PROXY_OP_TYPES or op_types & _CONTROL_FLOW) and needs_proxy(model):
         model, warnings = infer_with_proxies(model, infer_complete)
-        return model, warnings, _build(model.graph, {}, {})
+        return warnings, _build(model.graph, {}, {})
     warnings: list[str] = []
     data_prop = bool(op_types & _SHAPE_SOURCES)
     declared = len(model.graph.input)  # inference gets the large weights as inputs after these
     lean = weights_as_inputs(model, raw.initializers)
-    inferred = onnx_infer(lean, data_prop, warnings)
-    built = _assemble(inferred.graph, raw, {}, {}, declared)
+
+    def build(inferred: Inferred) -> Built:
+        return _assemble(inferred.shapes(declared), lambda: inferred.model.graph, raw, {}, {})
+
+    inferred = onnx_infer_serialized(lean, data_prop, warnings)
+    built = build(inferred)
     unknown = _has_unknown_outputs(built[0], built[2])
     if unknown and not data_prop:
-        inferred = onnx_infer(lean, True, warnings)
-        built = _assemble(inferred.graph, raw, {}, {}, declared)
+        inferred = onnx_infer_serialized(lean, True, warnings)
+        built = build(inferred)
         unknown = _has_unknown_outputs(built[0], built[2])
-    if unknown and fold_shape_values(inferred, _small_constants(raw), read_shapes(inferred.graph), _opset(model)):
-        inferred = onnx_infer(inferred.SerializeToString(), True, warnings)
-        built = _assemble(inferred.graph, raw, {}, {}, declared)
+    if unknown and fold_shape_values(inferred.model, _small_constants(raw), inferred.shapes(), _opset(model)):
+        inferred = onnx_infer_serialized(inferred.model.SerializeToString(), True, warnings)
+        built = build(inferred)
         unknown = _has_unknown_outputs(built[0], built[2])
     if unknown:
-        inferred = with_symbolic_shapes(inferred, warnings)
-        built = _assemble(inferred.graph, raw, {}, {}, declared)
-    return inferred, warnings, built
+        inferred = Inferred(model=with_symbolic_shapes(inferred.model, warnings))
+        built = build(inferred)
+    return warnings, built
 
 
 def _opset(model: ModelProto) -> int:
@@ -316,6 +324,7 @@ class _RawGraph:
     initializers: list[tuple[str, int, tuple[int, ...], np.ndarray | None]]  # name, dtype, dims, small value
     sparse: list[tuple[str, int, tuple[int, ...]]]
     nodes: list[tuple[str, str, str, tuple[str, ...], tuple[str, ...], dict[str, Any], tuple[int, tuple[int, ...]] | None, bool]]
+    inputs: tuple[str, ...]  # the declared graph inputs' names
 
 
 def _read_graph(graph: GraphProto) -> _RawGraph:
@@ -337,7 +346,7 @@ def _read_graph_native(graph: GraphProto, reader: Any) -> _RawGraph:
         if attrs[name] is None:  # else a later attribute of the same name replaced this one
             attrs[name] = _attr_value(AttributeProto.FromString(data))
     sparse = [(s.values.name, s.values.data_type, tuple(s.dims)) for s in graph.sparse_initializer]
-    return _RawGraph(initializers, sparse, nodes)
+    return _RawGraph(initializers, sparse, nodes, tuple(vi.name for vi in graph.input))
 
 
 def _read_graph_python(graph: GraphProto) -> _RawGraph:
@@ -360,28 +369,28 @@ def _read_graph_python(graph: GraphProto) -> _RawGraph:
                     constant_type = (a.t.data_type, tuple(a.t.dims))
         name = proto.name or f"{op_type}_{index}"
         nodes.append((name, op_type, proto.domain, tuple(proto.input), tuple(proto.output), attrs, constant_type, has_subgraph))
-    return _RawGraph(initializers, sparse, nodes)
+    return _RawGraph(initializers, sparse, nodes, tuple(vi.name for vi in graph.input))
 
 
 def _build(graph: GraphProto, outer: Mapping[str, Tensor], outer_constants: Mapping[str, np.ndarray]) -> Built:
     """Tensors, small constant values, nodes (with folding) and runtime input names of one (sub)graph."""
-    return _assemble(graph, _read_graph(graph), outer, outer_constants)
+    return _assemble(read_shapes(graph), lambda: graph, _read_graph(graph), outer, outer_constants)
 
 
 def _assemble(
-    graph: GraphProto,
+    shapes: Shapes,
+    inferred_graph: Callable[[], GraphProto],
     raw: _RawGraph,
     outer: Mapping[str, Tensor],
     outer_constants: Mapping[str, np.ndarray],
-    input_count: int | None = None,
 ) -> Built:
-    """The graph from its inferred shapes (read from ``graph``) and its already-read nodes and initializers;
-    ``input_count`` leaves out the inputs after the first that many (weights shape inference got as inputs)."""
+    """The graph from its inferred value types and its already-read nodes and initializers. ``inferred_graph``
+    gives the inferred GraphProto, which is read only for subgraphs (If/Loop/Scan bodies, inferred with it)."""
     # A subgraph sees the enclosing scopes' tensors through a chain, not a copy: nested Ifs stay linear.
     tensors: MutableMapping[str, Tensor] = ChainMap({}, outer) if outer else {}
     constants: MutableMapping[str, np.ndarray] = ChainMap({}, outer_constants) if outer_constants else {}
 
-    for name, (dtype, shape) in read_shapes(graph, input_count).items():
+    for name, (dtype, shape) in shapes.items():
         if shape is not None or name not in tensors:
             tensors[name] = _new_tensor((name, dtype, shape, False))
     for name, dtype, dims, value in raw.initializers:
@@ -390,14 +399,14 @@ def _assemble(
             constants[name] = value
     for name, dtype, dims in raw.sparse:
         tensors[name] = _new_tensor((name, dtype, dims, True))
-    runtime_inputs = [vi.name for vi in graph.input[:input_count] if not _is_weight(tensors, vi.name)]
+    runtime_inputs = [name for name in raw.inputs if not _is_weight(tensors, name)]
 
     nodes: list[Node] = []
     for index, (name, op_type, domain, inputs, outputs, attrs, constant_type, has_subgraph) in enumerate(raw.nodes):
         subgraphs: Mapping[str, Graph] = _NO_SUBGRAPHS
         if has_subgraph:
             loaded: dict[str, Graph] = {}
-            for a in graph.node[index].attribute:
+            for a in inferred_graph().node[index].attribute:
                 if a.type == AttributeProto.GRAPH:
                     sub_tensors, sub_constants, sub_nodes, sub_inputs = _build(a.g, tensors, constants)
                     loaded[a.name] = Graph(
@@ -463,7 +472,7 @@ def load_graph(
         copy.CopyFrom(model)
         model = copy
     _fix_inputs(model, shapes, dict(dims or {}))
-    model, warnings, (tensors, constants, nodes, runtime_inputs) = _infer_and_build(model)
+    warnings, (tensors, constants, nodes, runtime_inputs) = _infer_and_build(model)
     return Graph(
         name=display_name,
         nodes=tuple(nodes),

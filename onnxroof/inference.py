@@ -60,12 +60,97 @@ def read_shapes(graph: GraphProto, input_count: int | None = None) -> Shapes:
     return shapes
 
 
+class Inferred:
+    """onnx's inference of a model, kept in the wire format it comes in: loading a large graph needs only its
+    value types, which the native reader decodes from these bytes, so the proto is parsed only when a later
+    pass asks for it (parsing it and serializing the graph again for the reader cost about a fifth as much as
+    the inference itself)."""
+
+    def __init__(self, data: bytes | None = None, model: ModelProto | None = None) -> None:
+        self._data = data
+        self._model = model
+
+    @property
+    def model(self) -> ModelProto:
+        """The inferred model as a proto (parsed on first use)."""
+        if self._model is None:
+            self._model = ModelProto.FromString(self._data)
+        return self._model
+
+    def shapes(self, input_count: int | None = None) -> Shapes:
+        """read_shapes of the inferred top-level graph."""
+        if native.reader is None or self._data is None:
+            return read_shapes(self.model.graph, input_count)
+        return native.reader.value_types(model_graph_bytes(self._data), -1 if input_count is None else input_count)
+
+
+def model_graph_bytes(model: bytes) -> bytes:
+    """The serialized GraphProto inside a serialized ModelProto (field 7); occurrences of the field are merged
+    by concatenation, as protobuf merges a repeated embedded message."""
+    parts = []
+    position = 0
+    while position < len(model):
+        key, position = _read_varint(model, position)
+        wire_type = key & 7
+        if wire_type == 0:
+            _, position = _read_varint(model, position)
+        elif wire_type == 2:
+            length, position = _read_varint(model, position)
+            if key >> 3 == 7:
+                parts.append(model[position:position + length])
+            position += length
+        elif wire_type in (1, 5):
+            position += 8 if wire_type == 1 else 4
+        else:
+            raise ValueError(f"unexpected wire type {wire_type} in a ModelProto")
+    if position != len(model):
+        raise ValueError("truncated ModelProto")
+    return b"".join(parts)
+
+
+def _read_varint(data: bytes, position: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if position >= len(data):
+            raise ValueError("truncated varint")
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, position
+        shift += 7
+
+
+def onnx_infer_serialized(model: bytes, data_prop: bool, warnings: list[str]) -> Inferred:
+    """onnx_infer of a serialized model, its result left serialized until a proto is needed."""
+    try:
+        return Inferred(data=_infer_wire(model, False, False, data_prop))
+    except Exception as exc:  # inference errors on odd but runnable models: keep going with what we have
+        warnings.append(_inference_failed(exc))
+        return Inferred(data=model)
+
+
+def _infer_wire(model: bytes, check_type: bool, strict_mode: bool, data_prop: bool) -> bytes:
+    """onnx's shape inference from bytes to bytes: what onnx.shape_inference.infer_shapes calls before it parses
+    the result (the public function, then serialized again, where that binding is not there)."""
+    try:
+        from onnx.onnx_cpp2py_export.shape_inference import infer_shapes
+    except ImportError:
+        return onnx.shape_inference.infer_shapes(model, check_type, strict_mode, data_prop).SerializeToString()
+    return infer_shapes(model, check_type, strict_mode, data_prop)
+
+
+def _inference_failed(exc: Exception) -> str:
+    reason = (str(exc).splitlines() or [type(exc).__name__])[0][:120]
+    return f"onnx shape inference failed ({reason}); shapes may be missing"
+
+
 def onnx_infer(model: ModelProto | bytes, data_prop: bool, warnings: list[str]) -> ModelProto:
     """onnx's shape inference of a model (or a serialized one); on failure the model as it is and a warning."""
     try:
         return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=data_prop)
     except Exception as exc:  # inference errors on odd but runnable models: keep going with what we have
-        warnings.append(f"onnx shape inference failed ({str(exc).splitlines()[0][:120]}); shapes may be missing")
+        warnings.append(_inference_failed(exc))
         return model if isinstance(model, ModelProto) else ModelProto.FromString(model)
 
 

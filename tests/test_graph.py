@@ -282,6 +282,36 @@ def test_inference_gets_large_weights_as_typed_inputs_and_small_constants_as_val
     assert g.tensors["y"].shape == (4, 100)
 
 
+def test_model_graph_bytes_finds_and_merges_the_graph_field():
+    # ModelProto.graph is field 7. A model serialized by protobuf holds it once, between other fields (ir_version
+    # 1, opset_import 8, producer_name 2); weights_as_inputs appends a second occurrence, which protobuf merges
+    # into the first, so the two payloads concatenated parse to the same merged graph.
+    from onnxroof.inference import model_graph_bytes, weights_as_inputs
+    from onnxroof.graph import _read_graph
+
+    model = _weights_model(8)
+    model.producer_name = "p" * 300  # a length-delimited field over 127 bytes: a two-byte length varint
+    assert model_graph_bytes(model.SerializeToString()) == model.graph.SerializeToString()
+    lean = weights_as_inputs(model, _read_graph(model.graph).initializers)
+    assert onnx.GraphProto.FromString(model_graph_bytes(lean)) == onnx.ModelProto.FromString(lean).graph
+    assert model_graph_bytes(onnx.ModelProto().SerializeToString()) == b""
+    with pytest.raises(ValueError):
+        model_graph_bytes(model.SerializeToString()[:-1])  # the last field's payload is cut short
+
+
+def test_inference_without_its_bytes_binding_reads_the_same_shapes(monkeypatch):
+    # The loader calls onnx's C++ inference from bytes to bytes; where that binding cannot be imported it uses the
+    # public infer_shapes and serializes its result. Both give y = [2,200] reshaped to [4,100].
+    import sys
+
+    expected = load_graph(_weights_model(8))
+    monkeypatch.setitem(sys.modules, "onnx.onnx_cpp2py_export.shape_inference", None)  # import raises ImportError
+    g = load_graph(_weights_model(8))
+    assert g.warnings == ()  # a failed inference would say so (and leave y to symbolic inference)
+    assert g.tensors == expected.tensors
+    assert g.tensors["y"].shape == (4, 100)
+
+
 def test_symbolic_inference_sees_the_large_weights_given_as_inputs():
     # onnx cannot infer the com.microsoft Gelu, so symbolic inference runs on what onnx's inference returned,
     # where the 40,000-element weight is an input: the MatMul after the Gelu still gets its shape from it.
@@ -308,6 +338,7 @@ def test_a_failing_onnx_inference_is_a_warning_and_the_weights_stay_weights(monk
         raise RuntimeError("[ShapeInferenceError] odd model")
 
     monkeypatch.setattr(inference_module.onnx.shape_inference, "infer_shapes", broken)
+    monkeypatch.setattr(inference_module, "_infer_wire", broken)  # the loader's bytes-to-bytes call
     monkeypatch.setattr(inference_module, "symbolic_infer", broken)
     g = load_graph(_weights_model(8))
     assert g.warnings[0] == "onnx shape inference failed ([ShapeInferenceError] odd model); shapes may be missing"

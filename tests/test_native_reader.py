@@ -23,7 +23,7 @@ import model_zoo
 from onnxroof import native
 from onnxroof.analysis import analyze
 from onnxroof.graph import _read_graph_native, _read_graph_python
-from onnxroof.inference import read_shapes, typed_inputs
+from onnxroof.inference import Inferred, read_shapes, typed_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 LIGHT_DIR = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
@@ -180,6 +180,16 @@ def test_value_types_match_the_python_reader(reader: ModuleType, monkeypatch: py
     expected = read_shapes(graph, input_count)
     count = -1 if input_count is None else input_count
     assert reader.value_types(graph.SerializeToString(), count) == expected
+
+
+@pytest.mark.parametrize("label,graph", TYPED[1:], ids=[label for label, _ in TYPED[1:]])
+def test_inferred_model_bytes_give_the_python_readers_shapes(reader: ModuleType, monkeypatch: pytest.MonkeyPatch, label: str, graph: onnx.GraphProto):
+    # The loader keeps onnx's inference result serialized and reads its value types from the model's bytes.
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    monkeypatch.setattr(native, "reader", None)
+    expected = read_shapes(graph, 1)
+    monkeypatch.setattr(native, "reader", reader)
+    assert Inferred(data=model.SerializeToString()).shapes(1) == expected
 
 
 def test_value_types_read_as_defined(reader: ModuleType):
