@@ -396,10 +396,10 @@ def _analyze(
     memo: dict[tuple, int] = {}
     roofs: dict[str, roofline.Roof] = {}
     subgraph_weights: list[Tensor] = []
-    tensor, known = graph.tensor, graph.tensors.get
+    resolve = _Resolver(graph.tensors).__getitem__
     for index, node in enumerate(runtime):
-        ins = tuple([known(n) or tensor(n) for n in node.inputs])
-        outs = tuple([known(n) or tensor(n) for n in node.outputs])
+        ins = tuple(map(resolve, node.inputs))
+        outs = tuple(map(resolve, node.outputs))
         key = _signature(node, ins, outs, graph.constants)
         group = memo.get(key) if key is not None else None
         if group is None:
@@ -431,7 +431,7 @@ def _analyze(
     weighted = list(zip(groups, counts))
     main_precision = precision or _dominant_precision(weighted)
     run_overhead = dev.run_overhead.value if engine_mode and dev.run_overhead is not None else 0.0
-    params = weight_params(itertools.chain(_read_weights(runtime, known), subgraph_weights))
+    params = weight_params(itertools.chain(_read_weights(runtime, graph.tensors.get), subgraph_weights))
     totals = _totals(weighted, params, dev, main_precision, run_overhead)
     unsupported = tuple(
         Unsupported(op, domain, count, reason) for (domain, op, reason), count in sorted(coster.unsupported.items())
@@ -457,6 +457,18 @@ def _analyze(
         warnings=tuple(messages),
         graph="onnxruntime-optimized" if engine_mode else "as-exported",
     )
+
+
+class _Resolver(dict):
+    """Tensor by name, as Graph.tensor resolves it (None for an omitted input, an unknown tensor for a name the
+    graph does not type), as a dict so that a node's names map to tensors without a Python call per name."""
+
+    def __init__(self, tensors: Mapping[str, Tensor]) -> None:
+        super().__init__(tensors)
+        self.pop("", None)  # '' is an omitted input, whatever a graph may type under that name
+
+    def __missing__(self, name: str) -> Tensor | None:
+        return Tensor(name, TensorProto.UNDEFINED, None, False) if name else None
 
 
 _new_result = functools.partial(tuple.__new__, NodeResult)  # NodeResult from a tuple, without the generated __new__
