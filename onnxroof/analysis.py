@@ -396,7 +396,7 @@ def _analyze(
     memo: dict[tuple, int] = {}
     roofs: dict[str, roofline.Roof] = {}
     subgraph_weights: list[Tensor] = []
-    resolve = _Resolver(graph.tensors).__getitem__
+    resolve = _Resolver(graph).__getitem__
     for index, node in enumerate(runtime):
         ins = tuple(map(resolve, node.inputs))
         outs = tuple(map(resolve, node.outputs))
@@ -460,15 +460,17 @@ def _analyze(
 
 
 class _Resolver(dict):
-    """Tensor by name, as Graph.tensor resolves it (None for an omitted input, an unknown tensor for a name the
-    graph does not type), as a dict so that a node's names map to tensors without a Python call per name."""
+    """Tensor by name, as Graph.tensor resolves it, as a dict so that a node's names map to tensors without a
+    Python call per name; Graph.tensor itself answers the names the dict lacks (an omitted input, an untyped
+    tensor)."""
 
-    def __init__(self, tensors: Mapping[str, Tensor]) -> None:
-        super().__init__(tensors)
+    def __init__(self, graph: Graph) -> None:
+        super().__init__(graph.tensors)
         self.pop("", None)  # '' is an omitted input, whatever a graph may type under that name
+        self._fallback = graph.tensor
 
     def __missing__(self, name: str) -> Tensor | None:
-        return Tensor(name, TensorProto.UNDEFINED, None, False) if name else None
+        return self._fallback(name)
 
 
 _new_result = functools.partial(tuple.__new__, NodeResult)  # NodeResult from a tuple, without the generated __new__
