@@ -287,16 +287,18 @@ _SHAPE_UNKNOWN = "shape unknown"
 _NO_COST_FUNCTION = "no cost function"
 
 
-def _signature(node: Node, inputs: Sequence[Tensor | None], outputs: Sequence[Tensor | None], constants: Mapping[str, Any]) -> tuple | None:
+def _signature(node: Node, kind: Callable[[str], int], constants: Mapping[str, Any]) -> tuple | None:
     """Everything a node's cost and prediction depend on, as a hashable key; None when it cannot be memoized.
 
     A cost is a pure function of op, dtypes, shapes, weight flags, attributes and small constant values, so
-    nodes with equal signatures (the repeated blocks of a network) are costed once. Subgraph ops are not
-    memoized, and neither are nodes that name one tensor twice (costs count a distinct tensor once).
+    nodes with equal signatures (the repeated blocks of a network) are costed once. ``kind`` gives a tensor's
+    (dtype, shape, weight flag) by name as a small int (see _kind_ids). Subgraph ops are not memoized, and
+    neither are nodes that name one tensor twice (costs count a distinct tensor once).
     """
     if node.subgraphs:
         return None
-    names = node.inputs + node.outputs
+    inputs = node.inputs
+    names = inputs + node.outputs
     if len(set(names)) != len(names):  # a repeated name, or only several omitted inputs ('') that are harmless
         distinct = set(names)
         distinct.discard("")
@@ -306,11 +308,36 @@ def _signature(node: Node, inputs: Sequence[Tensor | None], outputs: Sequence[Te
     return (
         node.op_type,
         node.domain,
-        tuple([t and t[1:] for t in inputs]),  # (dtype, shape, is_weight): a tensor less its name
-        tuple([t and t[1:] for t in outputs]),
+        len(inputs),
+        tuple(map(kind, names)),
         tuple([(k, _hashable(v)) for k, v in attrs.items()]) if attrs else (),
-        tuple([(i, _hashable(constants[n])) for i, n in enumerate(node.inputs) if n in constants]) if constants else (),
+        ()
+        if constants.keys().isdisjoint(inputs)
+        else tuple([(i, _hashable(constants[n])) for i, n in enumerate(inputs) if n in constants]),
     )
+
+
+class _KindIds(dict):
+    """A small int per distinct (dtype, shape, weight flag), by tensor name: what a node's memo key holds for
+    each of its tensors. Ints hash and compare in a step where the tuples they stand for take several, and the
+    table is built in one pass over the graph's tensors. Names it lacks (an omitted input, an untyped tensor)
+    resolve as Graph.tensor resolves them."""
+
+    def __init__(self, graph: Graph) -> None:
+        self._ids: dict[tuple | None, int] = {}
+        self._fresh = itertools.count()  # ids are unique, not dense: an id already given is never reused
+        kinds = map(_KIND, graph.tensors.values())  # a tensor less its name
+        super().__init__(zip(graph.tensors.keys(), map(self._ids.setdefault, kinds, self._fresh)))
+        self.pop("", None)  # '' is an omitted input, whatever a graph may type under that name
+        self._tensor = graph.tensor
+
+    def __missing__(self, name: str) -> int:
+        tensor = self._tensor(name)
+        kind = self[name] = self._ids.setdefault(tensor and _KIND(tensor), next(self._fresh))
+        return kind
+
+
+_KIND = operator.itemgetter(slice(1, None))
 
 
 def _hashable(value: Any) -> Any:
@@ -396,13 +423,13 @@ def _analyze(
     memo: dict[tuple, int] = {}
     roofs: dict[str, roofline.Roof] = {}
     subgraph_weights: list[Tensor] = []
-    resolve = _Resolver(graph).__getitem__
+    kind = _KindIds(graph).__getitem__
     for index, node in enumerate(runtime):
-        ins = tuple(map(resolve, node.inputs))
-        outs = tuple(map(resolve, node.outputs))
-        key = _signature(node, ins, outs, graph.constants)
+        key = _signature(node, kind, graph.constants)
         group = memo.get(key) if key is not None else None
         if group is None:
+            ins = tuple(map(graph.tensor, node.inputs))
+            outs = tuple(map(graph.tensor, node.outputs))
             view = coster.view(node, graph, ins, outs)
             cost, reason = coster.cost(view)
             prec = precision or node_precision(node.op_type, ins, outs)
@@ -431,7 +458,7 @@ def _analyze(
     weighted = list(zip(groups, counts))
     main_precision = precision or _dominant_precision(weighted)
     run_overhead = dev.run_overhead.value if engine_mode and dev.run_overhead is not None else 0.0
-    params = weight_params(itertools.chain(_read_weights(runtime, graph.tensors.get), subgraph_weights))
+    params = weight_params(itertools.chain(_read_weights(runtime, graph.tensors), subgraph_weights))
     totals = _totals(weighted, params, dev, main_precision, run_overhead)
     unsupported = tuple(
         Unsupported(op, domain, count, reason) for (domain, op, reason), count in sorted(coster.unsupported.items())
@@ -459,31 +486,15 @@ def _analyze(
     )
 
 
-class _Resolver(dict):
-    """Tensor by name, as Graph.tensor resolves it, as a dict so that a node's names map to tensors without a
-    Python call per name; Graph.tensor itself answers the names the dict lacks (an omitted input, an untyped
-    tensor)."""
-
-    def __init__(self, graph: Graph) -> None:
-        super().__init__(graph.tensors)
-        self.pop("", None)  # '' is an omitted input, whatever a graph may type under that name
-        self._fallback = graph.tensor
-
-    def __missing__(self, name: str) -> Tensor | None:
-        return self._fallback(name)
-
-
 _new_result = functools.partial(tuple.__new__, NodeResult)  # NodeResult from a tuple, without the generated __new__
 
 
-def _read_weights(runtime: Sequence[Node], known: Callable[[str], Tensor | None]) -> list[Tensor]:
-    """The weights that runtime nodes read, each once, selected without a Python step per tensor: a large graph
-    reads tens of thousands of tensors, most of them activations."""
-    read = list(filter(None, map(known, set(itertools.chain.from_iterable([n.inputs for n in runtime])))))
-    return list(itertools.compress(read, map(_IS_WEIGHT, read)))
-
-
-_IS_WEIGHT = operator.attrgetter("is_weight")
+def _read_weights(runtime: Sequence[Node], tensors: Mapping[str, Tensor]) -> list[Tensor]:
+    """The weights that runtime nodes read, each once. The graph's tensors are walked in their stored order and
+    each weight's name probed in the set of names read: on a graph of tens of thousands of tensors that costs
+    half as much as looking every name read up by name, whose scattered accesses miss the cache."""
+    read = set(itertools.chain.from_iterable([n.inputs for n in runtime]))
+    return [t for name, t in tensors.items() if t.is_weight and name in read]
 
 
 def _subgraph_weights(node: Node) -> Iterator[Tensor]:

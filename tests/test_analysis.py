@@ -284,6 +284,21 @@ def test_repeated_nodes_are_costed_by_their_own_attributes_and_aliasing():
     assert by_name["Mul_4"].cost.bytes_read == 512
 
 
+def test_repeated_nodes_are_told_apart_by_weight_flags():
+    """Equal dtypes and shapes are not enough to share a cost: a weight input and an activation of the same
+    shape cost different parameters."""
+    nodes = [
+        helper.make_node("Add", ["x", "W"], ["a1"]),
+        helper.make_node("Add", ["x", "v"], ["a2"]),
+        helper.make_node("Add", ["x", "W"], ["a3"]),
+    ]
+    w = numpy_helper.from_array(np.ones((16, 16), np.float32), "W")  # above SMALL_CONSTANT: no value kept
+    outputs = [_vi(n, None) for n in ("a1", "a2", "a3")]
+    a = analyze(_model(nodes, [_vi("x", [16, 16]), _vi("v", [16, 16])], outputs, [w]), device="v100-sxm2")
+    # W is a weight of 16*16 = 256 elements; v, of the same shape, is a graph input and no parameter.
+    assert [n.cost.params for n in a.nodes] == [256, 0, 256]
+
+
 def test_every_repeated_unsupported_node_is_counted():
     nodes = [helper.make_node("NoSuchOp", [f"x{i}"], [f"y{i}"], domain="custom.domain") for i in range(3)]
     inputs = [_vi(f"x{i}", [2, 8]) for i in range(3)]

@@ -325,16 +325,13 @@ def _distinct(tensors: Iterable[Tensor | None]) -> list[Tensor]:
 
 
 def weight_params(inputs: Iterable[Tensor | None]) -> int:
-    """Elements of the distinct weight tensors among ``inputs`` (int64/bool metadata excluded).
+    """Elements of the distinct weight tensors among ``inputs`` (int64/bool metadata excluded); the first of
+    a repeated name counts.
 
-    One pass without properties: a whole model's weights (tens of thousands) are counted through it."""
-    seen: set[str] = set()
-    total = 0
-    for t in inputs:
-        if t is not None and t.is_weight and t.shape is not None and t.dtype not in _NON_PARAM_DTYPES and t.name not in seen:
-            seen.add(t.name)
-            total += prod(t.shape)
-    return total
+    Built from comprehensions rather than a loop with a step per tensor: a whole model's weights (tens of
+    thousands) are counted through it."""
+    counted = [t for t in inputs if t is not None and t.is_weight and t.shape is not None and t.dtype not in _NON_PARAM_DTYPES]
+    return sum(map(prod, {t.name: t.shape for t in reversed(counted)}.values()))  # reversed: the first one wins
 
 
 def io_bytes(node: NodeView, inputs: Sequence[Tensor | None] | None = None) -> tuple[float, float]:
