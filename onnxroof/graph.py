@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from math import prod
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, MutableMapping, Sequence
+from typing import Any, Callable, Collection, Mapping, MutableMapping, Sequence
 
 import numpy as np
 import onnx
@@ -153,15 +153,20 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return dims
 
 
-def _runtime_inputs(graph: GraphProto) -> list[onnx.ValueInfoProto]:
-    initializers = {t.name for t in graph.initializer} | {t.values.name for t in graph.sparse_initializer}
+def _runtime_inputs(graph: GraphProto, initializers: Collection[str] | None = None) -> list[onnx.ValueInfoProto]:
+    """The graph inputs that are not initializers; ``initializers`` are their names where already read."""
+    if initializers is None:
+        initializers = {t.name for t in graph.initializer} | {t.values.name for t in graph.sparse_initializer}
     return [vi for vi in graph.input if vi.name not in initializers]
 
 
-def _fix_inputs(model: ModelProto, inputs: Mapping[str, tuple[int, ...]], dims: Mapping[str, int]) -> None:
-    """Write --input shapes and --dim values into the (copied) model, then fail on anything left unresolved."""
+def _fix_inputs(
+    model: ModelProto, inputs: Mapping[str, tuple[int, ...]], dims: Mapping[str, int], initializers: Collection[str] | None = None
+) -> None:
+    """Write --input shapes and --dim values into the (copied) model, then fail on anything left unresolved.
+    ``initializers`` are the names of the graph's initializers where they were already read."""
     graph = model.graph
-    runtime = {vi.name: vi for vi in _runtime_inputs(graph)}
+    runtime = {vi.name: vi for vi in _runtime_inputs(graph, initializers)}
     for name, shape in inputs.items():
         if name not in runtime:
             raise UserError(f"the model has no input named {name!r}", "its inputs: " + ", ".join(runtime) or "none")
@@ -225,18 +230,16 @@ _CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})  # the standard ops with subgr
 Built = tuple[MutableMapping[str, Tensor], MutableMapping[str, np.ndarray], list[Node], list[str]]
 
 
-def _infer_and_build(model: ModelProto) -> tuple[list[str], Built]:
+def _infer_and_build(model: ModelProto, raw: _RawGraph) -> tuple[list[str], Built]:
     """Infer shapes and build the top-level graph, doing only as much inference as the model needs; returns the
     inference warnings and the built graph.
 
     Shapes come from onnx's inference, then onnxruntime's symbolic inference for what is still unknown.
     onnxruntime contrib ops that neither knows (FusedConv, NCHWc, QLinear, ...) are inferred through standard
     stand-ins. Reading protobuf fields is the slowest part of loading a large graph, so nodes and initializers
-    are read once, whichever inference passes run, and the inferred model stays serialized unless a later pass
-    needs it as a proto.
+    are read once (``raw``, read from ``model``), whichever inference passes run, and the inferred model stays
+    serialized unless a later pass needs it as a proto.
     """
-    drop_weight_bytes(model.graph)  # never read, and the native reader would copy them with the graph's bytes
-    raw = _read_graph(model.graph)
     op_types = {node[1] for node in raw.nodes}
     if (op_types & _PROXY_OP_TYPES or op_types & _CONTROL_FLOW) and needs_proxy(model):
         model, warnings = infer_with_proxies(model, infer_complete)
@@ -471,8 +474,11 @@ def load_graph(
         copy = ModelProto()
         copy.CopyFrom(model)
         model = copy
-    _fix_inputs(model, shapes, dict(dims or {}))
-    warnings, (tensors, constants, nodes, runtime_inputs) = _infer_and_build(model)
+    drop_weight_bytes(model.graph)  # never read, and the native reader would copy them with the graph's bytes
+    raw = _read_graph(model.graph)  # inputs' shapes are not among what it reads: fixing them next leaves it true
+    initializers = {init[0] for init in raw.initializers}.union([name for name, _, _ in raw.sparse])
+    _fix_inputs(model, shapes, dict(dims or {}), initializers)
+    warnings, (tensors, constants, nodes, runtime_inputs) = _infer_and_build(model, raw)
     return Graph(
         name=display_name,
         nodes=tuple(nodes),
