@@ -469,8 +469,9 @@ def _analyze(
         message = f"{u.count} {qualified} node(s): {u.reason}; charged their tensor bytes only"
         messages.append(message)
         warnings.warn(message, UnsupportedOpWarning, stacklevel=3)  # the caller of analyze()
-    for p in sorted({r.precision for r in results} - {r.prediction.precision for r in results}):
-        used = next(r.prediction.precision for r in results if r.precision == p)
+    # A group's nodes share its precision and prediction: the groups stand for every node.
+    for p in sorted({r.precision for r in groups} - {r.prediction.precision for r in groups}):
+        used = next(r.prediction.precision for r in groups if r.precision == p)
         messages.append(f"{dev.key} lists no {p} peak: {p} nodes use its {used} peak")
     return Analysis(
         model=graph.name,

@@ -72,6 +72,13 @@ def test_precision_what_if_rescales_float_bytes_and_picks_the_peak():
         analyze(relu, precision="fp12")
 
 
+def test_a_precision_the_device_lacks_is_named_once_with_the_peak_used_instead():
+    # tpu-v4's catalog entry lists bf16 and int8 peaks only: the model's four fp32 nodes run at its bf16 peak.
+    a = analyze(_shared_weight_model(), device="tpu-v4")
+    assert a.warnings == ("tpu-v4 lists no fp32 peak: fp32 nodes use its bf16 peak",)
+    assert {n.precision for n in a.nodes} == {"fp32"} and {n.prediction.precision for n in a.nodes} == {"bf16"}
+
+
 def test_dtype_decides_precision_of_each_node():
     x = _vi("x", [1, 16], TensorProto.FLOAT16)
     m = _model([helper.make_node("Relu", ["x"], ["y"])], [x], [_vi("y", None, TensorProto.FLOAT16)])
