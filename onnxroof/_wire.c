@@ -502,8 +502,21 @@ static PyObject *graph_contents(PyObject *Py_UNUSED(self), PyObject *args) {
     return Py_BuildValue("(NNN)", nodes, initializers, raw);
 }
 
-/* Sets shapes[name] = (elem_type, shape) unless the entry has no shape and the name already has one. */
-static int put_type(PyObject *shapes, PyObject *types, Span name, Span type) {
+/* A new instance of `tensor_type` (a tuple subclass: onnxroof.costs.Tensor) holding (name, elem_type, shape,
+ * False), built as tuple.__new__ builds one, without a Python call. */
+static PyObject *new_tensor(PyTypeObject *tensor_type, PyObject *name, PyObject *entry) {
+    PyObject *tensor = tensor_type->tp_alloc(tensor_type, 4);
+    if (tensor == NULL) return NULL;
+    PyTuple_SET_ITEM(tensor, 0, Py_NewRef(name));
+    PyTuple_SET_ITEM(tensor, 1, Py_NewRef(PyTuple_GET_ITEM(entry, 0)));
+    PyTuple_SET_ITEM(tensor, 2, Py_NewRef(PyTuple_GET_ITEM(entry, 1)));
+    PyTuple_SET_ITEM(tensor, 3, Py_NewRef(Py_False));
+    return tensor;
+}
+
+/* Sets shapes[name] = tensor_type(name, elem_type, shape, False) unless the entry has no shape and the name
+ * already has one. `types` caches (elem_type, shape) by the type's bytes: tensors of one type share its shape. */
+static int put_type(PyObject *shapes, PyObject *types, PyTypeObject *tensor_type, Span name, Span type) {
     PyObject *type_key = PyBytes_FromStringAndSize((const char *)type.p, type.end - type.p);
     if (type_key == NULL) return -1;
     PyObject *entry = PyDict_GetItemWithError(types, type_key);
@@ -518,7 +531,9 @@ static int put_type(PyObject *shapes, PyObject *types, Span name, Span type) {
     int failed = key == NULL;
     if (!failed) {
         int keep = PyTuple_GET_ITEM(entry, 1) == Py_None ? PyDict_Contains(shapes, key) : 0;
-        failed = keep < 0 || (!keep && PyDict_SetItem(shapes, key, entry) < 0);
+        PyObject *tensor = keep ? NULL : new_tensor(tensor_type, key, entry);
+        failed = keep < 0 || (!keep && (tensor == NULL || PyDict_SetItem(shapes, key, tensor) < 0));
+        Py_XDECREF(tensor);
     }
     Py_XDECREF(key);
     Py_DECREF(entry);
@@ -528,7 +543,12 @@ static int put_type(PyObject *shapes, PyObject *types, Span name, Span type) {
 static PyObject *value_types(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *graph_bytes;
     Py_ssize_t input_count;
-    if (!PyArg_ParseTuple(args, "Sn", &graph_bytes, &input_count)) return NULL;
+    PyTypeObject *tensor_type;
+    if (!PyArg_ParseTuple(args, "SnO!", &graph_bytes, &input_count, &PyType_Type, &tensor_type)) return NULL;
+    if (!PyType_IsSubtype(tensor_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "value_types: the tensor type must be a tuple subclass");
+        return NULL;
+    }
     Span s;
     if (bytes_span(graph_bytes, &s) < 0) return NULL;
     PyObject *shapes = PyDict_New(), *types = PyDict_New();
@@ -548,7 +568,7 @@ static PyObject *value_types(PyObject *Py_UNUSED(self), PyObject *args) {
             if (f.field != order[pass] || f.wire != 2) continue;
             if (pass == 0 && input_count >= 0 && seen++ >= input_count) continue;
             Span name, type;
-            if (read_value_info(f.bytes, &name, &type) < 0 || put_type(shapes, types, name, type) < 0) {
+            if (read_value_info(f.bytes, &name, &type) < 0 || put_type(shapes, types, tensor_type, name, type) < 0) {
                 r = -1;
                 break;
             }
@@ -661,7 +681,8 @@ static PyMethodDef methods[] = {
     {"graph_contents", graph_contents, METH_VARARGS,
      "graph_contents(graph_bytes, small) -> (nodes, initializers, raw attributes) of a serialized GraphProto."},
     {"value_types", value_types, METH_VARARGS,
-     "value_types(graph_bytes, input_count) -> {name: (elem_type, shape or None)} of a serialized GraphProto."},
+     "value_types(graph_bytes, input_count, tensor_type) -> {name: tensor_type(name, elem_type, shape or None, False)}"
+     " of a serialized GraphProto."},
     {"typed_inputs", typed_inputs, METH_O,
      "typed_inputs([(name, elem_type, dims), ...]) -> the serialized GraphProto.input fields of typed tensors."},
     {NULL, NULL, 0, NULL},

@@ -387,15 +387,19 @@ def _assemble(
     outer: Mapping[str, Tensor],
     outer_constants: Mapping[str, np.ndarray],
 ) -> Built:
-    """The graph from its inferred value types and its already-read nodes and initializers. ``inferred_graph``
-    gives the inferred GraphProto, which is read only for subgraphs (If/Loop/Scan bodies, inferred with it)."""
+    """The graph from its inferred value types and its already-read nodes and initializers. A top-level graph
+    takes ``shapes``, a dict read for it alone, as its tensor table. ``inferred_graph`` gives the inferred
+    GraphProto, which is read only for subgraphs (If/Loop/Scan bodies, inferred with it)."""
     # A subgraph sees the enclosing scopes' tensors through a chain, not a copy: nested Ifs stay linear.
-    tensors: MutableMapping[str, Tensor] = ChainMap({}, outer) if outer else {}
     constants: MutableMapping[str, np.ndarray] = ChainMap({}, outer_constants) if outer_constants else {}
-
-    for name, (dtype, shape) in shapes.items():
-        if shape is not None or name not in tensors:
-            tensors[name] = _new_tensor((name, dtype, shape, False))
+    tensors: MutableMapping[str, Tensor]
+    if outer:
+        tensors = ChainMap({}, outer)
+        for name, t in shapes.items():
+            if t.shape is not None or name not in tensors:  # a subgraph's untyped name keeps an outer scope's type
+                tensors[name] = t
+    else:
+        tensors = shapes  # read for this graph alone: it is the graph's to keep
     for name, dtype, dims, value in raw.initializers:
         tensors[name] = _new_tensor((name, dtype, dims, True))
         if value is not None:

@@ -17,6 +17,7 @@ import onnx
 from onnx import GraphProto, ModelProto, TensorProto, numpy_helper
 
 from onnxroof import native
+from onnxroof.costs import Tensor
 from onnxroof.shape_proxy import unknown_output_count
 
 SMALL_CONSTANT = 64  # constants up to this many elements keep their values (trip counts, K of TopK, axes)
@@ -34,19 +35,19 @@ def shape_of(type_proto: onnx.TypeProto) -> tuple[int, tuple[int, ...] | None]:
     return tt.elem_type, tuple(dims)
 
 
-Shapes = dict[str, tuple[int, Optional[tuple[int, ...]]]]
+Shapes = dict[str, Tensor]  # the typed values of a graph, none of them a weight
 
 
 def read_shapes(graph: GraphProto, input_count: int | None = None) -> Shapes:
     """Element type and static shape of every input (or of the first ``input_count``), value_info and output of
-    one graph (not its subgraphs).
+    one graph (not its subgraphs), as tensors that are not weights.
 
     Reading nested protobuf fields from Python is the slowest part of loading a large graph, and most of its
     tensors share a handful of types: each distinct type is read once, keyed by its serialized bytes. The
     native reader, where it was built, does the same on the serialized graph.
     """
     if native.reader is not None:
-        return native.reader.value_types(graph.SerializeToString(), -1 if input_count is None else input_count)
+        return native.reader.value_types(graph.SerializeToString(), -1 if input_count is None else input_count, Tensor)
     shapes: Shapes = {}
     by_type: dict[bytes, tuple[int, Optional[tuple[int, ...]]]] = {}
     for vi in itertools.chain(graph.input[:input_count], graph.value_info, graph.output):
@@ -56,7 +57,7 @@ def read_shapes(graph: GraphProto, input_count: int | None = None) -> Shapes:
         if entry is None:
             entry = by_type[key] = shape_of(type_proto)
         if entry[1] is not None or vi.name not in shapes:  # a declared output without a shape keeps the inferred one
-            shapes[vi.name] = entry
+            shapes[vi.name] = Tensor(vi.name, entry[0], entry[1], False)
     return shapes
 
 
@@ -81,7 +82,8 @@ class Inferred:
         """read_shapes of the inferred top-level graph."""
         if native.reader is None or self._data is None:
             return read_shapes(self.model.graph, input_count)
-        return native.reader.value_types(model_graph_bytes(self._data), -1 if input_count is None else input_count)
+        count = -1 if input_count is None else input_count
+        return native.reader.value_types(model_graph_bytes(self._data), count, Tensor)
 
 
 def model_graph_bytes(model: bytes) -> bytes:
@@ -251,10 +253,10 @@ def fold_shape_values(model: ModelProto, constants: Mapping[str, np.ndarray], sh
             continue
         value = None
         if node.op_type in ("Shape", "Size"):
-            entry = shapes.get(node.input[0])
-            if entry is None or entry[1] is None:
+            tensor = shapes.get(node.input[0])
+            if tensor is None or tensor.shape is None:
                 continue
-            dims = np.array(entry[1], dtype=np.int64)
+            dims = np.array(tensor.shape, dtype=np.int64)
             if node.op_type == "Size":
                 value = np.array(dims.prod(), dtype=np.int64)
             else:
@@ -306,7 +308,7 @@ def with_symbolic_shapes(model: ModelProto, warnings: list[str]) -> ModelProto:
 
 def _merge_shapes(model: ModelProto, extra: ModelProto) -> ModelProto:
     """``model`` plus the shapes that ``extra`` knows and ``model`` does not (only the top-level graph)."""
-    known = {name for name, (_, shape) in read_shapes(model.graph).items() if shape is not None}
+    known = {name for name, t in read_shapes(model.graph).items() if t.shape is not None}
     for vi in itertools.chain(extra.graph.input, extra.graph.value_info, extra.graph.output):
         if vi.name not in known and shape_of(vi.type)[1] is not None:
             model.graph.value_info.append(vi)

@@ -22,6 +22,7 @@ from onnx import AttributeProto, TensorProto, helper, numpy_helper
 import model_zoo
 from onnxroof import native
 from onnxroof.analysis import analyze
+from onnxroof.costs import Tensor
 from onnxroof.graph import _read_graph_native, _read_graph_python
 from onnxroof.inference import Inferred, read_shapes, typed_inputs
 
@@ -179,7 +180,7 @@ def test_value_types_match_the_python_reader(reader: ModuleType, monkeypatch: py
     monkeypatch.setattr(native, "reader", None)
     expected = read_shapes(graph, input_count)
     count = -1 if input_count is None else input_count
-    assert reader.value_types(graph.SerializeToString(), count) == expected
+    assert reader.value_types(graph.SerializeToString(), count, Tensor) == expected
 
 
 @pytest.mark.parametrize("label,graph", TYPED[1:], ids=[label for label, _ in TYPED[1:]])
@@ -193,8 +194,8 @@ def test_inferred_model_bytes_give_the_python_readers_shapes(reader: ModuleType,
 
 
 def test_value_types_read_as_defined(reader: ModuleType):
-    shapes = reader.value_types(_typed_graph().SerializeToString(), 1)
-    assert shapes == {
+    shapes = reader.value_types(_typed_graph().SerializeToString(), 1, Tensor)
+    expected = {
         "in0": (TensorProto.FLOAT, (1,)),  # in1 is past the first input
         "static": (TensorProto.FLOAT, (1, 3, 300, 70000)),  # the output declared without a shape keeps it
         "scalar": (TensorProto.INT64, ()),
@@ -205,6 +206,13 @@ def test_value_types_read_as_defined(reader: ModuleType):
         "sequence": (0, None),  # not a tensor type
         "out": (TensorProto.FLOAT, (6,)),
     }
+    assert shapes == {name: Tensor(name, dtype, shape, False) for name, (dtype, shape) in expected.items()}
+    assert all(type(t) is Tensor for t in shapes.values())
+
+
+def test_value_types_want_a_tuple_type_for_tensors(reader: ModuleType):
+    with pytest.raises(TypeError, match="tuple subclass"):
+        reader.value_types(_typed_graph().SerializeToString(), 1, dict)
 
 
 def test_typed_inputs_encode_as_the_python_encoder_does(reader: ModuleType):
@@ -237,7 +245,7 @@ def test_malformed_bytes_raise_value_error(reader: ModuleType, data: bytes):
     with pytest.raises(ValueError, match="malformed protobuf"):
         reader.graph_contents(data, 64)
     with pytest.raises(ValueError, match="malformed protobuf"):
-        reader.value_types(data, -1)
+        reader.value_types(data, -1, Tensor)
 
 
 @pytest.mark.parametrize("spec", ["zoo:resnet18", "zoo:vit_b_16", "zoo:lstm_kernel"])
