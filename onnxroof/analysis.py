@@ -292,7 +292,7 @@ def _signature(node: Node, kind: Callable[[str], int], constants: Mapping[str, A
 
     A cost is a pure function of op, dtypes, shapes, weight flags, attributes and small constant values, so
     nodes with equal signatures (the repeated blocks of a network) are costed once. ``kind`` gives a tensor's
-    (dtype, shape, weight flag) by name as a small int (see _kind_ids). Subgraph ops are not memoized, and
+    (dtype, shape, weight flag) by name as a small int (see _KindIds). Subgraph ops are not memoized, and
     neither are nodes that name one tensor twice (costs count a distinct tensor once).
     """
     if node.subgraphs:

@@ -1,8 +1,9 @@
 """Benchmark: analysis wall time and peak memory, next to the floor of onnx.load + infer_shapes on the same file.
 
-Prints one table. Times are taken in one process per model that alternates the floor, onnxroof and onnx-tool
-run by run, so that a machine whose speed drifts (a shared one does, by tens of percent within a minute) slows
-all of them alike and the ratio stays fair; each is the best of ``--repeat`` runs. Peak memory comes from a
+Prints one table. Each comparison is timed in a process of its own that alternates its two sides run by run
+(the floor and onnxroof; onnxroof and onnx-tool), so that a machine whose speed drifts (a shared one does, by
+tens of percent within a minute) slows both alike and the ratio stays fair, and so that neither side runs after
+a third that leaves a large heap behind; each time is the best of ``--repeat`` runs. Peak memory comes from a
 fresh process per mode that runs it once, so that each peak RSS is its own. Goals: analysis at most 2x the
 floor, time linear in node count, memory independent of weight bytes (the generated graphs reference gigabytes
 of external weights that are not on disk), and at most half the time of onnx-tool's model_profile on a real
@@ -148,24 +149,33 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((f"zoo:{name} (inline)", path.stat().st_size, path, not args.no_onnx_tool))
 
         tool_missing = False
-        print(f"{'model':<26} {'weights':>9} {'floor s':>9} {'ours s':>9} {'ratio':>6} {'py reader s':>12} {'floor MB':>9} {'ours MB':>8} {'onnx-tool s':>12}")
+        print(f"{'model':<26} {'weights':>9} {'floor s':>9} {'ours s':>9} {'ratio':>6} {'py reader s':>12} {'floor MB':>9} {'ours MB':>8} {'onnx-tool s':>12} {'vs tool':>8}")
         for label, weight_bytes, path, with_tool in rows:
-            modes = ["floor", "ours"] + (["ours_python"] if with_native else []) + (["onnx_tool"] if with_tool else [])
-            times = measure(modes, path, args.repeat)
+            # Each comparison alternates its two modes in a process of its own: a mode that allocates much (the
+            # Python reader, onnx-tool) leaves a heap that slows whatever runs next in the same process.
+            times = measure(["floor", "ours"], path, args.repeat)
+            python_times = measure(["ours_python"], path, args.repeat) if with_native else None
+            tool_times = measure(["ours", "onnx_tool"], path, args.repeat) if with_tool else None
             floor_memory, ours_memory = measure(["floor"], path, 1), measure(["ours"], path, 1)
             if times is None or floor_memory is None or ours_memory is None:
                 print(f"{label:<26} measurement failed")
                 continue
-            floor, ours, python, tool = (times["seconds"].get(mode) for mode in ("floor", "ours", "ours_python", "onnx_tool"))
+            floor, ours = times["seconds"]["floor"], times["seconds"]["ours"]
+            python = python_times["seconds"].get("ours_python") if python_times else None
+            tool = tool_times["seconds"].get("onnx_tool") if tool_times else None
+            versus = tool_times["seconds"]["ours"] / tool if tool else None  # both from the one process
             tool_text = f"{tool:.3f}" if tool else ("n/a" if with_tool else "-")
+            versus_text = f"{versus:.2f}" if versus else "-"
             python_text = f"{python:.3f}" if python else "-"
             tool_missing = tool_missing or (with_tool and tool is None)
             print(
                 f"{label:<26} {weight_bytes / 1e9:>7.2f}GB {floor:>9.3f} {ours:>9.3f} {ours / floor:>6.2f} {python_text:>12} "
-                f"{floor_memory['peak_rss_mb']:>9.0f} {ours_memory['peak_rss_mb']:>8.0f} {tool_text:>12}"
+                f"{floor_memory['peak_rss_mb']:>9.0f} {ours_memory['peak_rss_mb']:>8.0f} {tool_text:>12} {versus_text:>8}"
             )
     print("\nfloor = onnx.load + onnx.shape_inference.infer_shapes; ours = onnxroof.analyze (load, inference, costs, "
-          "roofline); best of --repeat runs, alternated in one process; peak RSS of a fresh process running one.")
+          "roofline); ratio = ours / floor, best of --repeat runs of each, alternated in one process; py reader = "
+          "onnxroof with the Python reader, in a process of its own; vs tool = onnxroof / onnx-tool, alternated in a "
+          "third process; peak RSS of a fresh process running one.")
     if tool_missing:
         print("onnx-tool n/a: pip install onnx-tool to compare with its model_profile.")
     return 0
