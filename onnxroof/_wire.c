@@ -677,12 +677,140 @@ static PyObject *typed_inputs(PyObject *Py_UNUSED(self), PyObject *entries) {
     return result;
 }
 
+/* Appends `length` bytes. */
+static int put_bytes(Buffer *b, const uint8_t *p, Py_ssize_t length) {
+    if (reserve(b, length) < 0) return -1;
+    memcpy(b->data + b->size, p, length);
+    b->size += length;
+    return 0;
+}
+
+/* Appends a length-delimited field holding another buffer's bytes. */
+static int put_message(Buffer *b, uint32_t field, const Buffer *payload) {
+    if (reserve(b, field_size(payload->size)) < 0) return -1;
+    put_head(b, field, payload->size);
+    if (payload->size > 0) memcpy(b->data + b->size, payload->data, payload->size);
+    b->size += payload->size;
+    return 0;
+}
+
+/* One dim of a tensor's element count, as math.prod counts them but capped just above `small`. */
+static void count_dim(long long d, long long small, long long *elements, int *zero, int *negative) {
+    if (d < 0) *negative = 1;
+    else if (d == 0) *zero = 1;
+    else if (*elements <= small) *elements = d > small ? small + 1 : *elements * d;
+}
+
+/* Whether a TensorProto keeps its data in the model and has more than `small` elements: the weights that
+ * drop_weight_bytes strips (a tensor with a negative dim is left as it is). 1, 0, or -1 on an error. */
+static int large_inline_tensor(Span t, long long small) {
+    Span s = t;
+    Field f;
+    int r, zero = 0, negative = 0;
+    uint64_t location = 0;
+    long long elements = 1;
+    while ((r = next_field(&s, &f)) == 1) {
+        if (f.field == 14 && f.wire == 0) location = f.value;
+        if (f.field != 1) continue; /* dims: a varint each, or packed */
+        if (f.wire == 0) count_dim((long long)f.value, small, &elements, &zero, &negative);
+        else if (f.wire == 2) {
+            Span packed = f.bytes;
+            uint64_t v;
+            while (packed.p < packed.end) {
+                if (read_varint(&packed, &v) < 0) return -1;
+                count_dim((long long)v, small, &elements, &zero, &negative);
+            }
+        }
+    }
+    if (r < 0) return -1;
+    return location != 1 && !zero && !negative && elements > small; /* 1: TensorProto.EXTERNAL */
+}
+
+/* A TensorProto less its data (float_data, int32_data, string_data, int64_data, raw_data, double_data,
+ * uint64_data) and marked as external data at `marker`, as drop_weight_bytes leaves it. */
+static int put_stripped_tensor(Buffer *b, Span t, Span marker) {
+    Buffer out = {NULL, 0, 0};
+    Span s = t;
+    Field f;
+    int r;
+    const uint8_t *start = s.p;
+    while ((r = next_field(&s, &f)) == 1) {
+        int data = f.field == 4 || f.field == 5 || f.field == 6 || f.field == 7 || f.field == 9 || f.field == 10 ||
+                   f.field == 11;
+        if (!data && f.field != 14 && put_bytes(&out, start, s.p - start) < 0) r = -1;
+        if (r < 0) break;
+        start = s.p;
+    }
+    Py_ssize_t marker_length = marker.end - marker.p;
+    Py_ssize_t entry = field_size(8) + field_size(marker_length); /* StringStringEntryProto{key, value} */
+    if (r == 0 && reserve(&out, field_size(entry) + 2) == 0) {
+        put_head(&out, 13, entry); /* external_data */
+        put_head(&out, 1, 8);
+        memcpy(out.data + out.size, "location", 8);
+        out.size += 8;
+        put_head(&out, 2, marker_length);
+        memcpy(out.data + out.size, marker.p, marker_length);
+        out.size += marker_length;
+        out.data[out.size++] = 14 << 3; /* data_location, a varint: EXTERNAL */
+        out.data[out.size++] = 1;
+        r = put_message(b, 5, &out);
+    } else r = -1;
+    PyMem_Free(out.data);
+    return r;
+}
+
+/* A GraphProto with its large inline initializers stripped. */
+static int put_stripped_graph(Buffer *b, Span g, long long small, Span marker) {
+    Buffer out = {NULL, 0, 0};
+    Span s = g;
+    Field f;
+    int r;
+    const uint8_t *start = s.p;
+    while ((r = next_field(&s, &f)) == 1) {
+        int strip = f.field == 5 && f.wire == 2 ? large_inline_tensor(f.bytes, small) : 0;
+        if (strip < 0) r = -1;
+        else if (strip) r = put_stripped_tensor(&out, f.bytes, marker) < 0 ? -1 : 1;
+        else if (put_bytes(&out, start, s.p - start) < 0) r = -1;
+        if (r < 0) break;
+        start = s.p;
+    }
+    if (r == 0) r = put_message(b, 7, &out);
+    PyMem_Free(out.data);
+    return r;
+}
+
+/* strip_weight_bytes(model_bytes, small, marker): a serialized ModelProto with the data of every initializer of
+ * more than `small` elements left out, as drop_weight_bytes leaves the parsed model, before anything parses it:
+ * the weights' bytes are never copied into a proto. Every other field is kept as it is. */
+static PyObject *strip_weight_bytes(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *model_bytes, *marker_bytes;
+    long long small;
+    if (!PyArg_ParseTuple(args, "SLS", &model_bytes, &small, &marker_bytes)) return NULL;
+    Span s, marker;
+    if (bytes_span(model_bytes, &s) < 0 || bytes_span(marker_bytes, &marker) < 0) return NULL;
+    Buffer out = {NULL, 0, 0};
+    Field f;
+    int r;
+    const uint8_t *start = s.p;
+    while ((r = next_field(&s, &f)) == 1) {
+        if (f.field == 7 && f.wire == 2) r = put_stripped_graph(&out, f.bytes, small, marker) < 0 ? -1 : 1;
+        else if (put_bytes(&out, start, s.p - start) < 0) r = -1;
+        if (r < 0) break;
+        start = s.p;
+    }
+    PyObject *result = r < 0 ? NULL : PyBytes_FromStringAndSize(out.data ? out.data : "", out.size);
+    PyMem_Free(out.data);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"graph_contents", graph_contents, METH_VARARGS,
      "graph_contents(graph_bytes, small) -> (nodes, initializers, raw attributes) of a serialized GraphProto."},
     {"value_types", value_types, METH_VARARGS,
      "value_types(graph_bytes, input_count, tensor_type) -> {name: tensor_type(name, elem_type, shape or None, False)}"
      " of a serialized GraphProto."},
+    {"strip_weight_bytes", strip_weight_bytes, METH_VARARGS,
+     "strip_weight_bytes(model_bytes, small, marker) -> the serialized model, its large inline weights' data left out."},
     {"typed_inputs", typed_inputs, METH_O,
      "typed_inputs([(name, elem_type, dims), ...]) -> the serialized GraphProto.input fields of typed tensors."},
     {NULL, NULL, 0, NULL},

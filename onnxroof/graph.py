@@ -28,6 +28,7 @@ from onnxroof.costs import Tensor
 from onnxroof.errors import UserError
 from onnxroof.inference import (
     SMALL_CONSTANT,
+    STRIPPED,
     Inferred,
     Shapes,
     drop_weight_bytes,
@@ -90,23 +91,34 @@ class Graph:
 # Reading
 
 
-def read_model(source: str | os.PathLike | ModelProto) -> tuple[ModelProto, str]:
+def read_model(source: str | os.PathLike | ModelProto, weight_bytes: bool = True) -> tuple[ModelProto, str]:
     """The model proto and a display name, from a path, a ``zoo:NAME[?batch=B&size=S]`` spec or a proto.
 
-    External weight data is never loaded. Every failure a user can cause becomes a UserError.
+    External weight data is never loaded. With ``weight_bytes=False`` the model is the caller's to change (a
+    copy of a given proto) and the data of its inline weights larger than a small constant is left out, as
+    drop_weight_bytes leaves it; the native reader leaves it out of a file's bytes before they are parsed, so
+    that a model's weights are never copied into a proto. Every failure a user can cause becomes a UserError.
     """
     if isinstance(source, ModelProto):
-        return source, source.graph.name or "model"
+        if weight_bytes:
+            return source, source.graph.name or "model"
+        copy = ModelProto()
+        copy.CopyFrom(source)
+        drop_weight_bytes(copy.graph)
+        return copy, source.graph.name or "model"
     spec = os.fspath(source)
     if spec.startswith("zoo:"):
-        return _read_zoo(spec), spec
+        model = _read_zoo(spec)
+        if not weight_bytes:
+            drop_weight_bytes(model.graph)
+        return model, spec
     path = Path(spec)
     if not path.exists():
         raise UserError(f"no such file: {spec}", "check the path, or use zoo:NAME for a built-in model (onnxroof zoo)")
     if path.is_dir():
         raise UserError(f"{spec} is a directory, not an ONNX file", "pass the .onnx file inside it")
     try:
-        model = onnx.load(str(path), load_external_data=False)
+        model = _parse_file(path, weight_bytes)
     except Exception as exc:  # protobuf raises DecodeError, RuntimeWarning or others for a bad file
         raise UserError(
             f"{spec} is not a readable ONNX model ({type(exc).__name__}: {str(exc).strip() or 'parse error'})",
@@ -115,6 +127,18 @@ def read_model(source: str | os.PathLike | ModelProto) -> tuple[ModelProto, str]
     if not model.HasField("graph") or model.ir_version == 0:
         raise UserError(f"{spec} is not an ONNX model (no graph or IR version)", "re-export the model as ONNX")
     return model, path.name
+
+
+def _parse_file(path: Path, weight_bytes: bool) -> ModelProto:
+    """The model in an ONNX file, without its external data; without its large weights' data either unless
+    ``weight_bytes``."""
+    if weight_bytes or native.reader is None:
+        model = onnx.load(str(path), load_external_data=False)
+        if not weight_bytes:
+            drop_weight_bytes(model.graph)
+        return model
+    data = native.reader.strip_weight_bytes(path.read_bytes(), SMALL_CONSTANT, STRIPPED.encode())
+    return ModelProto.FromString(data)
 
 
 def _read_zoo(spec: str) -> ModelProto:
@@ -467,18 +491,13 @@ def load_graph(
 
     The caller's model (file or proto) is never modified: overrides are applied to a copy.
     """
-    model, display_name = read_model(source)
+    model, display_name = read_model(source, weight_bytes=False)  # a copy of our own, weight bytes left out
     if model.ir_version < MIN_IR_VERSION:
         raise UserError(f"IR version {model.ir_version} is older than {MIN_IR_VERSION}", "re-export with a newer exporter")
     opset = _opset(model)
     if opset and opset < MIN_OPSET:
         raise UserError(f"opset {opset} is older than {MIN_OPSET}", "convert it with onnx.version_converter")
     shapes = {k: parse_shape(v) if isinstance(v, str) else tuple(v) for k, v in (inputs or {}).items()}
-    if isinstance(source, ModelProto):  # the caller's proto: work on a copy
-        copy = ModelProto()
-        copy.CopyFrom(model)
-        model = copy
-    drop_weight_bytes(model.graph)  # never read, and the native reader would copy them with the graph's bytes
     raw = _read_graph(model.graph)  # inputs' shapes are not among what it reads: fixing them next leaves it true
     initializers = {init[0] for init in raw.initializers}.union([name for name, _, _ in raw.sparse])
     _fix_inputs(model, shapes, dict(dims or {}), initializers)

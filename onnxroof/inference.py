@@ -341,14 +341,16 @@ STRIPPED = "#weight-bytes-not-read"  # '#' marks data that is not on disk, as on
 
 
 def drop_weight_bytes(graph: GraphProto) -> None:
-    """Turn every inline initializer larger than a small constant into a dims-only reference, in place.
+    """Turn every inline initializer larger than a small constant into a dims-only reference, in place (the
+    native reader's strip_weight_bytes does the same to a serialized model).
 
     Analysis needs weights' shapes and dtypes, never their values; without their bytes, shape inference (which
     copies the whole model across the C++ boundary twice) runs as fast on inline weights as on external ones.
     """
     for init in graph.initializer:
-        if init.data_location == TensorProto.EXTERNAL or prod(init.dims) <= SMALL_CONSTANT:
-            continue
+        dims = init.dims
+        if init.data_location == TensorProto.EXTERNAL or prod(dims) <= SMALL_CONSTANT or min(dims) < 0:
+            continue  # a negative dim makes no tensor: left as it is
         for data_field in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data"):
             init.ClearField(data_field)
         init.data_location = TensorProto.EXTERNAL

@@ -24,7 +24,7 @@ from onnxroof import native
 from onnxroof.analysis import analyze
 from onnxroof.costs import Tensor
 from onnxroof.graph import _read_graph_native, _read_graph_python
-from onnxroof.inference import Inferred, read_shapes, typed_inputs
+from onnxroof.inference import SMALL_CONSTANT, STRIPPED, Inferred, drop_weight_bytes, read_shapes, typed_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 LIGHT_DIR = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
@@ -239,6 +239,80 @@ def test_packed_repeated_fields_are_read(reader: ModuleType):
     assert initializers[0][:3] == ("t", TensorProto.FLOAT, (3, 4))
 
 
+def _varint(value: int) -> bytes:
+    out = b""
+    while value > 0x7F:
+        out += bytes([value & 0x7F | 0x80])
+        value >>= 7
+    return out + bytes([value])
+
+
+def _weights_of_every_layout() -> bytes:
+    """A serialized model whose initializers are stripped (large raw, large float_data, large int64, dims given
+    packed) and kept (small, external, a dim of 0, a negative dim, a scalar), in two graph fields that protobuf
+    merges."""
+    large_floats = helper.make_tensor("large_floats", TensorProto.FLOAT, [80], [0.5] * 80)  # float_data
+    packed = numpy_helper.from_array(np.ones((9, 9), np.float32), "packed")
+    zero = TensorProto(name="zero", data_type=TensorProto.FLOAT, dims=[0, 1000])
+    negative = TensorProto(name="negative", data_type=TensorProto.FLOAT, dims=[-1, -100], raw_data=b"\0" * 8)
+    external = TensorProto(name="external", data_type=TensorProto.FLOAT, dims=[100, 100])
+    external.data_location = TensorProto.EXTERNAL
+    external.external_data.add().key = "location"
+    inits = [
+        numpy_helper.from_array(np.arange(200, dtype=np.float32).reshape(10, 20), "large_raw"), large_floats,
+        numpy_helper.from_array(np.arange(65, dtype=np.int64), "large_int64"), packed, zero, negative, external,
+        numpy_helper.from_array(np.arange(64, dtype=np.float32), "small"),
+        numpy_helper.from_array(np.array(2.0, np.float32), "scalar"),
+    ]
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "weights", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], doc_string="kept as it is")
+    data = model.SerializeToString()
+    # Rewrite the packed tensor's dims as one packed field (protobuf writes them unpacked), then append a second
+    # graph field with one more large initializer: a parser merges it into the first.
+    unpacked = bytes([0x08, 9, 0x08, 9])  # dims: 9, 9
+    assert data.count(unpacked) == 1
+    data = data.replace(unpacked, bytes([0x0A, 2, 9, 9]))
+    extra = onnx.GraphProto(initializer=[numpy_helper.from_array(np.ones(100, np.float16), "extra")]).SerializeToString()
+    return data + bytes([0x3A]) + _varint(len(extra)) + extra  # ModelProto.graph again
+
+
+@pytest.mark.parametrize("label", ["weights of every layout"] + [label for label, _ in MODELS])
+def test_stripped_weight_bytes_parse_as_drop_weight_bytes_leaves_them(reader: ModuleType, label: str):
+    data = _weights_of_every_layout() if label == "weights of every layout" else dict(MODELS)[label].SerializeToString()
+    stripped = onnx.ModelProto.FromString(reader.strip_weight_bytes(data, SMALL_CONSTANT, STRIPPED.encode()))
+    dropped = onnx.ModelProto.FromString(data)
+    drop_weight_bytes(dropped.graph)
+    assert stripped == dropped
+
+
+def test_strip_weight_bytes_leaves_out_what_it_says(reader: ModuleType):
+    data = _weights_of_every_layout()
+    model = onnx.ModelProto.FromString(reader.strip_weight_bytes(data, SMALL_CONSTANT, STRIPPED.encode()))
+    by_name = {t.name: t for t in model.graph.initializer}
+    # More than SMALL_CONSTANT (64) elements and inline: 10*20, 80, 65, 9*9 and 100 (in the second graph field).
+    stripped = {name for name, t in by_name.items() if t.external_data and t.external_data[-1].value == STRIPPED}
+    assert stripped == {"large_raw", "large_floats", "large_int64", "packed", "extra"}
+    for name in stripped:
+        t = by_name[name]
+        assert t.data_location == TensorProto.EXTERNAL and not (t.raw_data or t.float_data or t.int64_data)
+    assert tuple(by_name["packed"].dims) == (9, 9)
+    assert numpy_helper.to_array(by_name["small"]).tolist() == list(range(64))
+    assert by_name["negative"].raw_data == b"\0" * 8 and by_name["external"].external_data[0].key == "location"
+    assert model.doc_string == "kept as it is"
+
+
+def test_analysis_reads_a_file_the_same_through_either_reader(reader: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    path = tmp_path / "resnet18.onnx"
+    onnx.save(model_zoo.build("resnet18", weights=True), str(path))
+    before = path.read_bytes()
+    monkeypatch.setattr(native, "reader", None)
+    expected = analyze(str(path))
+    monkeypatch.setattr(native, "reader", reader)
+    assert analyze(str(path)) == expected
+    assert path.read_bytes() == before
+
+
 @pytest.mark.parametrize("data", [b"\x0a\x05abc", b"\x0a", b"\x0b", b"\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"])
 def test_malformed_bytes_raise_value_error(reader: ModuleType, data: bytes):
     # A length past the end, a missing length, a group (wire type 3), a varint longer than 64 bits.
@@ -246,6 +320,8 @@ def test_malformed_bytes_raise_value_error(reader: ModuleType, data: bytes):
         reader.graph_contents(data, 64)
     with pytest.raises(ValueError, match="malformed protobuf"):
         reader.value_types(data, -1, Tensor)
+    with pytest.raises(ValueError, match="malformed protobuf"):
+        reader.strip_weight_bytes(data, 64, b"")
 
 
 @pytest.mark.parametrize("spec", ["zoo:resnet18", "zoo:vit_b_16", "zoo:lstm_kernel"])
