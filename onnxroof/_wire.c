@@ -779,15 +779,20 @@ static int put_stripped_graph(Buffer *b, Span g, long long small, Span marker) {
     return r;
 }
 
-/* strip_weight_bytes(model_bytes, small, marker): a serialized ModelProto with the data of every initializer of
- * more than `small` elements left out, as drop_weight_bytes leaves the parsed model, before anything parses it:
- * the weights' bytes are never copied into a proto. Every other field is kept as it is. */
+/* strip_weight_bytes(model, small, marker): a serialized ModelProto (any buffer: a memory-mapped file) with the
+ * data of every initializer of more than `small` elements left out, as drop_weight_bytes leaves the parsed
+ * model, before anything parses it: the weights' bytes are never copied, nor even read from a mapped file.
+ * Every other field is kept as it is. */
 static PyObject *strip_weight_bytes(PyObject *Py_UNUSED(self), PyObject *args) {
-    PyObject *model_bytes, *marker_bytes;
+    Py_buffer model;
+    PyObject *marker_bytes;
     long long small;
-    if (!PyArg_ParseTuple(args, "SLS", &model_bytes, &small, &marker_bytes)) return NULL;
-    Span s, marker;
-    if (bytes_span(model_bytes, &s) < 0 || bytes_span(marker_bytes, &marker) < 0) return NULL;
+    if (!PyArg_ParseTuple(args, "y*LS", &model, &small, &marker_bytes)) return NULL;
+    Span s = {(const uint8_t *)model.buf, (const uint8_t *)model.buf + model.len}, marker;
+    if (bytes_span(marker_bytes, &marker) < 0) {
+        PyBuffer_Release(&model);
+        return NULL;
+    }
     Buffer out = {NULL, 0, 0};
     Field f;
     int r;
@@ -800,6 +805,7 @@ static PyObject *strip_weight_bytes(PyObject *Py_UNUSED(self), PyObject *args) {
     }
     PyObject *result = r < 0 ? NULL : PyBytes_FromStringAndSize(out.data ? out.data : "", out.size);
     PyMem_Free(out.data);
+    PyBuffer_Release(&model);
     return result;
 }
 
@@ -810,7 +816,7 @@ static PyMethodDef methods[] = {
      "value_types(graph_bytes, input_count, tensor_type) -> {name: tensor_type(name, elem_type, shape or None, False)}"
      " of a serialized GraphProto."},
     {"strip_weight_bytes", strip_weight_bytes, METH_VARARGS,
-     "strip_weight_bytes(model_bytes, small, marker) -> the serialized model, its large inline weights' data left out."},
+     "strip_weight_bytes(model, small, marker) -> the serialized model, its large inline weights' data left out."},
     {"typed_inputs", typed_inputs, METH_O,
      "typed_inputs([(name, elem_type, dims), ...]) -> the serialized GraphProto.input fields of typed tensors."},
     {NULL, NULL, 0, NULL},

@@ -9,7 +9,9 @@ such nodes are "folded" (they run once at load time in any engine) and never cos
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import mmap
 import os
 import re
 from collections import ChainMap
@@ -137,7 +139,11 @@ def _parse_file(path: Path, weight_bytes: bool) -> ModelProto:
         if not weight_bytes:
             drop_weight_bytes(model.graph)
         return model
-    data = native.reader.strip_weight_bytes(path.read_bytes(), SMALL_CONSTANT, STRIPPED.encode())
+    # Mapped rather than read: the pages that hold only weight bytes are skipped, never read from disk.
+    with path.open("rb") as f:
+        empty = os.fstat(f.fileno()).st_size == 0  # a file mmap cannot map; it parses as an empty model
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if not empty else contextlib.nullcontext(b"") as view:
+            data = native.reader.strip_weight_bytes(view, SMALL_CONSTANT, STRIPPED.encode())
     return ModelProto.FromString(data)
 
 
