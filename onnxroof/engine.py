@@ -14,11 +14,14 @@ CPU executor spends on one node of the graph it actually runs (``onnxroof.runtim
 - the per-node overhead (``device.launch_overhead``): what the executor spends dispatching one node;
 - the epilogue of a convolution or Gemm whose fused activation onnxruntime does not apply inside the kernel (every
   activation but Relu, e.g. MobileNet's Clip): a separate pass reading and writing the output, timed like an
-  elementwise kernel over those bytes (the calibration's conv ceilings are measured with Relu, which is free).
+  elementwise kernel over those bytes (the calibration's conv ceilings are measured with Relu, which is free);
+- for a compute-bound kernel whose working set is larger than every cache (a batched convolution), the DRAM
+  traffic its computation does not hide: ``(1 - dram_overlap) * memory``, the share the calibration measured on
+  such a convolution (its ceilings come from kernels whose data sits in a cache).
 
 ``time = combine(overlap, flops / (peak * eff_c), (activation bytes / bw_level + weight bytes / bw_dram) / eff_m,
-per-node overhead) + epilogue``, i.e. ``max(compute, memory) + epilogue + overhead`` on a calibrated (serial) host
-profile.
+per-node overhead) + epilogue + exposed DRAM time``, i.e. ``max(compute, memory) + epilogue + exposed + overhead``
+on a calibrated (serial) host profile.
 
 Every node the executor runs pays the per-node overhead, shape-only nodes (Reshape, Flatten, Squeeze, ...) too:
 they cost no FLOPs and no bytes (their output aliases their input), and the calibration measures a Reshape between
@@ -52,6 +55,7 @@ __all__ = [
     "working_set",
     "memory_level",
     "epilogue_activation",
+    "exposed_dram_time",
     "predict_engine",
     "model_time",
 ]
@@ -160,6 +164,7 @@ class EngineNote:
     weight_bytes: float
     epilogue: str | None = None  # the fused activation applied in a second pass over the output, if any
     epilogue_time_s: float = 0.0
+    exposed_memory_s: float = 0.0  # DRAM traffic time the computation does not hide (see exposed_dram_time)
 
     def describe(self) -> str:
         """One line for a report: the class, the efficiencies applied and the memory level."""
@@ -175,7 +180,9 @@ class EngineNote:
         weights = f", weights {_size(self.weight_bytes)} from DRAM" if self.weight_bytes else ""
         epilogue = (f"; {self.epilogue} as a second pass over the output, {self.epilogue_time_s * 1e6:.3g} us"
                     if self.epilogue else "")
-        return f"{head}; {data}{weights}{epilogue}"
+        exposed = (f"; {self.exposed_memory_s * 1e6:.3g} us of DRAM traffic not hidden by compute"
+                   if self.exposed_memory_s else "")
+        return f"{head}; {data}{weights}{epilogue}{exposed}"
 
 
 def _size(nbytes: float) -> str:
@@ -351,6 +358,16 @@ def _epilogue_time(view: NodeView, device: Device) -> float:
     return moved / (bw * eff)
 
 
+def exposed_dram_time(device: Device, level: str, compute_s: float, memory_s: float) -> float:
+    """The part of a kernel's memory time that adds to its compute time instead of overlapping it: for a
+    compute-bound kernel whose working set is served from DRAM, the share of its memory time that the device's
+    calibrated ``dram_overlap`` says compute does not hide. Zero for any other kernel (its ceiling was calibrated
+    with ``max``), and on a device without that figure."""
+    if device.dram_overlap is None or level != "DRAM" or compute_s < memory_s:
+        return 0.0
+    return (1.0 - device.dram_overlap.value) * memory_s
+
+
 def predict_engine(view: NodeView, cost: Cost, precision: str, device: Device) -> tuple[Prediction, EngineNote]:
     """The time onnxruntime's executor spends on one node, and why.
 
@@ -359,8 +376,8 @@ def predict_engine(view: NodeView, cost: Cost, precision: str, device: Device) -
     ``bw_level`` is the bandwidth of the smallest memory level its working set fits in; ``overhead`` is one
     per-node overhead (every dispatched node pays it, shape-only ones included). They combine under the device's
     overlap: ``max(compute, memory) + overhead`` for a calibrated (serial) host profile, plus the epilogue of a
-    fused activation applied in a second pass (:func:`epilogue_activation`, ``Prediction.epilogue_time_s``). The
-    Prediction's
+    fused activation applied in a second pass (:func:`epilogue_activation`, ``Prediction.epilogue_time_s``) and
+    the DRAM traffic a compute-bound kernel does not hide (:func:`exposed_dram_time`). The Prediction's
     ``peak_flops_s`` and ``bandwidth_bytes_s`` are the node's own ceilings (peak x eff_c, the effective
     bandwidth), so its ridge point and attainable FLOP/s read against the roof it actually runs under.
 
@@ -383,18 +400,19 @@ def predict_engine(view: NodeView, cost: Cost, precision: str, device: Device) -
     effective_bw = cost.bytes / memory if memory > 0 else bw * eff_m
     epilogue = epilogue_activation(view)
     epilogue_s = _epilogue_time(view, device) if epilogue else 0.0
+    exposed = exposed_dram_time(device, level, compute, memory)
     prediction = Prediction(
         compute_time_s=compute,
         memory_time_s=memory,
         overhead_time_s=overhead,
-        predicted_time_s=roofline.combine(device.overlap, compute, memory, overhead) + epilogue_s,
+        predicted_time_s=roofline.combine(device.overlap, compute, memory, overhead) + epilogue_s + exposed,
         bound=roofline.bound_of(compute, memory, overhead),
         peak_flops_s=peak * eff_c,
         bandwidth_bytes_s=effective_bw,
         precision=used,
         epilogue_time_s=epilogue_s,
     )
-    note = EngineNote(cls, ceiling_name, eff_c, eff_m, level, bw, ws, weights, epilogue, epilogue_s)
+    note = EngineNote(cls, ceiling_name, eff_c, eff_m, level, bw, ws, weights, epilogue, epilogue_s, exposed)
     return prediction, note
 
 

@@ -202,3 +202,25 @@ def test_warnings_name_a_busy_machine():
     assert any("hypervisor took 30%" in w for w in busy)
     assert any("machine was busy" in w for w in busy)
     assert any("over its 120 s budget" in w for w in calibrate._warnings([], 130.0, 120.0))
+
+
+def test_dram_overlap_is_the_share_of_a_dram_conv_s_traffic_its_compute_hid():
+    from dataclasses import replace
+
+    from tests.test_engine import CONV, conv, host
+
+    device = host({"conv": CONV})
+    view = conv(64, 64, 112, 3, out_hw=56)
+    cost = Cost(flops=1e9, bytes_read=3e6, bytes_written=1e6, kernels=1)
+    # compute = 1e9 / (100e9 * 0.9) = 11.111 ms at the conv ceiling; the 4 MB working set is past the test host's
+    # L2, so memory = 4e6 / 10e9 = 400 us at DRAM. Measured 300 us over the compute: 1 - 300/400 = 0.25 hidden.
+    measured = calibrate._Sample(view, cost, 1e9 / 90e9 + 300e-6, "a batched conv")
+    hidden = calibrate._dram_overlap(measured, device, "test")
+    assert hidden is not None and hidden.value == pytest.approx(0.25)
+    assert hidden.source.startswith("calibrated: a batched conv ran 11.4 ms")
+    # Faster than its compute alone: all hidden (1); slower than compute plus all the traffic: none hidden (0).
+    assert calibrate._dram_overlap(replace(measured, time_s=0.011), device, "test").value == 1.0
+    assert calibrate._dram_overlap(replace(measured, time_s=0.013), device, "test").value == 0.0
+    # A conv whose data sits in a cache, or one that is memory-bound, measures nothing.
+    assert calibrate._dram_overlap(replace(measured, cost=Cost(flops=1e9, bytes_read=4e5, bytes_written=2e5)), device, "test") is None
+    assert calibrate._dram_overlap(replace(measured, cost=Cost(flops=1e6, bytes_read=3e6, bytes_written=1e6)), device, "test") is None

@@ -567,6 +567,10 @@ source = "calibrated: chains of Neg"
 value = 8e-6
 source = "calibrated: a one-node graph"
 
+[dram_overlap]
+value = 0.4
+source = "calibrated: a batch-16 conv"
+
 [[caches]]
 level = "L2"
 size = 2097152
@@ -606,6 +610,7 @@ def test_calibrated_device_round_trip(tmp_path: Path):
     device = load_device(_write(tmp_path, CALIBRATED_DEVICE))
     assert device.engine == "onnxruntime"
     assert device.run_overhead == Sourced(8e-6, "calibrated: a one-node graph")
+    assert device.dram_overlap == Sourced(0.4, "calibrated: a batch-16 conv")
     assert device.caches[0].bandwidth == 45e9
     assert device.calibration == Calibration("cpu", 1, "1.23.2", "Test CPU", "2025-01-01T00:00:00+00:00", 95.5,
                                              ("timings varied between repeats",), 2.5e-6, 4.1e10)
@@ -634,7 +639,7 @@ def test_calibrated_device_serializes_to_plain_json(tmp_path: Path):
 
 def test_datasheet_devices_have_no_engine_profile():
     for key, device in catalog().items():
-        assert device.run_overhead is None, key
+        assert device.run_overhead is None and device.dram_overlap is None, key
         assert device.calibration is None, key
         assert dict(device.ceilings) == {}, key
         assert "[ceilings" not in device.to_toml() and "[calibration]" not in device.to_toml(), key
@@ -664,6 +669,7 @@ def test_ceiling_efficiency_is_interpolated_in_log_work(tmp_path: Path):
         ("duration_s = 95.5", "duration_s = -1", "'duration_s' must be non-negative"),
         ('cpu = "Test CPU"\n', "", "calibration: missing required field 'cpu'"),
         ("[run_overhead]\nvalue = 8e-6\n", "[run_overhead]\nvalue = -8e-6\n", "'value' must be non-negative"),
+        ("[dram_overlap]\nvalue = 0.4\n", "[dram_overlap]\nvalue = 1.5\n", "dram_overlap: value 1.5 is a share"),
     ],
 )
 def test_calibrated_device_validation_errors(tmp_path: Path, old: str, new: str, message: str):

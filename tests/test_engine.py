@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -203,6 +204,28 @@ def test_compute_bound_conv_closed_form():
     assert note.op_class == "conv" and note.ceiling == "conv"
     assert note.level == "L2" and note.level_bandwidth == 50e9 and note.weight_bytes == weights
     assert "70% of peak" in note.describe() and "L2" in note.describe()
+
+
+def test_a_conv_served_from_dram_adds_the_traffic_its_compute_does_not_hide():
+    dev = replace(host({"conv": CONV, "elementwise": ELEMENTWISE}), dram_overlap=Sourced(0.25, "calibrated: test"))
+    view = conv(64, 64, 112, 3, out_hw=56)
+    cost = Cost(flops=1e9, bytes_read=3e6, bytes_written=1e6, kernels=1)
+    pred, note = engine.predict_engine(view, cost, "fp32", dev)
+    # eff_c = 0.9 past 1e8 FLOPs -> compute = 1e9 / 90e9 = 11.111 ms. The 4 MB working set is past L2 (1 MiB, the
+    # last level with a bandwidth): all of it at DRAM's 10 GB/s -> memory = 400 us, a quarter of it hidden:
+    # max(11.111 ms, 400 us) + 1 us overhead + 0.75 * 400 us = 11.412 ms.
+    assert note.level == "DRAM" and pred.memory_time_s == pytest.approx(400e-6)
+    assert note.exposed_memory_s == pytest.approx(300e-6)
+    assert pred.predicted_time_s == pytest.approx(1e9 / 90e9 + 1e-6 + 300e-6)
+    assert pred.bound == "compute" and "300 us of DRAM traffic not hidden by compute" in note.describe()
+    # The same conv with its data in L2, a memory-bound kernel in DRAM, or a device without the figure: max() alone.
+    in_cache = Cost(flops=1e9, bytes_read=400_000, bytes_written=200_000, kernels=1)
+    assert engine.predict_engine(view, in_cache, "fp32", dev)[1].exposed_memory_s == 0.0
+    relu = make_node("Relu", [T((1, 64, 112, 112))], [T((1, 64, 112, 112))])
+    streaming = Cost(flops=802816, bytes_read=3211264, bytes_written=3211264, kernels=1)
+    assert engine.predict_engine(relu, streaming, "fp32", dev)[1].exposed_memory_s == 0.0
+    plain, _ = engine.predict_engine(view, cost, "fp32", host({"conv": CONV}))
+    assert plain.predicted_time_s == pytest.approx(1e9 / 90e9 + 1e-6)
 
 
 def test_memory_bound_elementwise_closed_form():

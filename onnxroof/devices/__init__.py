@@ -27,6 +27,9 @@ its kernels come to the peak and to the bandwidth of the memory level their data
     [run_overhead]                 # seconds per session.run, paid once per model
     value = 1.2e-05
     source = "calibrated: ..."
+    [dram_overlap]                 # optional: share of a compute-bound kernel's DRAM time its compute hides
+    value = 0.4
+    source = "calibrated: ..."
     [calibration]                  # how the numbers were measured (metadata, no sources needed)
     provider = "cpu"
     threads = 1
@@ -316,8 +319,10 @@ class Device:
     ``"serial"`` (``max(compute, memory) + overhead``, as in a CPU executor that dispatches one node at a time).
     ``engine`` names the runtime a calibrated host profile was measured with (e.g. ``"onnxruntime"``); ``None``
     for datasheet devices. A calibrated profile also carries ``run_overhead`` (the engine's fixed cost per run,
-    added once per model), ``ceilings`` (per op class efficiencies, see :class:`Ceiling`) and ``calibration``
-    (how it was measured); datasheet devices have none of them.
+    added once per model), ``ceilings`` (per op class efficiencies, see :class:`Ceiling`), ``calibration``
+    (how it was measured) and ``dram_overlap``: the share of a compute-bound kernel's DRAM traffic time that its
+    computation hides when its working set is larger than every cache (1 or absent: all of it, as ``max`` has
+    it); datasheet devices have none of them.
     """
 
     key: str
@@ -333,6 +338,7 @@ class Device:
     run_overhead: Sourced | None = None
     ceilings: Mapping[str, Ceiling] = dataclasses.field(default_factory=FrozenMap)
     calibration: Calibration | None = None
+    dram_overlap: Sourced | None = None
 
     def resolve_precision(self, precision: str) -> str:
         """The precision whose peak is used for ``precision`` on this device (see FALLBACK)."""
@@ -384,7 +390,7 @@ class Device:
             if pk.sparse_value is not None:
                 lines.append(f"sparse_value = {_toml_num(pk.sparse_value)}")
             lines.append(f"source = {_toml_str(pk.source)}")
-        for fname in ("memory_bandwidth", "memory_capacity", "launch_overhead", "run_overhead"):
+        for fname in ("memory_bandwidth", "memory_capacity", "launch_overhead", "run_overhead", "dram_overlap"):
             item = getattr(self, fname)
             if item is not None:
                 lines += ["", f"[{fname}]", f"value = {_toml_num(item.value)}", f"source = {_toml_str(item.source)}"]
@@ -417,7 +423,7 @@ class Device:
 # ---------------------------------------------------------------------------------------------------- parsing
 
 _REQUIRED = ("name", "kind", "overlap", "peak_flops", "memory_bandwidth", "launch_overhead")
-_OPTIONAL = ("memory_capacity", "caches", "engine", "run_overhead", "calibration", "ceilings")
+_OPTIONAL = ("memory_capacity", "caches", "engine", "run_overhead", "calibration", "ceilings", "dram_overlap")
 _FIELDS = _REQUIRED + _OPTIONAL
 _SCHEMA_HINT = "see the device file format in the onnxroof.devices docstring, or copy an entry of `onnxroof devices`"
 
@@ -629,7 +635,16 @@ def device_from_dict(key: str, data: Mapping[str, Any], *, origin: str | None = 
         run_overhead=_sourced(data, "run_overhead", where, allow_zero=True) if "run_overhead" in data else None,
         ceilings=FrozenMap(ceilings),
         calibration=_calibration(data["calibration"], where) if "calibration" in data else None,
+        dram_overlap=_share(data, "dram_overlap", where) if "dram_overlap" in data else None,
     )
+
+
+def _share(data: Mapping[str, Any], name: str, where: str) -> Sourced:
+    """A sourced fraction between 0 and 1."""
+    item = _sourced(data, name, where, allow_zero=True)
+    if item.value > 1:
+        raise _fail(f"{where}, {name}", f"value {item.value:g} is a share and must be at most 1")
+    return item
 
 
 # ---------------------------------------------------------------------------------------------------- loading
