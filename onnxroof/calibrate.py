@@ -1063,8 +1063,8 @@ def calibrate(
         # A ResNet downsampling convolution (3x3, stride 2) at batch 32: its data (61 MiB) is larger than any
         # cache, which the class benchmarks' is not. Its conv kernel gives dram_overlap; its NCHWc reorders join
         # the reorder class at DRAM sizes. A strided convolution reads four times the input per FLOP that a
-        # stride-1 one does, and on the development machine it hid little or none of its DRAM traffic where a
-        # batch-32 stride-1 3x3 convolution hid nearly all: the figure errs toward traffic exposed. (Not paper
+        # stride-1 one does, and on a 2-core Xeon host it hid little or none of its DRAM traffic where a batch-32
+        # stride-1 3x3 convolution hid nearly all: the figure errs toward traffic exposed. (Not paper
         # 001's batch-16 kernel, which the accuracy benchmark validates against.)
         batched = None if quick else _Profiled(runner, _BATCHED_CONV_LABEL, _conv(rand, 128, 128, 56, 3, 2, batch=32),
                                                frozenset({"reorder"}))

@@ -39,9 +39,10 @@ examples:
 CALIBRATE_HELP = """Measure this machine's empirical roofline through onnxruntime micro-benchmarks (paper 001's ERT).
 
 Peak FLOP/s per precision (fp32 MatMul and Conv, int8 MatMulInteger, fp16 where the provider has kernels),
-bandwidth per memory level (working sets sized to L1, L2, L3 and DRAM), per-run and per-node overhead, and
-per op class the efficiency its kernels reach (convolutions by kind, pooling, normalization, LRN, softmax,
-elementwise, data movement). The result is a device file, cached per CPU model, onnxruntime version, provider
+bandwidth per memory level (working sets sized to L1, L2, L3 and DRAM), per-run and per-node overhead, per
+op class the efficiency its kernels reach (convolutions by kind, pooling, normalization, LRN, softmax,
+elementwise, data movement), and how much of a convolution's DRAM traffic its computation hides when its data
+is larger than the caches (a batch-32 convolution). The result is a device file, cached per CPU model, onnxruntime version, provider
 and thread count; '--device host' anywhere uses it (and calibrates first when there is none).
 
 examples:
