@@ -726,23 +726,42 @@ static int large_inline_tensor(Span t, long long small) {
     return location != 1 && !zero && !negative && elements > small; /* 1: TensorProto.EXTERNAL */
 }
 
-/* A TensorProto less its data (float_data, int32_data, string_data, int64_data, raw_data, double_data,
- * uint64_data) and marked as external data at `marker`, as drop_weight_bytes leaves it. */
-static int put_stripped_tensor(Buffer *b, Span t, Span marker) {
-    Buffer out = {NULL, 0, 0};
-    Span s = t;
+/* What a rewrite does with one field: 0 to copy it as it is, 1 when the visitor wrote what replaces it (or
+ * nothing, to drop it), -1 on an error. */
+typedef int (*FieldVisitor)(const Field *f, Buffer *out, const void *context);
+
+/* A message's fields into `out`, each copied as it is unless `visit` replaces it. */
+static int rewrite_fields(Span message, Buffer *out, FieldVisitor visit, const void *context) {
+    Span s = message;
     Field f;
     int r;
     const uint8_t *start = s.p;
     while ((r = next_field(&s, &f)) == 1) {
-        int data = f.field == 4 || f.field == 5 || f.field == 6 || f.field == 7 || f.field == 9 || f.field == 10 ||
-                   f.field == 11;
-        if (!data && f.field != 14 && put_bytes(&out, start, s.p - start) < 0) r = -1;
-        if (r < 0) break;
+        int replaced = visit(&f, out, context);
+        if (replaced < 0 || (!replaced && put_bytes(out, start, s.p - start) < 0)) return -1;
         start = s.p;
     }
+    return r;
+}
+
+typedef struct {
+    long long small;
+    Span marker;
+} Stripping;
+
+/* Drops a TensorProto's data fields (float_data, int32_data, string_data, int64_data, raw_data, double_data,
+ * uint64_data) and its data_location. */
+static int drop_tensor_data(const Field *f, Buffer *Py_UNUSED(out), const void *Py_UNUSED(context)) {
+    uint32_t n = f->field;
+    return n == 4 || n == 5 || n == 6 || n == 7 || n == 9 || n == 10 || n == 11 || n == 14;
+}
+
+/* A TensorProto less its data and marked as external data at the marker, as drop_weight_bytes leaves it. */
+static int put_stripped_tensor(Buffer *b, Span t, Span marker) {
+    Buffer out = {NULL, 0, 0};
     Py_ssize_t marker_length = marker.end - marker.p;
     Py_ssize_t entry = field_size(8) + field_size(marker_length); /* StringStringEntryProto{key, value} */
+    int r = rewrite_fields(t, &out, drop_tensor_data, NULL);
     if (r == 0 && reserve(&out, field_size(entry) + 2) == 0) {
         put_head(&out, 13, entry); /* external_data */
         put_head(&out, 1, 8);
@@ -759,24 +778,23 @@ static int put_stripped_tensor(Buffer *b, Span t, Span marker) {
     return r;
 }
 
-/* A GraphProto with its large inline initializers stripped. */
-static int put_stripped_graph(Buffer *b, Span g, long long small, Span marker) {
-    Buffer out = {NULL, 0, 0};
-    Span s = g;
-    Field f;
-    int r;
-    const uint8_t *start = s.p;
-    while ((r = next_field(&s, &f)) == 1) {
-        int strip = f.field == 5 && f.wire == 2 ? large_inline_tensor(f.bytes, small) : 0;
-        if (strip < 0) r = -1;
-        else if (strip) r = put_stripped_tensor(&out, f.bytes, marker) < 0 ? -1 : 1;
-        else if (put_bytes(&out, start, s.p - start) < 0) r = -1;
-        if (r < 0) break;
-        start = s.p;
-    }
-    if (r == 0) r = put_message(b, 7, &out);
-    PyMem_Free(out.data);
-    return r;
+/* Replaces a large inline GraphProto.initializer by its stripped form. */
+static int strip_initializer(const Field *f, Buffer *out, const void *context) {
+    const Stripping *how = context;
+    if (f->field != 5 || f->wire != 2) return 0;
+    int strip = large_inline_tensor(f->bytes, how->small);
+    if (strip <= 0) return strip;
+    return put_stripped_tensor(out, f->bytes, how->marker) < 0 ? -1 : 1;
+}
+
+/* Replaces ModelProto.graph by the graph with its large inline initializers stripped. */
+static int strip_graph(const Field *f, Buffer *out, const void *context) {
+    if (f->field != 7 || f->wire != 2) return 0;
+    Buffer graph = {NULL, 0, 0};
+    int r = rewrite_fields(f->bytes, &graph, strip_initializer, context);
+    if (r == 0) r = put_message(out, 7, &graph);
+    PyMem_Free(graph.data);
+    return r < 0 ? -1 : 1;
 }
 
 /* strip_weight_bytes(model, small, marker): a serialized ModelProto (any buffer: a memory-mapped file) with the
@@ -786,25 +804,16 @@ static int put_stripped_graph(Buffer *b, Span g, long long small, Span marker) {
 static PyObject *strip_weight_bytes(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer model;
     PyObject *marker_bytes;
-    long long small;
-    if (!PyArg_ParseTuple(args, "y*LS", &model, &small, &marker_bytes)) return NULL;
-    Span s = {(const uint8_t *)model.buf, (const uint8_t *)model.buf + model.len}, marker;
-    if (bytes_span(marker_bytes, &marker) < 0) {
-        PyBuffer_Release(&model);
-        return NULL;
+    Stripping how;
+    if (!PyArg_ParseTuple(args, "y*LS", &model, &how.small, &marker_bytes)) return NULL;
+    PyObject *result = NULL;
+    if (bytes_span(marker_bytes, &how.marker) == 0) {
+        Span s = {(const uint8_t *)model.buf, (const uint8_t *)model.buf + model.len};
+        Buffer out = {NULL, 0, 0};
+        if (rewrite_fields(s, &out, strip_graph, &how) == 0)
+            result = PyBytes_FromStringAndSize(out.data ? out.data : "", out.size);
+        PyMem_Free(out.data);
     }
-    Buffer out = {NULL, 0, 0};
-    Field f;
-    int r;
-    const uint8_t *start = s.p;
-    while ((r = next_field(&s, &f)) == 1) {
-        if (f.field == 7 && f.wire == 2) r = put_stripped_graph(&out, f.bytes, small, marker) < 0 ? -1 : 1;
-        else if (put_bytes(&out, start, s.p - start) < 0) r = -1;
-        if (r < 0) break;
-        start = s.p;
-    }
-    PyObject *result = r < 0 ? NULL : PyBytes_FromStringAndSize(out.data ? out.data : "", out.size);
-    PyMem_Free(out.data);
     PyBuffer_Release(&model);
     return result;
 }
