@@ -1217,10 +1217,11 @@ def _dram_overlap(sample: _Sample, device: Device, how: str) -> Sourced | None:
     """The share of a convolution's DRAM traffic time that its computation hid, from a convolution whose data is
     larger than every cache: ``1 - (measured - compute) / memory``, compute at the conv ceiling (fitted on
     convolutions whose data sits in a cache) and memory at the DRAM bandwidth, clipped to [0, 1]. None when
-    its data fit a cache after all or it came out memory-bound: then there is nothing to measure it on."""
+    its data fit a cache faster than DRAM after all or it came out memory-bound: then there is nothing to
+    measure it on."""
     prediction, note = engine.predict_engine(sample.view, sample.cost, "fp32", device)
     compute, memory = prediction.compute_time_s, prediction.memory_time_s
-    if note.level != "DRAM" or memory <= 0 or compute < memory:
+    if note.level_bandwidth > device.memory_bandwidth.value or memory <= 0 or compute < memory:
         return None
     hidden = min(max(1.0 - (sample.time_s - compute) / memory, 0.0), 1.0)
     return Sourced(float(f"{hidden:.3g}"), (

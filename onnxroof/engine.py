@@ -15,8 +15,8 @@ CPU executor spends on one node of the graph it actually runs (``onnxroof.runtim
 - the epilogue of a convolution or Gemm whose fused activation onnxruntime does not apply inside the kernel (every
   activation but Relu, e.g. MobileNet's Clip): a separate pass reading and writing the output, timed like an
   elementwise kernel over those bytes (the calibration's conv ceilings are measured with Relu, which is free);
-- for a compute-bound kernel whose working set is larger than every cache (a batched convolution), the DRAM
-  traffic its computation does not hide: ``(1 - dram_overlap) * memory``, the share the calibration measured on
+- for a compute-bound kernel whose working set is served at DRAM bandwidth (a batched convolution, larger than
+  every faster cache), the DRAM traffic its computation does not hide: ``(1 - dram_overlap) * memory``, the share the calibration measured on
   such a convolution (its ceilings come from kernels whose data sits in a cache).
 
 ``time = combine(overlap, flops / (peak * eff_c), (activation bytes / bw_level + weight bytes / bw_dram) / eff_m,
@@ -358,12 +358,12 @@ def _epilogue_time(view: NodeView, device: Device) -> float:
     return moved / (bw * eff)
 
 
-def exposed_dram_time(device: Device, level: str, compute_s: float, memory_s: float) -> float:
+def exposed_dram_time(device: Device, level_bandwidth: float, compute_s: float, memory_s: float) -> float:
     """The part of a kernel's memory time that adds to its compute time instead of overlapping it: for a
-    compute-bound kernel whose working set is served from DRAM, the share of its memory time that the device's
-    calibrated ``dram_overlap`` says compute does not hide. Zero for any other kernel (its ceiling was calibrated
-    with ``max``), and on a device without that figure."""
-    if device.dram_overlap is None or level != "DRAM" or compute_s < memory_s:
+    compute-bound kernel whose working set is served at DRAM bandwidth (it fits no faster level), the share of
+    its memory time that the device's calibrated ``dram_overlap`` says compute does not hide. Zero for any other
+    kernel (its ceiling was calibrated with ``max``), and on a device without that figure."""
+    if device.dram_overlap is None or level_bandwidth > device.memory_bandwidth.value or compute_s < memory_s:
         return 0.0
     return (1.0 - device.dram_overlap.value) * memory_s
 
@@ -400,7 +400,7 @@ def predict_engine(view: NodeView, cost: Cost, precision: str, device: Device) -
     effective_bw = cost.bytes / memory if memory > 0 else bw * eff_m
     epilogue = epilogue_activation(view)
     epilogue_s = _epilogue_time(view, device) if epilogue else 0.0
-    exposed = exposed_dram_time(device, level, compute, memory)
+    exposed = exposed_dram_time(device, bw, compute, memory)
     prediction = Prediction(
         compute_time_s=compute,
         memory_time_s=memory,

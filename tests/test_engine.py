@@ -226,6 +226,11 @@ def test_a_conv_served_from_dram_adds_the_traffic_its_compute_does_not_hide():
     assert engine.predict_engine(relu, streaming, "fp32", dev)[1].exposed_memory_s == 0.0
     plain, _ = engine.predict_engine(view, cost, "fp32", host({"conv": CONV}))
     assert plain.predicted_time_s == pytest.approx(1e9 / 90e9 + 1e-6)
+    # A level no faster than DRAM serves the data at DRAM bandwidth: the same traffic is exposed there.
+    slow_l3 = CacheLevel("L3", 8 * 1024 * 1024, 10e9, "calibrated: test", "shared")
+    same_speed = replace(dev, caches=(*dev.caches[:2], slow_l3))
+    _, via_l3 = engine.predict_engine(view, cost, "fp32", same_speed)
+    assert via_l3.level == "L3" and via_l3.exposed_memory_s == pytest.approx(300e-6)
 
 
 def test_memory_bound_elementwise_closed_form():
