@@ -321,7 +321,7 @@ class Device:
     for datasheet devices. A calibrated profile also carries ``run_overhead`` (the engine's fixed cost per run,
     added once per model), ``ceilings`` (per op class efficiencies, see :class:`Ceiling`), ``calibration``
     (how it was measured) and ``dram_overlap``: the share of a compute-bound kernel's DRAM traffic time that its
-    computation hides when its working set is larger than every cache (1 or absent: all of it, as ``max`` has
+    computation hides when its working set is served at DRAM bandwidth (1 or absent: all of it, as ``max`` has
     it); datasheet devices have none of them.
     """
 
