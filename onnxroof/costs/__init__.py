@@ -46,6 +46,7 @@ __all__ = [
     "compute_cost",
     "dtype_size",
     "io_bytes",
+    "distinct_tensors",
     "weight_params",
 ]
 
@@ -314,7 +315,9 @@ def registered_ops() -> list[str]:
 # Helpers shared by the op families.
 
 
-def _distinct(tensors: Iterable[Tensor | None]) -> list[Tensor]:
+def distinct_tensors(tensors: Iterable[Tensor | None]) -> list[Tensor]:
+    """The given (not omitted) tensors, each name once (the first of a repeated name): what the
+    compulsory-traffic model reads or writes."""
     seen: set[str] = set()
     out = []
     for t in tensors:
@@ -337,8 +340,8 @@ def weight_params(inputs: Iterable[Tensor | None]) -> int:
 def io_bytes(node: NodeView, inputs: Sequence[Tensor | None] | None = None) -> tuple[float, float]:
     """(bytes read, bytes written) under the compulsory-traffic model: each distinct input read once, each
     output written once. ``inputs`` restricts which inputs are read (default: all)."""
-    read = sum(t.nbytes for t in _distinct(node.inputs if inputs is None else inputs))
-    written = sum(t.nbytes for t in _distinct(node.outputs))
+    read = sum(t.nbytes for t in distinct_tensors(node.inputs if inputs is None else inputs))
+    written = sum(t.nbytes for t in distinct_tensors(node.outputs))
     return read, written
 
 
@@ -351,8 +354,8 @@ def compute_cost(node: NodeView) -> tuple[Cost, bool]:
     fn = lookup(node.domain, node.op_type)
     if fn is not None:
         return fn(node), True
-    read = sum(t.nbytes for t in _distinct(node.inputs) if t.known)
-    written = sum(t.nbytes for t in _distinct(node.outputs) if t.known)
+    read = sum(t.nbytes for t in distinct_tensors(node.inputs) if t.known)
+    written = sum(t.nbytes for t in distinct_tensors(node.outputs) if t.known)
     return Cost(bytes_read=read, bytes_written=written, params=weight_params(node.inputs), kernels=1), False
 
 

@@ -26,6 +26,7 @@ from . import (
     Tensor,
     UnknownShape,
     broadcast_shape,
+    distinct_tensors,
     dtype_size,
     register,
     weight_params,
@@ -159,13 +160,7 @@ def _present(tensors: Sequence[Tensor | None]) -> list[Tensor]:
 
 def input_bytes(inputs: Sequence[Tensor | None]) -> float:
     """Bytes read: every distinct input once at its own (un-broadcast) size, as ``io_bytes`` counts them."""
-    seen: set[str] = set()
-    total = 0.0
-    for t in _present(inputs):
-        if t.name not in seen:
-            seen.add(t.name)
-            total += t.nbytes
-    return total
+    return sum((t.nbytes for t in distinct_tensors(inputs)), 0.0)
 
 
 def output_bytes(

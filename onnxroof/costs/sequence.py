@@ -30,7 +30,7 @@ from typing import Callable, Iterable, Sequence
 
 from onnx import TensorProto
 
-from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, broadcast_shape, register, weight_params
+from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, broadcast_shape, distinct_tensors, register, weight_params
 from onnxroof.costs.control import UNKNOWN_TRIPS_NOTE
 
 __all__ = [
@@ -83,13 +83,7 @@ def _bytes(t: Tensor | None) -> float:
 
 def _distinct_bytes(tensors: Iterable[Tensor | None]) -> float:
     """Bytes of each distinct tensor once (the compulsory-traffic model)."""
-    seen: set[str] = set()
-    total = 0.0
-    for t in _present(tensors):
-        if t.name not in seen:
-            seen.add(t.name)
-            total += _bytes(t)
-    return total
+    return sum(map(_bytes, distinct_tensors(tensors)), 0.0)
 
 
 def _scalar_bytes(t: Tensor | None) -> float:
