@@ -90,8 +90,8 @@ __all__ = [
 # Which term of the roofline a class's ceiling corrects: compute classes are timed against FLOPs / peak, memory
 # classes against bytes / level bandwidth. The other term keeps efficiency 1.
 COMPUTE_CLASSES: frozenset[str] = frozenset({
-    "conv", "conv1x1", "conv_mid", "conv_small", "conv_grouped", "depthwise", "gemm", "matmul", "lrn", "softmax",
-    "activation", "layernorm", "instancenorm",
+    "conv", "conv1x1", "conv_wide", "conv_mid", "conv_small", "conv_grouped", "depthwise", "gemm", "matmul", "lrn",
+    "softmax", "activation", "layernorm", "instancenorm",
 })
 MEMORY_CLASSES: frozenset[str] = frozenset({
     "pool", "pool_nchw", "global_pool", "batchnorm", "elementwise", "broadcast", "movement", "transpose", "reorder",
@@ -104,7 +104,7 @@ _SPREAD_WARN = 0.25  # median/min - 1 above which a benchmark's repeats count as
 _STEAL_WARN = 0.05  # share of CPU time taken by the hypervisor above which the calibration says so
 _MIN_PROFILED_S = 8e-6  # profiled kernels shorter than this are too coarse (1 us resolution) to calibrate with
 _REPS = 3  # timed runs of each benchmark per pass
-_CONVS = frozenset({"conv", "conv1x1", "conv_mid", "conv_small", "conv_grouped", "depthwise"})
+_CONVS = frozenset({"conv", "conv1x1", "conv_wide", "conv_mid", "conv_small", "conv_grouped", "depthwise"})
 _COLD_BYTES = 64 * 2**20  # what a benchmark with weights reads before each timed run to push them out of caches
 _COLD_MIN_WEIGHTS = 2**20  # weights below this are left hot: they cost little, and small models keep them cached
 _MAX_PASSES = 16
@@ -485,7 +485,8 @@ def _benchmarks(rand: _Rand, quick: bool) -> list[_Bench]:
              (64, 16, 56, 1, 1),
              (128, 128, 112, 3, 1), (256, 256, 56, 3, 1), (192, 64, 64, 3, 1), (384, 128, 32, 3, 1),
              (32, 32, 128, 3, 1), (256, 512, 13, 3, 1), (64, 192, 27, 5, 1), (96, 256, 55, 5, 2),
-             (3, 64, 224, 3, 1), (3, 64, 224, 11, 4), (3, 96, 224, 7, 2), (32, 4, 128, 1, 1)]
+             (3, 64, 224, 3, 1), (3, 64, 224, 11, 4), (3, 96, 224, 7, 2), (32, 4, 128, 1, 1),
+             (16, 32, 28, 5, 1), (32, 96, 28, 5, 1)]
     if quick:
         convs = [(32, 32, 28, 3, 1), (64, 64, 28, 1, 1), (64, 64, 14, 3, 1), (64, 64, 7, 3, 1)]
     for cin, cout, hw, k, s in convs:
@@ -917,15 +918,24 @@ def _human(nbytes: float) -> str:
 # ---------------------------------------------------------------------------------------------------- ceilings
 
 
-def _bin(points: list[tuple[float, float]], factor: float = 1.6) -> tuple[tuple[float, float], ...]:
-    """Merge points whose work lies within ``factor`` of each other: geometric-mean work, median efficiency."""
+def _bin(points: list[tuple[float, float]], factor: float = 1.6, least: int = 3) -> tuple[tuple[float, float], ...]:
+    """Merge points whose work lies within ``factor`` of each other, and every group of fewer than ``least`` points
+    with its neighbour by work: geometric-mean work, median efficiency.
+
+    A group of at least three is what makes the median robust: a busy moment that slowed one benchmark, or one
+    shape that runs unlike its class, cannot set a point of the ceiling on its own (on a shared 2-core host, conv
+    ceiling points of one to three kernels came out about 10% under what the same kernels reached when timed
+    again alone). A class with fewer points than ``least`` gets one point, their median."""
     points = sorted(p for p in points if p[0] > 0 and p[1] > 0 and math.isfinite(p[1]))
     groups: list[list[tuple[float, float]]] = []
     for p in points:
-        if groups and p[0] <= groups[-1][0][0] * factor:
+        if groups and (len(groups[-1]) < least or p[0] <= groups[-1][0][0] * factor):
             groups[-1].append(p)
         else:
             groups.append([p])
+    if len(groups) > 1 and len(groups[-1]) < least:
+        short = groups.pop()
+        groups[-1] += short
     out = []
     for g in groups:
         work = math.exp(sum(math.log(w) for w, _ in g) / len(g))

@@ -66,6 +66,7 @@ OTHER = "other"  # ops no class describes: the plain roofline with the memory le
 # A device without a ceiling for a class uses the ceiling of the class it falls back to (first one it has).
 CLASS_FALLBACK: Mapping[str, str] = {
     "conv1x1": "conv",
+    "conv_wide": "conv",
     "conv_mid": "conv",
     "conv_small": "conv",
     "conv_grouped": "conv_small",
@@ -85,11 +86,15 @@ CLASS_FALLBACK: Mapping[str, str] = {
 # kernel: its NCHWc kernel reads a plain NCHW input and does little work per input pixel. Stems with large
 # kernels (7x7, 11x11) reach the large-conv efficiency. Mid-sized outputs (the 14x14 stages) lose a few percent
 # to the short rows the kernel walks, which is enough to rank them below equal-FLOP convs on larger outputs.
+# Past the stem, a 5x5 or wider kernel runs about a tenth slower per FLOP than a 3x3 one on the same output
+# (AlexNet's and ZFNet's second layers, Inception's 5x5 branches): a class of its own, so that neither skews
+# the other's ceiling.
 SMALL_CONV_POSITIONS = 100
 MID_CONV_POSITIONS = 400
 SMALL_CONV_IN_CHANNELS = 16
 SMALL_CONV_OUT_CHANNELS = 32
 SMALL_STEM_KERNEL_AREA = 25
+WIDE_CONV_KERNEL_AREA = 25
 
 _CONV = {"Conv", "FusedConv", "ConvInteger", "QLinearConv", "NhwcConv", "NhwcFusedConv", "ConvTranspose",
          "QLinearConvTranspose"}
@@ -201,7 +206,7 @@ def _known(t: Tensor | None) -> tuple[int, ...] | None:
 
 def _conv_class(view: NodeView) -> str:
     """depthwise / batchnorm (a depthwise 1x1 conv is a per-channel scale and shift) / conv_grouped / conv_small /
-    conv_mid / conv1x1 / conv, from the weight's shape (or the attributes when it is unknown)."""
+    conv_mid / conv_wide / conv1x1 / conv, from the weight's shape (or the attributes when it is unknown)."""
     x, w, y = _known(view.input(0)), _known(view.input(1)), _known(view.output(0))
     nhwc = view.op_type in _NHWC_CONV
     group = int(view.attr("group", 1) or 1)
@@ -233,6 +238,8 @@ def _conv_class(view: NodeView) -> str:
         return "conv_small"
     if positions is not None and positions < MID_CONV_POSITIONS:
         return "conv_mid"
+    if kernel and prod(kernel) >= WIDE_CONV_KERNEL_AREA and (c_in is None or c_in >= SMALL_CONV_IN_CHANNELS):
+        return "conv_wide"
     return "conv1x1" if pointwise else "conv"
 
 

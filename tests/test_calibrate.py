@@ -193,7 +193,22 @@ def test_a_shared_cache_serves_only_the_working_sets_at_which_its_bandwidth_hold
 
 def test_binning_merges_close_work_sizes():
     points = [(1e6, 0.5), (1.2e6, 0.7), (1.1e6, 0.6), (1e8, 0.9)]
-    assert calibrate._bin(points) == ((1.097e6, 0.6), (1e8, 0.9))
+    # Within 1.6x of 1e6: one point at the geometric mean (1e6 * 1.1e6 * 1.2e6) ** (1/3) = 1.0969e6, median 0.6.
+    assert calibrate._bin(points, least=1) == ((1.097e6, 0.6), (1e8, 0.9))
+
+
+def test_binning_never_lets_fewer_than_three_kernels_set_a_point():
+    # Two kernels at 1e6 and 1.1e6 are short of three: the next one joins them, however far its work is, and the
+    # median of (0.9, 0.95, 0.5) ignores the slow outlier. The next two (1e9, 1.2e9) are short of three at the
+    # end: they join the group before them.
+    points = [(1e6, 0.9), (1.1e6, 0.95), (1e7, 0.5), (1e8, 0.8), (1.1e8, 0.85), (1.2e8, 0.82), (1e9, 0.9),
+              (1.2e9, 0.6)]
+    (w1, e1), (w2, e2) = calibrate._bin(points)
+    assert e1 == 0.9 and w1 == pytest.approx((1e6 * 1.1e6 * 1e7) ** (1 / 3), rel=1e-3)
+    # Median of (0.8, 0.85, 0.82, 0.9, 0.6) is 0.82; work the geometric mean of the five.
+    assert e2 == 0.82 and w2 == pytest.approx((1e8 * 1.1e8 * 1.2e8 * 1e9 * 1.2e9) ** (1 / 5), rel=1e-3)
+    # A class with fewer kernels than that gets a single point, their median.
+    assert calibrate._bin([(1e6, 0.4), (1e9, 0.8)]) == ((3.162e7, 0.6),)
 
 
 def test_warnings_name_a_busy_machine():

@@ -72,6 +72,10 @@ CASES = [
     (conv(256, 256, 14, 3), "conv_mid"),  # 196 output positions
     (conv(1024, 256, 14, 1), "conv_mid"),
     (conv(3, 64, 224, 7, out_hw=112), "conv"),  # a stem with a large kernel runs like a large conv
+    (conv(64, 192, 27, 5), "conv_wide"),  # a 5x5 kernel past the stem (AlexNet's second layer)
+    (conv(96, 256, 55, 5, out_hw=27), "conv_wide"),
+    (conv(24, 64, 14, 5), "conv_mid"),  # a 14x14 output ranks first: a 5x5 there is a mid-sized conv
+    (conv(48, 128, 7, 5), "conv_small"),
     (conv(3, 32, 224, 3, out_hw=112), "conv_small"),  # a stem with a 3x3 kernel does not
     (conv(64, 16, 56, 1), "conv_small"),  # 16 output channels
     (conv(144, 144, 56, 3, group=144), "depthwise"),
