@@ -95,7 +95,7 @@ COMPUTE_CLASSES: frozenset[str] = frozenset({
 })
 MEMORY_CLASSES: frozenset[str] = frozenset({
     "pool", "pool_nchw", "global_pool", "batchnorm", "elementwise", "broadcast", "movement", "transpose", "reorder",
-    "resize", "reduce",
+    "reorder_short", "resize", "reduce",
 })
 
 FLOAT = TensorProto.FLOAT
@@ -104,6 +104,7 @@ _SPREAD_WARN = 0.25  # median/min - 1 above which a benchmark's repeats count as
 _STEAL_WARN = 0.05  # share of CPU time taken by the hypervisor above which the calibration says so
 _MIN_PROFILED_S = 8e-6  # profiled kernels shorter than this are too coarse (1 us resolution) to calibrate with
 _REPS = 3  # timed runs of each benchmark per pass
+_REORDERS = frozenset({"reorder", "reorder_short"})
 _CONVS = frozenset({"conv", "conv1x1", "conv_wide", "conv_mid", "conv_small", "conv_grouped", "depthwise"})
 _COLD_BYTES = 64 * 2**20  # what a benchmark with weights reads before each timed run to push them out of caches
 _COLD_MIN_WEIGHTS = 2**20  # weights below this are left hot: they cost little, and small models keep them cached
@@ -588,8 +589,9 @@ def _benchmarks(rand: _Rand, quick: bool) -> list[_Bench]:
         chain(f"{op} {'x'.join(map(str, shape))}", lambda n, o=op, s=shape, d=domain: _chain_model(o, s, n, rand, domain=d))
 
     # data movement
-    for c, hw in ([(64, 28), (64, 56), (32, 112), (96, 28), (256, 14), (512, 7)] if not quick else [(32, 28)]):
-        profile(f"Reorder NCHW <-> NCHWc {c} @{hw}x{hw}", lambda a=(c, hw): _reorder_chain(rand, *a), {"reorder"},
+    for c, hw in ([(64, 28), (64, 56), (32, 112), (96, 28), (256, 14), (512, 7), (768, 14), (1024, 7)] if not quick
+                  else [(32, 28)]):
+        profile(f"Reorder NCHW <-> NCHWc {c} @{hw}x{hw}", lambda a=(c, hw): _reorder_chain(rand, *a), _REORDERS,
                 cold=False)
     concats = [(2, 64, 28), (4, 64, 56), (2, 256, 14), (3, 128, 28), (2, 32, 128), (4, 128, 7)]
     if quick:
@@ -759,7 +761,7 @@ class _Profiled:
             cls = engine.op_class(view)
             if self.harvest is not None and cls not in self.harvest:
                 continue
-            if self.cold and cls == "reorder":
+            if self.cold and cls in _REORDERS:
                 continue  # the flush pushed out the activation it reads, which a model would hand it hot
             fast = fast_estimate(ts)
             if fast < _MIN_PROFILED_S or fast - profiler_overhead <= 0:
@@ -804,7 +806,7 @@ class _Chain:
         return max((fast_estimate(self.t_hi) - fast_estimate(self.t_lo)) / (self.hi - self.lo), 0.0)
 
     def samples(self, node_overhead: float, spreads: list[float]) -> list[_Sample]:
-        chain_nodes = [vc for vc in _views(self.opt).values() if engine.op_class(vc[0]) != "reorder"]
+        chain_nodes = [vc for vc in _views(self.opt).values() if engine.op_class(vc[0]) not in _REORDERS]
         if not chain_nodes:
             return []
         view, cost = chain_nodes[len(chain_nodes) // 2]
@@ -1077,7 +1079,7 @@ def calibrate(
         # stride-1 3x3 convolution hid nearly all: the figure errs toward traffic exposed. (Not paper
         # 001's batch-16 kernel, which the accuracy benchmark validates against.)
         batched = None if quick else _Profiled(runner, _BATCHED_CONV_LABEL, _conv(rand, 128, 128, 56, 3, 2, batch=32),
-                                               frozenset({"reorder"}))
+                                               _REORDERS)
         if batched is not None:
             jobs.append(batched)
         step(2)

@@ -78,6 +78,7 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "batchnorm": "elementwise",
     "transpose": "movement",
     "reorder": "movement",
+    "reorder_short": "reorder",
     "resize": "movement",
 }
 
@@ -265,12 +266,23 @@ def _broadcasts_innermost(view: NodeView) -> bool:
     return False
 
 
+def _short_rows(view: NodeView) -> bool:
+    """Whether an NCHWc -> NCHW reorder writes planes of fewer than MID_CONV_POSITIONS positions (a 14x14 or 7x7
+    stage): onnxruntime then writes each channel's short plane on its own, at about half the bandwidth it reaches
+    on a 28x28 plane, where the opposite reorder (NCHW -> NCHWc) loses little."""
+    out = _known(view.output(0))
+    if out is None or len(out) < 3 or int(view.attr("channels_last", 0) or 0):
+        return False
+    return prod(out[2:]) < MID_CONV_POSITIONS
+
+
 def op_class(view: NodeView) -> str:
     """The ceiling class of a node (one of OP_CLASSES), or SHAPE for shape-only ops and OTHER for the rest.
 
     Standard, com.microsoft and com.microsoft.nchwc ops map alike (an NCHWc Conv is a Conv, FusedGemm a Gemm);
     convolutions are told apart by their weight's shape and the output's size (see :func:`_conv_class`), pooling
-    windows by layout (NCHWc or plain), elementwise ops by whether they broadcast along the innermost axis.
+    windows by layout (NCHWc or plain), elementwise ops by whether they broadcast along the innermost axis, NCHWc
+    output reorders by the size of the planes they write.
     """
     op = view.op_type
     if op in _CONV:
@@ -282,6 +294,8 @@ def op_class(view: NodeView) -> str:
         return "pool_nchw"
     if cls == "elementwise" and len(view.inputs) > 1 and _broadcasts_innermost(view):
         return "broadcast"
+    if op == "ReorderOutput" and _short_rows(view):
+        return "reorder_short"
     return cls
 
 

@@ -116,6 +116,16 @@ CASES = [
     (make_node("Transpose", [T((1, 197, 12, 64))], [T((1, 12, 197, 64))], perm=[0, 2, 1, 3]), "transpose"),
     (make_node("ReorderInput", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))], domain=NCHWC), "reorder"),
     (make_node("ReorderOutput", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))], domain=NCHWC, channels=64), "reorder"),
+    # Planes under 20x20 = 400 positions make an output reorder short-rowed; the input reorder and an NHWC output
+    # (channels_last) are not.
+    (make_node("ReorderOutput", [T((1, 768, 14, 14))], [T((1, 768, 14, 14))], domain=NCHWC, channels=768),
+     "reorder_short"),
+    (make_node("ReorderOutput", [T((1, 64, 19, 19))], [T((1, 64, 19, 19))], domain=NCHWC, channels=64),
+     "reorder_short"),
+    (make_node("ReorderOutput", [T((1, 64, 20, 20))], [T((1, 64, 20, 20))], domain=NCHWC, channels=64), "reorder"),
+    (make_node("ReorderInput", [T((1, 768, 14, 14))], [T((1, 768, 14, 14))], domain=NCHWC), "reorder"),
+    (make_node("ReorderOutput", [T((1, 768, 14, 14))], [T((1, 14, 14, 768))], domain=NCHWC, channels=768,
+               channels_last=1), "reorder"),
     (make_node("Upsample", [T((1, 64, 32, 32))], [T((1, 64, 64, 64))], domain=NCHWC, scales=[2, 2]), "resize"),
     (make_node("Resize", [T((1, 64, 32, 32)), None, W((4,))], [T((1, 64, 64, 64))]), "resize"),
     (make_node("ReduceMean", [T((1, 197, 768))], [T((1, 197, 1))], axes=[2]), "reduce"),

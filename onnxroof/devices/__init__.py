@@ -127,6 +127,7 @@ OP_CLASSES: tuple[str, ...] = (
     "movement",      # copies: Concat, Split, Slice, Pad, Gather, Expand, Tile, ...
     "transpose",     # Transpose, DepthToSpace, SpaceToDepth
     "reorder",       # onnxruntime's NCHW <-> NCHWc layout conversions
+    "reorder_short",  # NCHWc -> NCHW onto a small output (under 20x20 positions): short rows, half the bandwidth
     "resize",        # Resize, Upsample
     "reduce",        # ReduceSum/Mean/Max/..., ArgMax/ArgMin
 )
