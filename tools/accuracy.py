@@ -10,13 +10,8 @@ figures for the plain single-peak roofline of the exported graph under the same 
 bandwidth, for reference. Targets: model latency within 10% for at least 90% of the models, per-kernel
 Spearman >= 0.9 and median absolute error <= 25%. Nothing here is a test: the numbers are this machine's.
 
-On a shared machine the speed drifts by tens of percent over minutes, and a prediction cannot know: before each
-model the benchmark waits (up to --settle seconds) for the reference MatMul to run within 10% of its calibrated
-rate, marks with '*' a model measured while it did not, and also counts the models measured at the calibrated
-speed on their own.
-
 usage: python tools/accuracy.py [--threads 1,2] [--models zoo:resnet18,light:squeezenet] [--repeat 32] [--runs 10]
-                               [--spread 8] [--settle 30] [--recalibrate]
+                               [--spread 8] [--recalibrate]
 """
 
 from __future__ import annotations
@@ -24,7 +19,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -50,22 +44,6 @@ def model_sources(spec: str | None) -> list[tuple[str, str]]:
     return out
 
 
-def settle(threads: int, calibrated_rate: float | None, limit_s: float) -> float:
-    """Wait until the reference MatMul runs within DRIFT_BOUND of ``calibrated_rate``, checking every 10 s for at
-    most ``limit_s``; return the seconds waited (0 when it already did, or there is no rate to compare with)."""
-    from onnxroof.reference import DRIFT_BOUND, reference_rate
-
-    start = time.monotonic()
-    if not calibrated_rate or limit_s <= 0:
-        return 0.0
-    while abs(reference_rate(threads, spread_s=0.5, samples=8) / calibrated_rate - 1.0) > DRIFT_BOUND:
-        waited = time.monotonic() - start
-        if waited >= limit_s:
-            break
-        time.sleep(min(10.0, limit_s - waited))
-    return time.monotonic() - start
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", default="1,2", help="thread counts, comma separated (each calibrated first if needed)")
@@ -76,9 +54,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spread", type=float, default=8.0, help="seconds the whole-model samples are spread over")
     parser.add_argument("--recalibrate", action="store_true", help="calibrate each thread count afresh first")
     parser.add_argument("--runs", type=int, default=10, help="profiled runs per model")
-    parser.add_argument("--settle", type=float, default=30.0,
-                        help="seconds to wait before each model for the machine to run within 10%% of its calibrated "
-                             "speed (0: measure at once)")
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT))
@@ -86,7 +61,6 @@ def main(argv: list[str] | None = None) -> int:
     from onnxroof.analysis import analyze
     from onnxroof.calibrate import host_device
     from onnxroof.devices.resolve import resolve_device
-    from onnxroof.reference import DRIFT_BOUND
     from onnxroof.validate import compare, scored, validate
 
     warnings.simplefilter("ignore")
@@ -98,10 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         print(header)
         print("-" * len(header))
         errors, median_errors, rhos, medians, pooled_p, pooled_m, plain_medians = [], [], [], [], [], [], []
-        steady: list[float] = []  # errors of the models measured at the calibrated speed
-        rate = device.calibration.reference_flops_s if device.calibration is not None else None
         for label, source in model_sources(args.models):
-            settle(threads, rate, args.settle)
             try:
                 v = validate(source, device, threads=threads, repeat=args.repeat, runs=args.runs, spread_s=args.spread)
             except Exception as exc:  # a model this onnxruntime cannot run: say so and go on
@@ -119,14 +90,10 @@ def main(argv: list[str] | None = None) -> int:
             counted = scored(v.kernels, engine_graph=True)
             pooled_p += [k.predicted_time_s for k in counted]
             pooled_m += [k.measured_time_s for k in counted]
-            drifted = v.machine_speed is not None and abs(v.machine_speed - 1.0) > DRIFT_BOUND
-            if v.machine_speed is not None and not drifted:
-                steady.append(v.model_error)
             fmt = lambda x, spec: format(x, spec) if x is not None else "n/a"  # noqa: E731
-            speed = fmt(v.machine_speed, '5.2f') + ("*" if drifted else " ")
             print(
                 f"{label:<20} {v.measured_time_s * 1e3:>7.2f}ms {v.predicted_time_s * 1e3:>7.2f}ms {v.model_error:>+7.1%} "
-                f"{v.median_error:>+7.1%} {s.count:>7} {fmt(s.spearman, '6.3f'):>6} {fmt(s.median_abs_error, '7.1%'):>7} {speed:>6} | "
+                f"{v.median_error:>+7.1%} {s.count:>7} {fmt(s.spearman, '6.3f'):>6} {fmt(s.median_abs_error, '7.1%'):>7} {fmt(v.machine_speed, '6.2f'):>6} | "
                 f"{fmt(plain_stats.spearman, '9.3f'):>9} {fmt(plain_stats.median_abs_error, '12.1%'):>12}"
             )
         if not errors:
@@ -136,8 +103,6 @@ def main(argv: list[str] | None = None) -> int:
         print("-" * len(header))
         print(f"models within 10% of measured: {within:.0%} ({sum(abs(e) <= 0.10 for e in errors)}/{len(errors)}; target >= 90%); "
               f"against the median of all samples: {sum(abs(e) <= 0.10 for e in median_errors)}/{len(median_errors)}")
-        print(f"of the models measured within {DRIFT_BOUND:.0%} of the calibrated speed: "
-              f"{sum(abs(e) <= 0.10 for e in steady)}/{len(steady)} within 10% ('*': measured off that speed)")
         print(f"per-kernel Spearman: median over models {statistics.median([r for r in rhos if r is not None]):.3f}, "
               f"pooled over all kernels {pooled.spearman:.3f} (target >= 0.9)")
         print(f"per-kernel median |error|: median over models {statistics.median([m for m in medians if m is not None]):.1%}, "
