@@ -72,8 +72,8 @@ from onnxroof.devices import (
     load_device,
 )
 from onnxroof.errors import UserError
-from onnxroof.measure import fast_estimate
-from onnxroof.reference import REFERENCE_SPREAD_S, reference_rate
+from onnxroof.measure import fast_estimate, runs_per_sample
+from onnxroof.reference import REFERENCE_N, reference_model
 
 __all__ = [
     "COMPUTE_CLASSES",
@@ -771,6 +771,26 @@ class _Profiled:
         return found
 
 
+class _Batched:
+    """A benchmark timed by the wall clock as onnxroof.reference times it: samples of back-to-back runs, each at
+    least measure.MIN_SAMPLE_S long, ``reps`` samples a pass after an untimed run; ``times`` holds seconds per run."""
+
+    def __init__(self, runner: _Runner, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> None:
+        self.feeds = feeds
+        self.sess, _ = runner.session(model)
+        self.sess.run(None, feeds)
+        self.batch = runs_per_sample(min(_timed(self.sess, feeds) for _ in range(3)))
+        self.times: list[float] = []
+
+    def run_pass(self, reps: int, flush: _Flush) -> None:
+        self.sess.run(None, self.feeds)
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            for _ in range(self.batch):
+                self.sess.run(None, self.feeds)
+            self.times.append((time.perf_counter() - t0) / self.batch)
+
+
 class _Chain:
     """A benchmark timed by the wall clock: two chains of the same node, ``lo`` and ``hi`` long, run alternately;
     the difference of their run times over ``hi - lo`` is one node's time, its dispatch included."""
@@ -1024,7 +1044,7 @@ def calibrate(
     benches = _benchmarks(rand, quick)
     caches = cache_levels()
     max_passes = 2 if quick else _MAX_PASSES
-    total = len(benches) + len(caches) + 8 + max_passes
+    total = len(benches) + len(caches) + 9 + max_passes
     done = 0
 
     def step(n: int = 1) -> None:
@@ -1033,10 +1053,6 @@ def calibrate(
         if progress is not None:
             progress(done, total)
 
-    # The reference kernel, timed at both ends: validation times it again to tell whether the machine still runs
-    # at the speed it had here (the faster of the two readings, as every benchmark keeps its fastest runs).
-    reference_spread = 0.2 if quick else REFERENCE_SPREAD_S
-    reference_start = reference_rate(threads, provider, spread_s=reference_spread)
     with tempfile.TemporaryDirectory(prefix="onnxroof-calibrate-") as tmp:
         runner = _Runner(threads, provider, tmp)
         flush = _Flush(min(_COLD_BYTES, 8 * 2**20) if quick else _COLD_BYTES)
@@ -1047,8 +1063,11 @@ def calibrate(
         reshape_chain = _Chain(runner, "chains of Neg + Reshape on 16 floats", neg_reshape, lengths)
         single = _Chain(runner, "a one-node graph", neg, (1, 2))
         profiler_probe = _Profiled(runner, "64 Neg on 16 floats", neg(64))
-        jobs: list[Any] = [node_chain, reshape_chain, single, profiler_probe]
-        step(4)
+        # The reference kernel, timed in every pass like the ceilings it vouches for: validation times it again
+        # to tell whether the machine still runs at the speed the ceilings were read at.
+        reference_job = _Batched(runner, reference_model(), {"x": _Rand(3).f(REFERENCE_N, REFERENCE_N)})
+        jobs: list[Any] = [node_chain, reshape_chain, single, profiler_probe, reference_job]
+        step(5)
         levels: list[tuple[_Cache, _Chain, int]] = []
         probes: dict[str, list[tuple[int, _Chain]]] = {}
         for cache in caches:
@@ -1196,7 +1215,7 @@ def calibrate(
         run_overhead=Sourced(run_overhead, f"calibrated: session.run time of a one-node graph minus one node; {how}"),
     )
     ceilings = _ceilings(samples, bare, threads)
-    reference = max(reference_start, reference_rate(threads, provider, spread_s=reference_spread))
+    reference = 2.0 * REFERENCE_N**3 / fast_estimate(reference_job.times)
     duration = time.perf_counter() - start
     cpu_end = _cpu_times()
     steal = None
