@@ -72,7 +72,7 @@ from onnxroof.devices import (
     load_device,
 )
 from onnxroof.errors import UserError
-from onnxroof.measure import fast_estimate, runs_per_sample
+from onnxroof.measure import fast_estimate, time_runs
 from onnxroof.reference import REFERENCE_N, reference_model
 
 __all__ = [
@@ -772,23 +772,20 @@ class _Profiled:
 
 
 class _Batched:
-    """A benchmark timed by the wall clock as onnxroof.reference times it: samples of back-to-back runs, each at
-    least measure.MIN_SAMPLE_S long, ``reps`` samples a pass after an untimed run; ``times`` holds seconds per run."""
+    """A benchmark timed by measure.time_runs, as onnxroof.reference times it: samples of back-to-back runs, each
+    at least measure.MIN_SAMPLE_S long, ``reps`` samples a pass after an untimed run; ``times`` holds seconds per
+    run. The batch is sized once, after three warm-up runs, so that every pass times the same thing."""
 
     def __init__(self, runner: _Runner, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> None:
-        self.feeds = feeds
-        self.sess, _ = runner.session(model)
-        self.sess.run(None, feeds)
-        self.batch = runs_per_sample(min(_timed(self.sess, feeds) for _ in range(3)))
+        sess, _ = runner.session(model)
+        self.run_once = lambda: sess.run(None, feeds)
+        sizing = time_runs(self.run_once, warmup=3, repeat=1, batch=None, timeout_s=60.0, progress=None)
+        self.batch = sizing.runs_per_sample
         self.times: list[float] = []
 
     def run_pass(self, reps: int, flush: _Flush) -> None:
-        self.sess.run(None, self.feeds)
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            for _ in range(self.batch):
-                self.sess.run(None, self.feeds)
-            self.times.append((time.perf_counter() - t0) / self.batch)
+        self.times += time_runs(self.run_once, warmup=1, repeat=reps, batch=self.batch, timeout_s=60.0,
+                                progress=None).samples
 
 
 class _Chain:
