@@ -73,7 +73,7 @@ from onnxroof.devices import (
 )
 from onnxroof.errors import UserError
 from onnxroof.measure import fast_estimate, time_runs
-from onnxroof.reference import REFERENCE_N, reference_model
+from onnxroof.reference import REFERENCE_N, reference_flops_s, reference_model
 
 __all__ = [
     "COMPUTE_CLASSES",
@@ -1212,7 +1212,7 @@ def calibrate(
         run_overhead=Sourced(run_overhead, f"calibrated: session.run time of a one-node graph minus one node; {how}"),
     )
     ceilings = _ceilings(samples, bare, threads)
-    reference = 2.0 * REFERENCE_N**3 / fast_estimate(reference_job.times)
+    reference = reference_flops_s(reference_job.times)
     duration = time.perf_counter() - start
     cpu_end = _cpu_times()
     steal = None

@@ -9,7 +9,7 @@ slower than when calibrated" instead of blaming the model's prediction.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
@@ -34,6 +34,11 @@ def reference_model(n: int = REFERENCE_N):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
+def reference_flops_s(samples: Sequence[float]) -> float:
+    """FLOP/s of the reference MatMul from per-run seconds, read as every timing here is (their fast estimate)."""
+    return 2.0 * REFERENCE_N**3 / fast_estimate(samples)
+
+
 def reference_rate(
     threads: int,
     provider: str = "cpu",
@@ -53,7 +58,7 @@ def reference_rate(
         lambda: session.run(None, feeds), warmup=3, repeat=samples, batch=None, timeout_s=spread_s + 60.0,
         progress=None, spread_s=spread_s, clock=clock,
     )
-    return 2.0 * n**3 / fast_estimate(timing.samples)
+    return reference_flops_s(timing.samples)
 
 
 def drift_warning(speed: float, threads: int) -> str | None:
