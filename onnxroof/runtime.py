@@ -261,15 +261,11 @@ def make_session(
             pass
     providers = [wanted] + (["CPUExecutionProvider"] if wanted != "CPUExecutionProvider" else [])
     options = session_options(threads, opt_level, profile_prefix=profile_prefix, optimized_path=optimized_path)
-    if wanted != "CPUExecutionProvider":
-        rt.set_default_logger_severity(4)  # a provider that cannot load logs an error; the check below says it once
     try:
         session = rt.InferenceSession(model.SerializeToString(), options, providers=providers)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise UserError(f"onnxruntime cannot load the model: {first}", "check that the model runs with onnxruntime") from exc
-    finally:
-        rt.set_default_logger_severity(3)
     actual = session.get_providers()[0]
     if actual != wanted and not allow_fallback:
         raise UserError(
