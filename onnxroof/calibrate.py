@@ -678,7 +678,9 @@ class _Flush:
 
 
 class _Runner:
-    """Creates sessions (kept for the whole calibration) in a scratch directory."""
+    """Creates sessions (kept for the whole calibration) in a scratch directory. Their thread pools park when a
+    run returns, so that the idle sessions do not take cores from the one being timed (see
+    runtime.session_options); within a run they spin as a user's session does."""
 
     def __init__(self, threads: int, provider: str, tmp: str) -> None:
         self.threads, self.provider, self.tmp = threads, provider, tmp
@@ -693,7 +695,7 @@ class _Runner:
         opt = self._path("opt") + ".onnx"
         prefix = self._path("prof") if profile else None
         sess, _ = runtime.make_session(model, self.provider, self.threads, "all", profile_prefix=prefix,
-                                       optimized_path=opt)
+                                       optimized_path=opt, park_when_idle=True)
         return sess, onnx.load(opt, load_external_data=False)
 
 

@@ -253,3 +253,19 @@ def test_dram_overlap_is_the_share_of_a_dram_conv_s_traffic_its_compute_hid():
     # A conv whose data sits in a cache, or one that is memory-bound, measures nothing.
     assert calibrate._dram_overlap(replace(measured, cost=Cost(flops=1e9, bytes_read=4e5, bytes_written=2e5)), device, "test") is None
     assert calibrate._dram_overlap(replace(measured, cost=Cost(flops=1e6, bytes_read=3e6, bytes_written=1e6)), device, "test") is None
+
+
+def test_calibration_sessions_park_their_threads_when_a_run_returns(monkeypatch, tmp_path: Path):
+    from onnxroof import runtime
+    from onnxroof.reference import reference_model
+
+    seen: list[bool] = []
+    real = runtime.make_session
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs.get("park_when_idle", False))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runtime, "make_session", recording)
+    calibrate._Runner(2, "cpu", str(tmp_path)).session(reference_model())
+    assert seen == [True]

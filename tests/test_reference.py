@@ -56,3 +56,20 @@ def test_validate_reports_the_machine_speed_against_the_calibration(tmp_path: Pa
     assert v.to_dict()["validation"]["machine_speed"] == v.machine_speed
     # Without a reference reading there is nothing to compare.
     assert validate(str(path), host({"conv": CONV}), repeat=3, runs=3, spread_s=0.0).machine_speed is None
+
+
+def test_the_reference_session_is_parked_between_runs_like_the_calibrations(monkeypatch) -> None:
+    """Both readings of the reference MatMul must be taken alike; the calibration's sessions park when a run
+    returns (see runtime.session_options), so validation's does too."""
+    import onnxroof.runtime as runtime
+
+    seen: list[bool] = []
+    real = runtime.make_session
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs.get("park_when_idle", False))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runtime, "make_session", recording)
+    reference_rate(1, spread_s=0.0, samples=3)
+    assert seen == [True]
