@@ -58,3 +58,19 @@ def cost_of(node: NodeView) -> Cost:
     fn = lookup(node.domain, node.op_type)
     assert fn is not None, f"no cost function for {node.domain}::{node.op_type}"
     return fn(node)
+
+
+def record_parking(monkeypatch: Any) -> list[bool]:
+    """Record, per session made through runtime.make_session, whether it asked for its thread pool to park when a
+    run returns; the sessions are still made."""
+    from onnxroof import runtime
+
+    seen: list[bool] = []
+    real = runtime.make_session
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs.get("park_when_idle", False))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runtime, "make_session", recording)
+    return seen

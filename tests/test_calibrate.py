@@ -10,7 +10,7 @@ from onnxroof import atomic, calibrate, engine
 from onnxroof.costs import Cost
 from onnxroof.devices import OP_CLASSES, Device, load_device
 from onnxroof.errors import UserError
-from tests.helpers import T, W, make_node
+from tests.helpers import T, W, make_node, record_parking
 
 
 @pytest.fixture(scope="module")
@@ -256,16 +256,8 @@ def test_dram_overlap_is_the_share_of_a_dram_conv_s_traffic_its_compute_hid():
 
 
 def test_calibration_sessions_park_their_threads_when_a_run_returns(monkeypatch, tmp_path: Path):
-    from onnxroof import runtime
     from onnxroof.reference import reference_model
 
-    seen: list[bool] = []
-    real = runtime.make_session
-
-    def recording(*args, **kwargs):
-        seen.append(kwargs.get("park_when_idle", False))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(runtime, "make_session", recording)
+    seen = record_parking(monkeypatch)
     calibrate._Runner(2, "cpu", str(tmp_path)).session(reference_model())
     assert seen == [True]

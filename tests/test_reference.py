@@ -11,6 +11,7 @@ import pytest
 from onnxroof.measure import MIN_SAMPLE_S
 from onnxroof.reference import DRIFT_BOUND, REFERENCE_N, drift_warning, reference_model, reference_rate
 from onnxroof.validate import validate
+from tests.helpers import record_parking
 from tests.test_engine import CONV, host
 from tests.test_validate import conv_bn_relu
 
@@ -61,15 +62,6 @@ def test_validate_reports_the_machine_speed_against_the_calibration(tmp_path: Pa
 def test_the_reference_session_is_parked_between_runs_like_the_calibrations(monkeypatch) -> None:
     """Both readings of the reference MatMul must be taken alike; the calibration's sessions park when a run
     returns (see runtime.session_options), so validation's does too."""
-    import onnxroof.runtime as runtime
-
-    seen: list[bool] = []
-    real = runtime.make_session
-
-    def recording(*args, **kwargs):
-        seen.append(kwargs.get("park_when_idle", False))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(runtime, "make_session", recording)
+    seen = record_parking(monkeypatch)
     reference_rate(1, spread_s=0.0, samples=3)
     assert seen == [True]
