@@ -28,6 +28,8 @@ What is measured:
   has fp16 kernels (when onnxruntime inserts Casts to fp32 there is none, and fp16 is left out);
 - per op class (``onnxroof.devices.OP_CLASSES``) a ceiling: for compute classes the fraction of the peak, for
   memory classes the fraction of the level bandwidth, at several kernel sizes (see ``onnxroof.engine``);
+- the ``epilogue`` ceiling: the fraction of the level bandwidth that a convolution's fused Clip reaches in its
+  pass over the output, timed as the difference between the same convolution fused with Clip and with Relu;
 - the share of a compute-bound kernel's DRAM traffic that its computation hides (``dram_overlap``), from a
   batch-32 strided convolution whose data is larger than any cache; its NCHWc reorders give the reorder class
   points at DRAM sizes.
@@ -61,7 +63,7 @@ from onnx import TensorProto, helper
 from onnxroof import atomic, engine, runtime
 from onnxroof.costs import Cost, NodeView, UnknownShape, compute_cost
 from onnxroof.devices import (
-    OP_CLASSES,
+    CEILING_NAMES,
     CacheLevel,
     Calibration,
     Ceiling,
@@ -87,15 +89,15 @@ __all__ = [
     "cache_levels",
 ]
 
-# Which term of the roofline a class's ceiling corrects: compute classes are timed against FLOPs / peak, memory
-# classes against bytes / level bandwidth. The other term keeps efficiency 1.
+# Which term of the roofline a ceiling corrects: compute classes are timed against FLOPs / peak, memory classes
+# (and the epilogue pass) against bytes / level bandwidth. The other term keeps efficiency 1.
 COMPUTE_CLASSES: frozenset[str] = frozenset({
     "conv", "conv1x1", "conv_wide", "conv_mid", "conv_small", "conv_grouped", "depthwise", "gemm", "matmul", "lrn",
     "softmax", "activation", "layernorm", "instancenorm",
 })
 MEMORY_CLASSES: frozenset[str] = frozenset({
     "pool", "pool_nchw", "global_pool", "batchnorm", "elementwise", "broadcast", "movement", "transpose", "reorder",
-    "reorder_short", "resize", "reduce",
+    "reorder_short", "resize", "reduce", "epilogue",
 })
 
 FLOAT = TensorProto.FLOAT
@@ -305,7 +307,7 @@ class _Bench:
     """One micro-benchmark: what it measures (a label), how (chain or profiled), and its graph builder."""
 
     label: str
-    mode: str  # "chain" | "profile"
+    mode: str  # "chain" | "profile" | "epilogue"
     build: Callable[..., Built]
     harvest: frozenset[str] | None = None  # op classes whose nodes are kept (None: every node measured)
     cold: bool | None = None  # read the weights cold (None: when they are large, see _COLD_MIN_WEIGHTS)
@@ -366,14 +368,18 @@ def _reorder_chain(rand: _Rand, c: int, hw: int, segments: int = 4) -> Built:
 
 
 def _conv(rand: _Rand, cin: int, cout: int, hw: int, k: int, stride: int = 1, group: int = 1,
-          relu: bool = True, batch: int = 1) -> Built:
-    """Conv, followed by a Relu that onnxruntime fuses into it (as in CNNs)."""
+          batch: int = 1, activation: str = "Relu") -> Built:
+    """Conv, followed by an activation that onnxruntime fuses into it: Relu (as in most CNNs) or Clip to [0, 6]
+    (MobileNet's ReLU6)."""
     pad = k // 2
-    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if relu else "y"], name="conv", group=group,
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", group=group,
                               kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4)]
-    if relu:
-        nodes.append(helper.make_node("Relu", ["c"], ["y"], name="relu"))
     weights = {"w": rand.f(cout, cin // group, k, k), "b": rand.f(cout)}
+    if activation == "Clip":
+        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"], name="clip"))
+        weights.update(lo=np.array(0, np.float32), hi=np.array(6, np.float32))
+    else:
+        nodes.append(helper.make_node(activation, ["c"], ["y"], name="act"))
     return _model(nodes, {"x": ((batch, cin, hw, hw), FLOAT)}, ["y"], weights), {"x": rand.f(batch, cin, hw, hw)}
 
 
@@ -475,6 +481,9 @@ def _benchmarks(rand: _Rand, quick: bool) -> list[_Bench]:
     def chain(label: str, build: Callable[[int], Built]) -> None:
         b.append(_Bench(label, "chain", build))
 
+    def epilogue(label: str, build: Callable[[str], Built]) -> None:
+        b.append(_Bench(label, "epilogue", lambda activation: _tailed(build(activation))))
+
     # convolutions (NCHWc after optimization unless grouped): ResNet, VGG, U-Net, AlexNet, Inception, MobileNet stems
     convs = [(64, 64, 56, 3, 1), (128, 128, 28, 3, 1), (256, 256, 14, 3, 1), (96, 128, 28, 3, 1),
              (64, 96, 14, 3, 1), (512, 512, 14, 3, 1), (128, 128, 56, 3, 2), (32, 64, 27, 5, 1), (16, 64, 55, 3, 1),
@@ -499,6 +508,16 @@ def _benchmarks(rand: _Rand, quick: bool) -> list[_Bench]:
     for c, hw, s in depthwise:
         profile(f"depthwise Conv {c} 3x3/{s} @{hw}x{hw}", lambda a=(c, hw, s): _conv(rand, a[0], a[0], a[1], 3, a[2], group=a[0]),
                 _CONVS)
+    # MobileNet's ReLU6 (Clip) is applied in a pass over the output after the kernel: its depthwise convolutions
+    # and 1x1 expansions, outputs from 188 kB to 4.8 MB
+    epilogues = [(144, 144, 56, 3, 144), (32, 32, 112, 3, 32), (192, 192, 28, 3, 192), (384, 384, 14, 3, 384),
+                 (960, 960, 7, 3, 960), (16, 96, 112, 1, 1), (24, 144, 56, 1, 1), (32, 192, 28, 1, 1),
+                 (64, 384, 14, 1, 1), (160, 960, 7, 1, 1)]
+    if quick:
+        epilogues = [(16, 64, 14, 1, 1)]
+    for cin, cout, hw, k, g in epilogues:
+        epilogue(f"{'depthwise ' if g > 1 else ''}Conv {cin}->{cout} {k}x{k} @{hw}x{hw}",
+                 lambda activation, a=(cin, cout, hw, k, g): _conv(rand, *a[:4], group=a[4], activation=activation))
     grouped = [(136, 28, 1, 4), (272, 14, 1, 4), (544, 7, 1, 4), (384, 13, 3, 2), (128, 56, 3, 32)]
     if quick:
         grouped = [(136, 28, 1, 4)]
@@ -632,6 +651,7 @@ class _Sample:
     cost: Cost
     time_s: float
     label: str
+    part: str = "node"  # "node": the whole kernel; "epilogue": its fused activation's pass over the output
 
 
 def _spread(times: Sequence[float]) -> float:
@@ -771,6 +791,32 @@ class _Profiled:
             spreads.append(_spread(ts))
             found.append(_Sample(view, cost, fast - profiler_overhead, self.label))
         return found
+
+
+class _EpiloguePair:
+    """A convolution profiled with Relu (applied inside the kernel) and with Clip (applied in a pass over the
+    output afterwards), one after the other in each pass: the difference of their kernel times is the time of
+    the Clip's pass. Measured by difference because it is a part of a kernel the profiler cannot time apart."""
+
+    def __init__(self, runner: _Runner, label: str, build: Callable[[str], Built]) -> None:
+        self.label = label
+        self.relu = _Profiled(runner, f"{label} + Relu", build("Relu"), frozenset(_CONVS), cold=False)
+        self.clip = _Profiled(runner, f"{label} + Clip", build("Clip"), frozenset(_CONVS), cold=False)
+
+    def run_pass(self, reps: int, flush: _Flush) -> None:
+        self.relu.run_pass(reps, flush)
+        self.clip.run_pass(reps, flush)
+
+    def samples(self, profiler_overhead: float, spreads: list[float]) -> list[_Sample]:
+        """The Clip's pass as an epilogue sample of the Clip convolution; none when onnxruntime did not fuse
+        the activations as expected or the difference is lost in the noise."""
+        relu, clip = _conv_sample(self.relu, profiler_overhead), _conv_sample(self.clip, profiler_overhead)
+        if relu is None or clip is None or engine.epilogue_activation(clip.view) != "Clip":
+            return []
+        if engine.epilogue_activation(relu.view) is not None or clip.time_s <= relu.time_s:
+            return []
+        spreads += [_spread(ts) for job in (self.relu, self.clip) for ts in job.kernel_times().values() if ts]
+        return [_Sample(clip.view, clip.cost, clip.time_s - relu.time_s, self.label, part="epilogue")]
 
 
 class _Batched:
@@ -973,6 +1019,12 @@ def _ceilings(samples: Sequence[_Sample], bare: Device, threads: int) -> dict[st
     by_memory: dict[str, list[tuple[float, float]]] = {}
     labels: dict[str, list[str]] = {}
     for s in samples:
+        if s.part == "epilogue":
+            moved = engine.epilogue_bytes(s.view)
+            _, level_bw = engine.memory_level(bare, moved)
+            by_memory.setdefault("epilogue", []).append((moved, moved / level_bw / s.time_s))
+            labels.setdefault("epilogue", []).append(s.label)
+            continue
         cls = engine.op_class(s.view)
         if cls not in COMPUTE_CLASSES and cls not in MEMORY_CLASSES:
             continue
@@ -990,7 +1042,7 @@ def _ceilings(samples: Sequence[_Sample], bare: Device, threads: int) -> dict[st
         if s.label not in labels[cls]:
             labels[cls].append(s.label)
     out = {}
-    for cls in [c for c in OP_CLASSES if c in by_class or c in by_memory]:
+    for cls in [c for c in CEILING_NAMES if c in by_class or c in by_memory]:
         compute, memory = _bin(by_class.get(cls, [])), _bin(by_memory.get(cls, []))
         if not compute and not memory:
             continue
@@ -999,7 +1051,11 @@ def _ceilings(samples: Sequence[_Sample], bare: Device, threads: int) -> dict[st
         if compute:
             parts.append(f"fraction of the fp32 peak reached, by FLOPs, by {len(by_class[cls])} onnxruntime {cls} "
                          f"kernel(s)")
-        if memory:
+        if memory and cls == "epilogue":
+            parts.append(f"fraction of the memory level's bandwidth reached, by bytes moved, by the fused Clip's pass "
+                         f"over the output of {len(by_memory[cls])} convolution(s) (their time with Clip less their "
+                         f"time with Relu)")
+        elif memory:
             kind = "matrix-vector " if cls in COMPUTE_CLASSES else ""
             parts.append(f"fraction of the memory level's bandwidth reached, by bytes moved, by {len(by_memory[cls])} "
                          f"{kind}{cls} kernel(s)")
@@ -1120,6 +1176,8 @@ def calibrate(
             with contextlib.suppress(UserError):  # an op this onnxruntime build lacks leaves its class out
                 if bench.mode == "chain":
                     class_jobs.append(_Chain(runner, bench.label, bench.build, target_s=0.0015 if quick else 0.004))
+                elif bench.mode == "epilogue":
+                    class_jobs.append(_EpiloguePair(runner, bench.label, bench.build))
                 else:
                     class_jobs.append(_Profiled(runner, bench.label, bench.build(), bench.harvest, bench.cold))
             step()

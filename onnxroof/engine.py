@@ -13,8 +13,9 @@ CPU executor spends on one node of the graph it actually runs (``onnxroof.runtim
   and the rest of the model streams through the caches in between;
 - the per-node overhead (``device.launch_overhead``): what the executor spends dispatching one node;
 - the epilogue of a convolution or Gemm whose fused activation onnxruntime does not apply inside the kernel (every
-  activation but Relu, e.g. MobileNet's Clip): a separate pass reading and writing the output, timed like an
-  elementwise kernel over those bytes (the calibration's conv ceilings are measured with Relu, which is free);
+  activation but Relu, e.g. MobileNet's Clip): a separate pass reading and writing the output at that level's
+  bandwidth and the device's ``epilogue`` ceiling (the calibration's conv ceilings are measured with Relu, which
+  is free; its epilogue ceiling is what the same convolutions take longer with Clip);
 - for a compute-bound kernel whose working set is served at DRAM bandwidth (a batched convolution, larger than
   every faster cache), the DRAM traffic its computation does not hide: ``(1 - dram_overlap) * memory``, the share the calibration measured on
   such a convolution (its ceilings come from kernels whose data sits in a cache).
@@ -55,6 +56,8 @@ __all__ = [
     "working_set",
     "memory_level",
     "epilogue_activation",
+    "epilogue_bytes",
+    "epilogue_time",
     "exposed_dram_time",
     "predict_engine",
     "model_time",
@@ -80,6 +83,7 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "reorder": "movement",
     "reorder_short": "reorder",
     "resize": "movement",
+    "epilogue": "elementwise",
 }
 
 # Dense convolutions this small run well below the large-conv efficiency: few output positions per image
@@ -366,15 +370,20 @@ def epilogue_activation(view: NodeView) -> str | None:
     return str(activation)
 
 
-def _epilogue_time(view: NodeView, device: Device) -> float:
-    """An elementwise pass reading and writing the node's outputs, at the bandwidth of the level they sit in and
-    the device's elementwise ceiling."""
-    out = sum(t.nbytes for t in view.outputs if t is not None and t.known)
-    moved = 2.0 * out
-    if moved <= 0:
+def epilogue_bytes(view: NodeView) -> float:
+    """Bytes an epilogue pass moves: the node's outputs, read and written once more."""
+    return 2.0 * sum(t.nbytes for t in view.outputs if t is not None and t.known)
+
+
+def epilogue_time(view: NodeView, device: Device) -> float:
+    """A pass reading and writing the node's outputs, at the bandwidth of the level they sit in and the device's
+    epilogue ceiling (calibrated on convolutions fused with Clip; a device without one uses its elementwise
+    ceiling, see CLASS_FALLBACK). Zero for a node with no epilogue activation."""
+    moved = epilogue_bytes(view)
+    if moved <= 0 or epilogue_activation(view) is None:
         return 0.0
     _, bw = memory_level(device, moved)
-    found = ceiling_for(device, "elementwise")
+    found = ceiling_for(device, "epilogue")
     eff = found[1].memory_efficiency(moved) if found is not None else 1.0
     return moved / (bw * eff)
 
@@ -420,7 +429,7 @@ def predict_engine(view: NodeView, cost: Cost, precision: str, device: Device) -
     overhead = device.launch_overhead.value
     effective_bw = cost.bytes / memory if memory > 0 else bw * eff_m
     epilogue = epilogue_activation(view)
-    epilogue_s = _epilogue_time(view, device) if epilogue else 0.0
+    epilogue_s = epilogue_time(view, device)
     exposed = exposed_dram_time(device, bw, compute, memory)
     prediction = Prediction(
         compute_time_s=compute,

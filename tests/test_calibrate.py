@@ -8,7 +8,7 @@ import pytest
 
 from onnxroof import atomic, calibrate, engine
 from onnxroof.costs import Cost
-from onnxroof.devices import OP_CLASSES, Device, load_device
+from onnxroof.devices import CEILING_NAMES, Device, load_device
 from onnxroof.errors import UserError
 from tests.helpers import T, W, make_node, record_parking
 
@@ -67,7 +67,7 @@ def test_every_number_is_positive_and_says_it_was_calibrated(quick: Device):
         assert cache.source.startswith("calibrated: ")
     assert quick.ceilings
     for name, ceiling in quick.ceilings.items():
-        assert name in OP_CLASSES
+        assert name in CEILING_NAMES
         assert ceiling.source.startswith("calibrated: ")
         assert ceiling.compute or ceiling.memory
         assert all(w > 0 and e > 0 for w, e in ceiling.compute + ceiling.memory)
@@ -76,7 +76,8 @@ def test_every_number_is_positive_and_says_it_was_calibrated(quick: Device):
 
 
 def test_quick_calibration_covers_the_main_classes(quick: Device):
-    for name in ("conv", "depthwise", "gemm", "pool", "elementwise", "lrn", "softmax", "layernorm", "movement"):
+    for name in ("conv", "depthwise", "gemm", "pool", "elementwise", "lrn", "softmax", "layernorm", "movement",
+                 "epilogue"):
         assert name in quick.ceilings, name
 
 
@@ -253,6 +254,46 @@ def test_dram_overlap_is_the_share_of_a_dram_conv_s_traffic_its_compute_hid():
     # A conv whose data sits in a cache, or one that is memory-bound, measures nothing.
     assert calibrate._dram_overlap(replace(measured, cost=Cost(flops=1e9, bytes_read=4e5, bytes_written=2e5)), device, "test") is None
     assert calibrate._dram_overlap(replace(measured, cost=Cost(flops=1e6, bytes_read=3e6, bytes_written=1e6)), device, "test") is None
+
+
+def test_the_epilogue_ceiling_is_the_level_bandwidth_over_the_clip_s_extra_time():
+    from tests.test_engine import host
+
+    bare = host()
+    clip = make_node("Conv", [T((1, 64, 28, 28)), W((64, 64, 1, 1)), W((64,))], [T((1, 64, 28, 28))],
+                     domain="com.microsoft.nchwc", kernel_shape=[1, 1], activation="Clip", activation_params=[0.0, 6.0])
+    cost = Cost(flops=6.4e6, bytes_read=2.2e5, bytes_written=2e5, kernels=1)
+    # The Clip pass reads and writes the 64x28x28 fp32 output: 2 * 200,704 = 401,408 B, which fits the test
+    # host's L2 (1 MiB at 50 GB/s): 8.028 us at full bandwidth. Measured at 20 us over the Relu twin, the pass
+    # reached 8.028 / 20 = 40.1% of it.
+    extra = calibrate._Sample(clip, cost, 20e-6, "Conv 64->64 1x1 @28x28", part="epilogue")
+    ceiling = calibrate._ceilings([extra], bare, 1)["epilogue"]
+    assert ceiling.compute == ()
+    assert ceiling.memory == ((401400.0, pytest.approx(401408 / 50e9 / 20e-6, rel=1e-3)),)  # 4 figures kept
+    assert "Clip less their time with Relu" in ceiling.source and "Conv 64->64 1x1 @28x28" in ceiling.source
+
+
+def test_an_epilogue_pair_times_the_clip_as_the_difference_of_its_twins(tmp_path: Path):
+    runner = calibrate._Runner(1, "cpu", str(tmp_path))
+    rand = calibrate._Rand(0)
+    pair = calibrate._EpiloguePair(runner, "Conv 16->64 1x1 @28x28",
+                                   lambda act: calibrate._tailed(calibrate._conv(rand, 16, 64, 28, 1, activation=act)))
+    # onnxruntime fused each activation into the conv: Relu inside the kernel, Clip as an epilogue
+    convs = {}
+    for name, job in (("relu", pair.relu), ("clip", pair.clip)):
+        (node,) = [n for n in job.opt.graph.node if n.op_type == "Conv"]
+        assert [a.s for a in node.attribute if a.name == "activation"] == [name.capitalize().encode()]
+        convs[name] = node.name
+    pair.run_pass(1, calibrate._Flush(1024))  # both sessions run
+    # kernel times as the profiler would report them: Relu twin 40 us, Clip twin 55 us (8 runs each)
+    pair.relu._times = {convs["relu"]: [40e-6] * 8}
+    pair.clip._times = {convs["clip"]: [55e-6] * 8}
+    (sample,) = pair.samples(3e-6, [])
+    assert sample.part == "epilogue" and sample.time_s == pytest.approx(15e-6)  # the profiler's cost cancels
+    assert engine.epilogue_activation(sample.view) == "Clip"
+    # a Clip twin no slower than the Relu one is noise: no sample rather than a time of zero or less
+    pair.clip._times = {convs["clip"]: [40e-6] * 8}
+    assert pair.samples(3e-6, []) == []
 
 
 def test_calibration_sessions_park_their_threads_when_a_run_returns(monkeypatch, tmp_path: Path):

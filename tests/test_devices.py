@@ -601,6 +601,10 @@ source = "calibrated: chains of Relu and Add"
 compute = [[1e6, 0.002]]
 memory = [[1e6, 0.5]]
 source = "calibrated: chains of LRN"
+
+[ceilings.epilogue]
+memory = [[4e5, 0.3]]
+source = "calibrated: convolutions with Clip less with Relu"
 """
 
 
@@ -617,7 +621,9 @@ def test_calibrated_device_round_trip(tmp_path: Path):
     # points are sorted by work whatever order the file gives them in
     assert device.ceilings["conv"] == Ceiling(((2e7, 0.7), (2.3e8, 0.9)), (), "calibrated: nchwc Conv 3x3")
     assert device.ceilings["lrn"].memory == ((1e6, 0.5),)
-    assert list(device.ceilings) == ["conv", "lrn", "elementwise"]  # in OP_CLASSES order
+    # in CEILING_NAMES order: the op classes', then the part ceilings'
+    assert list(device.ceilings) == ["conv", "lrn", "elementwise", "epilogue"]
+    assert device.ceilings["epilogue"].memory == ((4e5, 0.3),)
     again = tmp_path / "again.toml"
     again.write_text(device.to_toml(), encoding="utf-8")
     assert load_device(again) == device

@@ -326,3 +326,19 @@ def test_an_activation_other_than_relu_is_a_second_pass_over_the_output():
     assert note.epilogue == "Clip" and "second pass" in note.describe()
     plain = make_node("Relu", [T((1, 64, 28, 28))], [T((1, 64, 28, 28))])
     assert engine.epilogue_activation(plain) is None
+    assert engine.epilogue_time(relu, dev) == 0.0
+
+
+def test_a_calibrated_epilogue_ceiling_replaces_the_elementwise_one_for_the_second_pass():
+    epilogue = Ceiling(compute=(), memory=((1e5, 0.2), (1e7, 0.8)), source="calibrated: test epilogue")
+    dev = host({"conv": CONV, "elementwise": ELEMENTWISE, "epilogue": epilogue})
+    clip = make_node("Conv", [T((1, 64, 28, 28)), W((64, 64, 3, 3)), W((64,))], [T((1, 64, 28, 28))],
+                     domain=NCHWC, kernel_shape=[3, 3], activation="Clip", activation_params=[0.0, 6.0])
+    # 401,408 B moved in L2 (50 GB/s) at the epilogue ceiling's 0.2 + 0.6 * log(401408/1e5) / log(100) = 0.3808
+    eff = 0.2 + 0.6 * math.log(401408 / 1e5) / math.log(100)
+    assert engine.epilogue_bytes(clip) == 401408
+    assert engine.epilogue_time(clip, dev) == pytest.approx(401408 / (50e9 * eff))
+    pred, _ = engine.predict_engine(clip, Cost(flops=1e7, bytes_read=400_000, bytes_written=200_000), "fp32", dev)
+    assert pred.epilogue_time_s == pytest.approx(401408 / (50e9 * eff))
+    # without an elementwise ceiling either, the pass streams at the level's full bandwidth
+    assert engine.epilogue_time(clip, host({"conv": CONV})) == pytest.approx(401408 / 50e9)

@@ -40,7 +40,7 @@ its kernels come to the peak and to the bandwidth of the memory level their data
     profiler_overhead = 2.5e-06    # optional: what onnxruntime's profiler adds to each node's kernel time
     reference_flops_s = 4.1e10     # optional: FLOP/s of onnxroof.reference's MatMul when calibrated
     warnings = []                  # optional: e.g. a busy machine (large spread between repeats)
-    [ceilings.conv]                # one table per op class (see OP_CLASSES)
+    [ceilings.conv]                # one table per op class (see OP_CLASSES), or per part (PART_CEILINGS)
     compute = [[2.0e7, 0.71], [2.3e8, 0.84], [1.8e9, 0.88]]   # [FLOPs, fraction of the peak]
     memory = [[1.0e5, 0.4], [4.0e6, 0.9]]                     # [bytes moved, fraction of the level bandwidth]
     source = "calibrated: ..."
@@ -82,6 +82,8 @@ __all__ = [
     "OVERLAPS",
     "CACHE_SCOPES",
     "OP_CLASSES",
+    "PART_CEILINGS",
+    "CEILING_NAMES",
     "FALLBACK",
     "Sourced",
     "Peak",
@@ -131,6 +133,13 @@ OP_CLASSES: tuple[str, ...] = (
     "resize",        # Resize, Upsample
     "reduce",        # ReduceSum/Mean/Max/..., ArgMax/ArgMin
 )
+
+# Ceilings for a part of a node rather than for a class of nodes: "epilogue" is the second pass over a
+# convolution's or Gemm's output that a fused activation other than Relu costs (MobileNet's Clip).
+PART_CEILINGS: tuple[str, ...] = ("epilogue",)
+
+# Every ceiling a device may hold, in the order a device file lists them.
+CEILING_NAMES: tuple[str, ...] = OP_CLASSES + PART_CEILINGS
 
 # Which peak a precision uses when the device lists none for it: the first entry of its chain that the device
 # lists. Every chain contains fp32, bf16 and fp16, and every device must list at least one of those three, so
@@ -620,8 +629,8 @@ def device_from_dict(key: str, data: Mapping[str, Any], *, origin: str | None = 
     ceilings_raw = data.get("ceilings", {})
     if not isinstance(ceilings_raw, Mapping):
         raise _fail(where, "field 'ceilings' must be a table of op classes ([ceilings.conv], ...)")
-    _check_keys(ceilings_raw, OP_CLASSES, f"{where}, ceilings")
-    ceilings = {name: _ceiling(ceilings_raw[name], name, where) for name in OP_CLASSES if name in ceilings_raw}
+    _check_keys(ceilings_raw, CEILING_NAMES, f"{where}, ceilings")
+    ceilings = {name: _ceiling(ceilings_raw[name], name, where) for name in CEILING_NAMES if name in ceilings_raw}
 
     return Device(
         key=key.strip(),
