@@ -304,7 +304,8 @@ Built = tuple[onnx.ModelProto, dict[str, np.ndarray]]
 
 @dataclass(frozen=True)
 class _Bench:
-    """One micro-benchmark: what it measures (a label), how (chain or profiled), and its graph builder."""
+    """One micro-benchmark: what it measures (a label), how (chain, profiled, or an epilogue pair), and its graph
+    builder."""
 
     label: str
     mode: str  # "chain" | "profile" | "epilogue"

@@ -68,6 +68,18 @@ class Row:
     def samples(self) -> list[float]:
         return [s for r in self.rounds for s in r]
 
+    @property
+    def round_estimates(self) -> list[float]:
+        """Each round's fast estimate (the mean of its fastest eighth)."""
+        from onnxroof.measure import fast_estimate
+
+        return [fast_estimate(r) for r in self.rounds]
+
+    @property
+    def measured_s(self) -> float:
+        """The model's measured latency: the median of its rounds' fast estimates."""
+        return statistics.median(self.round_estimates)
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -107,10 +119,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _row_dict(row: Row) -> dict[str, Any]:
+    from onnxroof.agreement import relative_error
+
     v = row.validation
     return {
         "model": row.label,
         "predicted_time_s": v.predicted_time_s,
+        "measured_time_s": row.measured_s,
+        "error": relative_error(v.predicted_time_s, row.measured_s),
         "machine_speed": v.machine_speed,
         "kernel_agreement": v.agreement.to_dict(),
         "rounds_samples_s": row.rounds,
@@ -147,7 +163,6 @@ def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, ar
 def _print_table(rows: list[Row]) -> None:
     """One line per model, then the targets' figures over all of them."""
     from onnxroof.agreement import agreement, relative_error
-    from onnxroof.measure import fast_estimate
     from onnxroof.validate import scored
 
     header = (f"{'model':<20} {'measured':>9} {'predicted':>9} {'error':>7} {'vs med':>7} {'rounds':>6} {'kernels':>7} "
@@ -158,8 +173,8 @@ def _print_table(rows: list[Row]) -> None:
     fmt = lambda x, spec: format(x, spec) if x is not None else "n/a"  # noqa: E731
     for row in rows:
         v = row.validation
-        per_round = [fast_estimate(r) for r in row.rounds]
-        measured = statistics.median(per_round)
+        per_round = row.round_estimates
+        measured = row.measured_s
         error = relative_error(v.predicted_time_s, measured)
         median_error = relative_error(v.predicted_time_s, statistics.median(row.samples))
         apart = max(per_round) / min(per_round) - 1
