@@ -1021,9 +1021,8 @@ def _ceilings(samples: Sequence[_Sample], bare: Device, threads: int) -> dict[st
     labels: dict[str, list[str]] = {}
     for s in samples:
         if s.part == "epilogue":
-            moved = engine.epilogue_bytes(s.view)
-            _, level_bw = engine.memory_level(bare, moved)
-            by_memory.setdefault("epilogue", []).append((moved, moved / level_bw / s.time_s))
+            bare_pass = engine.epilogue_time(s.view, bare)
+            by_memory.setdefault("epilogue", []).append((engine.epilogue_bytes(s.view), bare_pass / s.time_s))
             labels.setdefault("epilogue", []).append(s.label)
             continue
         cls = engine.op_class(s.view)
