@@ -115,6 +115,9 @@ _MAX_PASSES = 16
 # multiples of that slice, and the level serves a working set only while its bandwidth holds within _HOLDS.
 _PROBE_FACTORS = (2, 4)
 _HOLDS = 0.75
+# The benchmark suite's version, recorded in every profile: a cached profile from an older suite lacks what this
+# one measures, and --device host calibrates again. 2: the epilogue ceiling of a fused Clip.
+SUITE = 2
 _GEMV_RATIO = 10.0  # a matrix product whose memory time exceeds its compute time this much is a matrix-vector one
 
 
@@ -1283,7 +1286,7 @@ def calibrate(
                               duration_s=round(duration, 1),
                               warnings=tuple(_warnings(spreads, duration, budget_s, steal)),
                               profiler_overhead=float(f"{profiler_overhead:.4g}"),
-                              reference_flops_s=float(f"{reference:.4g}"))
+                              reference_flops_s=float(f"{reference:.4g}"), suite=SUITE)
     device = replace(bare, ceilings=FrozenMap(ceilings), calibration=calibration)
     return replace(device, dram_overlap=_dram_overlap(batched_conv, device, how)) if batched_conv is not None else device
 
@@ -1355,15 +1358,16 @@ def host_device(
     budget_s: float = 120.0,
 ) -> Device:
     """This machine's calibrated profile: read from the cache (see :func:`cache_path`), or calibrated and cached
-    first when there is none, when it cannot be read, or when ``recalibrate`` is set. The file is written
-    atomically, so concurrent runs never see half a profile."""
+    first when there is none, when it cannot be read, when an older benchmark suite measured it (``SUITE``), or
+    when ``recalibrate`` is set. The file is written atomically, so concurrent runs never see half a profile."""
     path = cache_path(threads, provider)
     if path.exists() and not recalibrate:
         try:
             device = load_device(path)
         except UserError:
             device = None
-        if device is not None and device.engine == "onnxruntime" and device.calibration is not None:
+        if (device is not None and device.engine == "onnxruntime" and device.calibration is not None
+                and device.calibration.suite >= SUITE):
             return device
     device = calibrate(threads=threads, provider=provider, budget_s=budget_s, progress=progress)
     path.parent.mkdir(parents=True, exist_ok=True)

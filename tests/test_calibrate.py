@@ -169,6 +169,19 @@ def test_host_device_calibrates_once_then_reuses_the_cache(quick: Device, monkey
     assert calibrate.host_device() == quick
     assert calls == [1, 1, 1]
 
+    # a profile measured by an older benchmark suite (no 'suite' field: suite 1) lacks what this one measures
+    older = path.read_text(encoding="utf-8").replace(f"suite = {calibrate.SUITE}\n", "")
+    assert older != path.read_text(encoding="utf-8")
+    path.write_text(older, encoding="utf-8")
+    assert calibrate.host_device() == quick
+    assert calls == [1, 1, 1, 1]
+    assert calibrate.host_device() == quick and calls == [1, 1, 1, 1]  # and the new one is kept
+
+
+def test_a_profile_records_the_suite_that_measured_it(quick: Device):
+    assert quick.calibration is not None and quick.calibration.suite == calibrate.SUITE
+    assert f"suite = {calibrate.SUITE}" in quick.to_toml()
+
 
 # ------------------------------------------------------------------------------------------------ helpers
 

@@ -588,6 +588,7 @@ duration_s = 95.5
 profiler_overhead = 2.5e-6
 reference_flops_s = 4.1e10
 warnings = ["timings varied between repeats"]
+suite = 2
 
 [ceilings.conv]
 compute = [[2.3e8, 0.9], [2e7, 0.7]]
@@ -617,7 +618,7 @@ def test_calibrated_device_round_trip(tmp_path: Path):
     assert device.dram_overlap == Sourced(0.4, "calibrated: a batch-16 conv")
     assert device.caches[0].bandwidth == 45e9
     assert device.calibration == Calibration("cpu", 1, "1.23.2", "Test CPU", "2025-01-01T00:00:00+00:00", 95.5,
-                                             ("timings varied between repeats",), 2.5e-6, 4.1e10)
+                                             ("timings varied between repeats",), 2.5e-6, 4.1e10, 2)
     # points are sorted by work whatever order the file gives them in
     assert device.ceilings["conv"] == Ceiling(((2e7, 0.7), (2.3e8, 0.9)), (), "calibrated: nchwc Conv 3x3")
     assert device.ceilings["lrn"].memory == ((1e6, 0.5),)
@@ -671,6 +672,8 @@ def test_ceiling_efficiency_is_interpolated_in_log_work(tmp_path: Path):
         ('source = "calibrated: nchwc Conv 3x3"\n', "", "ceilings.conv: missing required field 'source'"),
         ("threads = 1", "threads = 0", "'threads' must be a positive integer"),
         ("threads = 1", "threads = 1.5", "'threads' must be a positive integer"),
+        ("suite = 2", "suite = 0", "'suite' must be a positive integer"),
+        ("suite = 2", 'suite = "2"', "'suite' must be a positive integer"),
         ('warnings = ["timings varied between repeats"]', "warnings = [1]", "'warnings' must be an array"),
         ("duration_s = 95.5", "duration_s = -1", "'duration_s' must be non-negative"),
         ('cpu = "Test CPU"\n', "", "calibration: missing required field 'cpu'"),
@@ -682,6 +685,11 @@ def test_calibrated_device_validation_errors(tmp_path: Path, old: str, new: str,
     assert old in CALIBRATED_DEVICE
     with pytest.raises(UserError, match=message):
         load_device(_write(tmp_path, CALIBRATED_DEVICE.replace(old, new, 1)))
+
+
+def test_a_calibration_without_a_suite_was_measured_by_the_first_one(tmp_path: Path):
+    device = load_device(_write(tmp_path, CALIBRATED_DEVICE.replace("suite = 2\n", "")))
+    assert device.calibration is not None and device.calibration.suite == 1
 
 
 def test_misspelt_ceiling_class_gets_a_suggestion(tmp_path: Path):

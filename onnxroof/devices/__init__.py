@@ -40,6 +40,7 @@ its kernels come to the peak and to the bandwidth of the memory level their data
     profiler_overhead = 2.5e-06    # optional: what onnxruntime's profiler adds to each node's kernel time
     reference_flops_s = 4.1e10     # optional: FLOP/s of onnxroof.reference's MatMul when calibrated
     warnings = []                  # optional: e.g. a busy machine (large spread between repeats)
+    suite = 2                      # optional: the calibration suite's version (1 when absent)
     [ceilings.conv]                # one table per op class (see OP_CLASSES), or per part (PART_CEILINGS)
     compute = [[2.0e7, 0.71], [2.3e8, 0.84], [1.8e9, 0.88]]   # [FLOPs, fraction of the peak]
     memory = [[1.0e5, 0.4], [4.0e6, 0.9]]                     # [bytes moved, fraction of the level bandwidth]
@@ -265,7 +266,8 @@ class Calibration:
     went wrong (``warnings``, e.g. a busy machine). ``profiler_overhead`` is what the engine's profiler adds to
     each node's reported kernel time (seconds), for comparing predictions with profiled per-node times;
     ``reference_flops_s`` the rate of the reference kernel (onnxroof.reference) then, to detect a machine that
-    has since slowed down or sped up."""
+    has since slowed down or sped up; ``suite`` the version of onnxroof's benchmark suite that measured it (1 for
+    files that predate the field), so that a cached profile lacking what a newer suite measures is redone."""
 
     provider: str
     threads: int
@@ -276,6 +278,7 @@ class Calibration:
     warnings: tuple[str, ...] = ()
     profiler_overhead: float | None = None
     reference_flops_s: float | None = None
+    suite: int = 1
 
 
 class FrozenMap(dict):
@@ -421,6 +424,7 @@ class Device:
             if cal.reference_flops_s is not None:
                 lines.append(f"reference_flops_s = {_toml_num(cal.reference_flops_s)}")
             lines.append("warnings = [" + ", ".join(_toml_str(w) for w in cal.warnings) + "]")
+            lines.append(f"suite = {cal.suite}")
         for name, ceiling in self.ceilings.items():
             lines += ["", f"[ceilings.{name}]"]
             for table in ("compute", "memory"):
@@ -569,10 +573,11 @@ def _calibration(table: Any, where: str) -> Calibration:
     if not isinstance(table, Mapping):
         raise _fail(here, f"must be a table, got {table!r}")
     _check_keys(table, ("provider", "threads", "onnxruntime", "cpu", "date", "duration_s", "warnings",
-                        "profiler_overhead", "reference_flops_s"), here)
-    threads = table.get("threads")
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise _fail(here, f"field 'threads' must be a positive integer, got {threads!r}")
+                        "profiler_overhead", "reference_flops_s", "suite"), here)
+    threads, suite = table.get("threads"), table.get("suite", 1)
+    for name, value in (("threads", threads), ("suite", suite)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise _fail(here, f"field {name!r} must be a positive integer, got {value!r}")
     warnings = table.get("warnings", [])
     if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
         raise _fail(here, f"field 'warnings' must be an array of strings, got {warnings!r}")
@@ -588,6 +593,7 @@ def _calibration(table: Any, where: str) -> Calibration:
         warnings=tuple(warnings),
         profiler_overhead=overhead,
         reference_flops_s=reference,
+        suite=suite,
     )
 
 
