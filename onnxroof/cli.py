@@ -41,9 +41,11 @@ CALIBRATE_HELP = """Measure this machine's empirical roofline through onnxruntim
 Peak FLOP/s per precision (fp32 MatMul and Conv, int8 MatMulInteger, fp16 where the provider has kernels),
 bandwidth per memory level (working sets sized to L1, L2, L3 and DRAM), per-run and per-node overhead, per
 op class the efficiency its kernels reach (convolutions by kind, pooling, normalization, LRN, softmax,
-elementwise, data movement), and how much of a convolution's DRAM traffic its computation hides when its data
-is larger than the caches (a batch-32 convolution). The result is a device file, cached per CPU model, onnxruntime version, provider
-and thread count; '--device host' anywhere uses it (and calibrates first when there is none).
+elementwise, data movement, the pass a fused Clip makes over a convolution's output), and how much of a
+convolution's DRAM traffic its computation hides when its data is larger than the caches (a batch-32
+convolution). The result is a device file, cached per CPU model, onnxruntime version, provider and thread
+count; '--device host' anywhere uses it (and calibrates first when there is none, or when an older version of
+the benchmark suite measured it).
 
 examples:
   onnxroof calibrate --threads 1
