@@ -116,8 +116,9 @@ _MAX_PASSES = 16
 _PROBE_FACTORS = (2, 4)
 _HOLDS = 0.75
 # The benchmark suite's version, recorded in every profile: a cached profile from an older suite lacks what this
-# one measures, and --device host calibrates again. 2: the epilogue ceiling of a fused Clip.
-SUITE = 2
+# one measures, and --device host calibrates again. 2: the epilogue ceiling of a fused Clip. 3: a grouped
+# convolution in NCHWc layout is a sample of a dense class, no longer of conv_grouped.
+SUITE = 3
 _GEMV_RATIO = 10.0  # a matrix product whose memory time exceeds its compute time this much is a matrix-vector one
 
 
@@ -522,6 +523,8 @@ def _benchmarks(rand: _Rand, quick: bool) -> list[_Bench]:
     for cin, cout, hw, k, g in epilogues:
         epilogue(f"{'depthwise ' if g > 1 else ''}Conv {cin}->{cout} {k}x{k} @{hw}x{hw}",
                  lambda activation, a=(cin, cout, hw, k, g): _conv(rand, *a[:4], group=a[4], activation=activation))
+    # grouped: ShuffleNet's 1x1 and ResNeXt's 3x3 in plain layout; AlexNet's two-group 3x3, whose groups fill
+    # whole NCHWc blocks, is a conv_mid sample
     grouped = [(136, 28, 1, 4), (272, 14, 1, 4), (544, 7, 1, 4), (384, 13, 3, 2), (128, 56, 3, 32)]
     if quick:
         grouped = [(136, 28, 1, 4)]

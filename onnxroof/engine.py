@@ -63,6 +63,7 @@ __all__ = [
     "model_time",
 ]
 
+NCHWC_DOMAIN = "com.microsoft.nchwc"  # onnxruntime's blocked-layout CPU kernels
 SHAPE = "shape"  # shape-only ops: no FLOPs, no bytes, only the executor's per-node overhead
 OTHER = "other"  # ops no class describes: the plain roofline with the memory level's bandwidth
 
@@ -211,7 +212,8 @@ def _known(t: Tensor | None) -> tuple[int, ...] | None:
 
 def _conv_class(view: NodeView) -> str:
     """depthwise / batchnorm (a depthwise 1x1 conv is a per-channel scale and shift) / conv_grouped / conv_small /
-    conv_mid / conv_wide / conv1x1 / conv, from the weight's shape (or the attributes when it is unknown)."""
+    conv_mid / conv_wide / conv1x1 / conv, from the weight's shape (or the attributes when it is unknown); a grouped
+    convolution in onnxruntime's NCHWc layout takes the dense class of one group."""
     x, w, y = _known(view.input(0)), _known(view.input(1)), _known(view.output(0))
     nhwc = view.op_type in _NHWC_CONV
     group = int(view.attr("group", 1) or 1)
@@ -231,11 +233,16 @@ def _conv_class(view: NodeView) -> str:
     pointwise = bool(kernel) and all(k == 1 for k in kernel)
     if view.op_type.startswith("ConvTranspose") or view.op_type == "QLinearConvTranspose":
         return "conv_grouped" if group > 1 else "conv"
-    if group > 1:
-        if per_group_in == 1:
-            return "batchnorm" if pointwise else "depthwise"
+    if group > 1 and per_group_in == 1:
+        return "batchnorm" if pointwise else "depthwise"
+    if group > 1 and view.domain != NCHWC_DOMAIN:
         return "conv_grouped"
     c_out = (y[1] if not nhwc else y[-1]) if y is not None and len(y) >= 3 else None
+    if group > 1:
+        # onnxruntime blocks a grouped convolution into NCHWc only when each group's channels fill whole blocks,
+        # and then runs every group as a dense convolution of its own channels: AlexNet's two-group layers ran
+        # at the dense classes' rate, half again as fast as the plain-layout grouped kernels (ShuffleNet's).
+        c_in, c_out = per_group_in, (c_out // group if c_out is not None else None)
     positions = (prod(y[2:]) if not nhwc else prod(y[1:-1])) if y is not None and len(y) >= 3 else None
     stem = c_in is not None and c_in < SMALL_CONV_IN_CHANNELS and kernel and prod(kernel) < SMALL_STEM_KERNEL_AREA
     if ((positions is not None and positions < SMALL_CONV_POSITIONS) or stem
@@ -294,7 +301,7 @@ def op_class(view: NodeView) -> str:
     if op in _MATMUL:
         return _matmul_class(view)
     cls = _SIMPLE.get(op, OTHER)
-    if cls == "pool" and view.domain != "com.microsoft.nchwc":
+    if cls == "pool" and view.domain != NCHWC_DOMAIN:
         return "pool_nchw"
     if cls == "elementwise" and len(view.inputs) > 1 and _broadcasts_innermost(view):
         return "broadcast"

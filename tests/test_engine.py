@@ -81,6 +81,12 @@ CASES = [
     (conv(144, 144, 56, 3, group=144), "depthwise"),
     (conv(256, 256, 56, 1, group=256), "batchnorm"),  # a BatchNormalization onnxruntime turned into a 1x1 dw conv
     (conv(136, 136, 28, 1, group=4, domain=""), "conv_grouped"),
+    (conv(136, 136, 28, 1, group=4, domain=MS, op="FusedConv"), "conv_grouped"),
+    # NCHWc blocks a grouped conv only when each group fills whole blocks; each group then runs as a dense conv,
+    # classed by one group's channels: 48 -> 128 with a 5x5 kernel on 27x27 positions is a wide conv ...
+    (conv(96, 256, 27, 5, group=2), "conv_wide"),
+    (conv(384, 384, 13, 3, group=2), "conv_mid"),  # ... 169 positions a mid-sized one
+    (conv(64, 64, 28, 3, group=4), "conv_small"),  # ... and 16 output channels per group a small one
     (make_node("Gemm", [T((197, 768)), W((3072, 768)), W((3072,))], [T((197, 3072))], transB=1), "gemm"),
     (make_node("FusedGemm", [T((1, 9216)), W((4096, 9216)), W((4096,))], [T((1, 4096))], domain=MS), "gemm"),
     (make_node("MatMul", [T((1, 197, 768)), W((768, 768))], [T((1, 197, 768))]), "gemm"),

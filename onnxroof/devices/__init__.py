@@ -112,7 +112,7 @@ OP_CLASSES: tuple[str, ...] = (
     "conv_wide",     # dense convolution with a 5x5 or wider kernel on a large output, past the stem
     "conv_mid",      # dense convolution on a mid-sized output (10x10 to 19x19 positions: a 14x14 stage)
     "conv_small",    # dense convolution on a small output (<= 9x9 positions) or with few channels
-    "conv_grouped",  # grouped convolution that is not depthwise
+    "conv_grouped",  # grouped convolution in plain layout (not depthwise; a blocked NCHWc one is a dense class)
     "depthwise",     # one input channel per group
     "gemm",          # matrix product with a weight operand (Gemm, FusedGemm, MatMul by an initializer)
     "matmul",        # matrix product of two activations (attention scores, context)
