@@ -257,6 +257,7 @@ def measure(
     allow_fallback: bool = False,
     timeout_s: float = 300.0,
     progress: Callable[[int, int], None] | None = None,
+    between: Callable[[], None] | None = None,
 ) -> Measurement:
     """Time the whole model: ``warmup`` untimed runs, then ``repeat`` samples of ``batch`` runs each.
 
@@ -265,8 +266,9 @@ def measure(
     machine other work comes and goes in phases of seconds, and spread samples catch the quiet moments. Inputs are
     random unless ``feeds_path`` names an .npz of them. Sampling stops when ``timeout_s`` has passed (checked
     between batches) with a warning, or a UserError when fewer than MIN_SAMPLES samples were taken.
-    ``progress(done, total)`` is called after each sample. Nothing is written to disk. ``source`` may be a
-    RunnableModel already loaded (``inputs``/``dims`` are then ignored); it is not modified.
+    ``progress(done, total)`` is called after each sample, ``between()`` too (untimed: see time_runs). Nothing is
+    written to disk. ``source`` may be a RunnableModel already loaded (``inputs``/``dims`` are then ignored); it
+    is not modified.
     """
     from onnxroof.runtime import load_feeds, make_session, provider_name, random_feeds, runnable_model
 
@@ -283,6 +285,7 @@ def measure(
     timing = time_runs(
         checked_run(session, feeds),
         warmup=warmup, repeat=repeat, batch=batch, timeout_s=timeout_s, progress=progress, spread_s=spread_s,
+        between=between,
     )
     median, low, high, p90 = summarize(timing.samples)
     warnings = [f"asked for {requested}, ran on {actual}"] if actual != requested else []
@@ -410,11 +413,13 @@ def time_runs(
     spread_s: float = 0.0,
     clock: Callable[[], float] = time.perf_counter,
     sleep: Callable[[float], None] = time.sleep,
+    between: Callable[[], None] | None = None,
 ) -> _Timing:
     """Warm up, size the batches, take the samples; stops at the deadline. ``run_once`` runs the model once;
     ``clock`` is the wall clock in seconds and ``sleep`` idles for a while. With ``spread_s``, sample ``i`` starts
     no earlier than ``i * spread_s / repeat`` seconds after the first, and one untimed run after each idle gap
-    warms the model again: the samples spread the steady state over the window, not cold starts."""
+    warms the model again: the samples spread the steady state over the window, not cold starts. ``between`` is
+    called after every sample, outside its timing (a reference kernel timed in the same moments)."""
 
     def timed() -> float:
         """One run's wall time."""
@@ -457,6 +462,8 @@ def time_runs(
         if batch == 1:
             _check_single_run(elapsed, timeout_s, warmup)
         samples.append(elapsed / batch)
+        if between is not None:
+            between()
         if progress is not None:
             progress(len(samples), repeat)
     wall = clock() - wall_start

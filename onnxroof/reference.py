@@ -3,7 +3,8 @@
 A calibrated profile is only as good as the machine's speed staying what it was. Shared and virtual machines
 drift: a neighbour's load, a host that throttles its guests. Timing one fixed kernel at both moments tells
 whether the machine runs at the speed it was calibrated at, so that a validation can say "the machine is 40%
-slower than when calibrated" instead of blaming the model's prediction.
+slower than when calibrated" instead of blaming the model's prediction, and show what the prediction comes to
+at the speed the machine had while the model was timed.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from onnx import TensorProto, helper, numpy_helper
 from onnxroof.measure import fast_estimate, time_runs
 
 REFERENCE_N = 256  # an n x n x n fp32 MatMul: compute bound at any thread count, under a millisecond a run
-REFERENCE_SPREAD_S = 1.0  # samples are spread over this long, so that a short disturbance spares some of them
-REFERENCE_SAMPLES = 16
 DRIFT_BOUND = 0.10  # a speed more than this far from 1.0 is reported
 
 
@@ -39,27 +38,35 @@ def reference_flops_s(samples: Sequence[float]) -> float:
     return 2.0 * REFERENCE_N**3 / fast_estimate(samples)
 
 
-def reference_rate(
-    threads: int,
-    provider: str = "cpu",
-    *,
-    spread_s: float = REFERENCE_SPREAD_S,
-    samples: int = REFERENCE_SAMPLES,
-    clock: Callable[[], float] = time.perf_counter,
-) -> float:
-    """FLOP/s of the reference MatMul on this machine now: the fast estimate of ``samples`` batches of runs
-    spread over ``spread_s`` seconds, at ``threads`` intra-op threads."""
-    from onnxroof.runtime import make_session
+class ReferenceSampler:
+    """The reference kernel, timed between the samples of a measurement: one untimed run, then one timed batch of
+    back-to-back runs each time it is called, as every calibration pass times it.
 
-    n = REFERENCE_N
-    # Parked between runs, as the calibration's reference session is: both moments read the kernel alike.
-    session, _ = make_session(reference_model(n), provider, threads, "all", park_when_idle=True)
-    feeds = {"x": np.random.default_rng(1).standard_normal((n, n)).astype(np.float32)}
-    timing = time_runs(
-        lambda: session.run(None, feeds), warmup=3, repeat=samples, batch=None, timeout_s=spread_s + 60.0,
-        progress=None, spread_s=spread_s, clock=clock,
-    )
-    return reference_flops_s(timing.samples)
+    A shared machine runs in phases of seconds to minutes (a neighbour's load on the host), and a whole model's
+    time follows them: timed between the model's own samples, the reference reads the machine in the same
+    moments, where a separate window of its own would catch another phase (here a model's and the interleaved
+    reference's fast estimates over 15 s windows correlated 0.89-0.96 across four minutes)."""
+
+    def __init__(self, threads: int, provider: str = "cpu", *, clock: Callable[[], float] = time.perf_counter) -> None:
+        from onnxroof.runtime import make_session
+
+        # Parked between runs, as the calibration's reference session is: both moments read the kernel alike.
+        session, _ = make_session(reference_model(), provider, threads, "all", park_when_idle=True)
+        feeds = {"x": np.random.default_rng(1).standard_normal((REFERENCE_N, REFERENCE_N)).astype(np.float32)}
+        self._run = lambda: session.run(None, feeds)
+        self._clock = clock
+        self.batch = time_runs(self._run, warmup=3, repeat=1, batch=None, timeout_s=60.0, progress=None,
+                               clock=clock).runs_per_sample
+        self.samples: list[float] = []
+
+    def sample(self) -> None:
+        """Time one more batch of the reference (seconds per run go to ``samples``)."""
+        self.samples += time_runs(self._run, warmup=1, repeat=1, batch=self.batch, timeout_s=60.0, progress=None,
+                                  clock=self._clock).samples
+
+    def flops_s(self) -> float | None:
+        """The reference's FLOP/s over the samples taken so far (None before the first)."""
+        return reference_flops_s(self.samples) if self.samples else None
 
 
 def drift_warning(speed: float, threads: int) -> str | None:

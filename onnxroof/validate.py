@@ -20,7 +20,7 @@ from onnxroof.devices import Device
 from onnxroof.devices.resolve import HOST, resolve_device
 from onnxroof.measure import Measurement, measure
 from onnxroof.profile import NodeProfile, profile_nodes
-from onnxroof.reference import drift_warning, reference_rate
+from onnxroof.reference import ReferenceSampler, drift_warning
 from onnxroof.runtime import runnable_model
 
 WORST = 5  # how many of the worst mispredictions are named
@@ -86,7 +86,8 @@ class Validation:
     kernels: tuple[KernelComparison, ...]
     agreement: Agreement
     warnings: tuple[str, ...] = field(default_factory=tuple)
-    machine_speed: float | None = None  # the reference kernel's rate now over its rate at calibration (1.0: same)
+    # the reference kernel's rate between the measurement's samples over its rate at calibration (1.0: the same)
+    machine_speed: float | None = None
 
     @property
     def predicted_time_s(self) -> float:
@@ -161,22 +162,27 @@ def validate(
     """Analyze, time and profile ``model`` on this machine and compare every kernel's prediction with its time.
 
     The whole model is timed in ``repeat`` samples spread over ``spread_s`` seconds; its measured latency is their
-    fast estimate (the median is kept alongside). On a calibrated host the reference kernel is timed again, and a
-    machine that no longer runs at its calibrated speed is reported (``machine_speed``, a warning)."""
+    fast estimate (the median is kept alongside). On a calibrated host the reference kernel is timed again between
+    those samples, and a machine that no longer runs at its calibrated speed is reported (``machine_speed``, a
+    warning)."""
     say = stage or (lambda text: None)
     dev = resolve_device(device, threads, provider, progress)
     warnings = _device_warnings(dev, threads, provider)
     runnable = runnable_model(model, inputs, dims)  # weights read (or filled) once, for both sessions
     say("timing the whole model")
+    calibrated_rate = _reference_reading(dev, threads, provider)
+    reference = ReferenceSampler(threads, provider) if calibrated_rate is not None else None
     timing = measure(
         runnable, provider=provider, threads=threads, opt_level=opt_level, repeat=repeat, spread_s=spread_s,
         allow_fallback=allow_fallback, timeout_s=timeout_s, progress=progress,
+        between=reference.sample if reference is not None else None,
     )
     say("profiling each kernel")
     profile = profile_nodes(
         runnable, provider=provider, threads=threads, opt_level=opt_level, runs=runs, allow_fallback=allow_fallback
     )
-    speed = _machine_speed(dev, threads, provider)
+    rate_now = reference.flops_s() if reference is not None else None
+    speed = rate_now / calibrated_rate if rate_now is not None and calibrated_rate else None
     if speed is not None:
         warnings.extend(filter(None, [drift_warning(speed, threads)]))
     say("predicting")
@@ -192,13 +198,13 @@ def validate(
     return Validation(analysis, timing, profile, tuple(kernels), stats, tuple(warnings), speed)
 
 
-def _machine_speed(device: Device, threads: int, provider: str) -> float | None:
-    """How fast this machine runs the reference kernel now, relative to when ``device`` was calibrated on it
-    (None for a device without a reference reading, or measured on another provider or thread count)."""
+def _reference_reading(device: Device, threads: int, provider: str) -> float | None:
+    """The reference kernel's FLOP/s when ``device`` was calibrated on this machine (None for a device without a
+    reading, or calibrated on another provider or thread count)."""
     c = device.calibration
     if c is None or c.reference_flops_s is None or c.threads != threads or not c.provider.lower().startswith(provider.lower()):
         return None
-    return reference_rate(threads, provider) / c.reference_flops_s
+    return c.reference_flops_s
 
 
 def scored(kernels: Sequence[KernelComparison], engine_graph: bool) -> list[KernelComparison]:

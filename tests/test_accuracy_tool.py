@@ -24,7 +24,8 @@ def _row() -> object:
               [0.011, 0.012, 0.030, 0.013, 0.014, 0.015, 0.016, 0.017]]
     validation = SimpleNamespace(predicted_time_s=0.0099, machine_speed=0.95,
                                  agreement=SimpleNamespace(to_dict=lambda: {"count": 3}))
-    return accuracy.Row("zoo:test", "zoo:test", validation, None, rounds)
+    # The machine ran at 0.9, 1.0 and 1.2 of its calibrated speed in the three rounds.
+    return accuracy.Row("zoo:test", "zoo:test", validation, None, rounds, [0.9, 1.0, 1.2])
 
 
 def test_a_model_is_read_as_the_median_of_its_rounds_fast_estimates():
@@ -34,6 +35,15 @@ def test_a_model_is_read_as_the_median_of_its_rounds_fast_estimates():
     assert len(row.samples) == 24
 
 
+def test_each_round_is_read_at_the_calibrated_speed_through_its_reference_reading():
+    # Fast estimates 10, 12, 11 ms at speeds 0.9, 1.0, 1.2: at the calibrated speed 9, 12, 13.2 ms, median 12 ms.
+    row = _row()
+    assert row.at_calibrated_speed_s == pytest.approx(0.012)
+    # A round without a reading (an uncalibrated device) leaves nothing to read.
+    row.speeds[1] = None
+    assert row.at_calibrated_speed_s is None
+
+
 def test_the_json_row_carries_measured_latency_and_error():
     out = accuracy._row_dict(_row())
     assert out["model"] == "zoo:test"
@@ -41,4 +51,8 @@ def test_the_json_row_carries_measured_latency_and_error():
     # predicted 9.9 ms against 11 ms measured: (9.9 - 11) / 11 = -10%
     assert out["error"] == pytest.approx(-0.10)
     assert out["predicted_time_s"] == 0.0099 and out["machine_speed"] == 0.95
+    # and at the calibrated speed: 9.9 ms against 12 ms, (9.9 - 12) / 12 = -17.5%
+    assert out["measured_at_calibrated_speed_s"] == pytest.approx(0.012)
+    assert out["error_at_calibrated_speed"] == pytest.approx(-0.175)
+    assert out["round_speeds"] == [0.9, 1.0, 1.2]
     assert len(out["rounds_samples_s"]) == 3

@@ -112,6 +112,25 @@ def test_time_runs_spreads_samples_over_the_window_and_rewarms_after_each_idle_g
     assert timing.idle_s == pytest.approx(1.9 + 1.8 + 1.8)
 
 
+def test_time_runs_calls_between_after_every_sample_outside_its_timing() -> None:
+    """A fake clock: each run takes 0.1 s and ``between`` (a reference kernel) 1 s. It runs once after each of the
+    3 samples, and its second does not count in the sample it follows."""
+    now, calls = [0.0], []
+
+    def run_once() -> None:
+        now[0] += 0.1
+
+    def between() -> None:
+        calls.append(now[0])
+        now[0] += 1.0
+
+    timing = measure_module.time_runs(
+        run_once, warmup=0, repeat=3, batch=1, timeout_s=60, progress=None, clock=lambda: now[0], between=between
+    )
+    assert timing.samples == pytest.approx([0.1] * 3)
+    assert calls == pytest.approx([0.1, 1.2, 2.3])
+
+
 def test_load_warnings_do_not_count_deliberate_idling() -> None:
     # 0.5 s of CPU in a 10 s window, 9.5 s of it idle between spread samples: the run had its core throughout.
     assert load_warnings(wall_s=10.0, own_cpu_s=0.5, machine_busy_s=0.5, cpus=4, threads=1, on_cpu=True, idle_s=9.5) == []

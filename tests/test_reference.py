@@ -9,7 +9,7 @@ import onnx
 import pytest
 
 from onnxroof.measure import MIN_SAMPLE_S
-from onnxroof.reference import DRIFT_BOUND, REFERENCE_N, drift_warning, reference_model, reference_rate
+from onnxroof.reference import DRIFT_BOUND, REFERENCE_N, ReferenceSampler, drift_warning, reference_model
 from onnxroof.validate import validate
 from tests.helpers import record_parking
 from tests.test_engine import CONV, host
@@ -23,18 +23,25 @@ def test_the_reference_model_is_one_square_matmul():
     assert list(model.graph.initializer[0].dims) == [REFERENCE_N, REFERENCE_N]
 
 
-def test_reference_rate_counts_2_n_cubed_flops_per_run():
+def test_the_reference_rate_counts_2_n_cubed_flops_per_run():
     # The rate is 2 n^3 FLOPs over the fast estimate of one run's time. A fake clock that advances 1 ms per read:
     # a warm-up run reads 1 ms, so samples batch MIN_SAMPLE_S / 1 ms = 10 runs, and each batch (two clock reads
     # around it) reads 1 ms, i.e. 0.1 ms per run: the rate is 2 n^3 / 1e-4.
     assert MIN_SAMPLE_S == 0.01
     ticks = iter(range(10**6))
-    rate = reference_rate(1, spread_s=0.0, samples=3, clock=lambda: next(ticks) * 1e-3)
-    assert rate == pytest.approx(2 * REFERENCE_N**3 / 1e-4)
+    sampler = ReferenceSampler(1, clock=lambda: next(ticks) * 1e-3)
+    assert sampler.batch == 10 and sampler.flops_s() is None  # nothing timed yet
+    for _ in range(3):
+        sampler.sample()
+    assert len(sampler.samples) == 3
+    assert sampler.flops_s() == pytest.approx(2 * REFERENCE_N**3 / 1e-4)
 
 
-def test_reference_rate_on_this_machine_is_positive():
-    assert reference_rate(1, spread_s=0.05, samples=3) > 0
+def test_the_reference_rate_on_this_machine_is_positive():
+    sampler = ReferenceSampler(1)
+    sampler.sample()
+    rate = sampler.flops_s()
+    assert rate is not None and rate > 0
 
 
 def test_drift_is_reported_beyond_the_bound_only():
@@ -59,9 +66,21 @@ def test_validate_reports_the_machine_speed_against_the_calibration(tmp_path: Pa
     assert validate(str(path), host({"conv": CONV}), repeat=3, runs=3, spread_s=0.0).machine_speed is None
 
 
+def test_the_reference_is_timed_between_the_samples_of_the_measurement(tmp_path: Path, monkeypatch):
+    """Timed in the same moments as the model, the reference reads the machine's phase the model ran in."""
+    path = conv_bn_relu(tmp_path)
+    device = host({"conv": CONV})
+    device = replace(device, calibration=replace(device.calibration, reference_flops_s=1e9))
+    calls: list[int] = []
+    original = ReferenceSampler.sample
+    monkeypatch.setattr(ReferenceSampler, "sample", lambda self: (calls.append(1), original(self))[1])
+    v = validate(str(path), device, repeat=4, runs=3, spread_s=0.0)
+    assert len(calls) == v.measurement.repeat == 4
+
+
 def test_the_reference_session_is_parked_between_runs_like_the_calibrations(monkeypatch) -> None:
     """Both readings of the reference MatMul must be taken alike; the calibration's sessions park when a run
     returns (see runtime.session_options), so validation's does too."""
     seen = record_parking(monkeypatch)
-    reference_rate(1, spread_s=0.0, samples=3)
+    ReferenceSampler(1)
     assert seen == [True]

@@ -18,7 +18,9 @@ def validation_table(v: Validation, top: int = 20) -> str:
         f"{seconds(v.measured_median_s)}), predicted {seconds(v.predicted_time_s)}, error {v.model_error:+.1%}",
     ]
     if v.machine_speed is not None:
-        lines.append(f"  machine speed now / at calibration: {v.machine_speed:.2f}x (a reference MatMul)")
+        lines.append(
+            f"  machine speed while timed / at calibration: {v.machine_speed:.2f}x (a reference MatMul between samples)"
+        )
     if s.count:
         rho = f"{s.spearman:.3f}" if s.spearman is not None else "n/a"
         lines.append(
