@@ -3,8 +3,7 @@
 A calibrated profile is only as good as the machine's speed staying what it was. Shared and virtual machines
 drift: a neighbour's load, a host that throttles its guests. Timing one fixed kernel at both moments tells
 whether the machine runs at the speed it was calibrated at, so that a validation can say "the machine is 40%
-slower than when calibrated" instead of blaming the model's prediction, and show what the prediction comes to
-at the speed the machine had while the model was timed.
+slower than when calibrated" instead of blaming the model's prediction.
 """
 
 from __future__ import annotations
