@@ -74,8 +74,8 @@ from onnxroof.devices import (
     load_device,
 )
 from onnxroof.errors import UserError
-from onnxroof.measure import fast_estimate, time_runs
-from onnxroof.reference import REFERENCE_N, reference_flops_s, reference_model
+from onnxroof.measure import fast_estimate
+from onnxroof.reference import ReferenceSampler
 
 __all__ = [
     "COMPUTE_CLASSES",
@@ -829,21 +829,14 @@ class _EpiloguePair:
         return found + [_Sample(clip.view, clip.cost, clip.time_s - relu.time_s, self.label, part="epilogue")]
 
 
-class _Batched:
-    """A benchmark timed by measure.time_runs, as onnxroof.reference times it: samples of back-to-back runs, each
-    at least measure.MIN_SAMPLE_S long, ``reps`` samples a pass after an untimed run; ``times`` holds seconds per
-    run. The batch is sized once, after three warm-up runs, so that every pass times the same thing."""
+class _Reference:
+    """The reference kernel as a calibration job: ``reps`` batches a pass, timed as validation times it."""
 
-    def __init__(self, runner: _Runner, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> None:
-        sess, _ = runner.session(model)
-        self.run_once = lambda: sess.run(None, feeds)
-        sizing = time_runs(self.run_once, warmup=3, repeat=1, batch=None, timeout_s=60.0, progress=None)
-        self.batch = sizing.runs_per_sample
-        self.times: list[float] = []
+    def __init__(self, threads: int, provider: str) -> None:
+        self.sampler = ReferenceSampler(threads, provider)
 
     def run_pass(self, reps: int, flush: _Flush) -> None:
-        self.times += time_runs(self.run_once, warmup=1, repeat=reps, batch=self.batch, timeout_s=60.0,
-                                progress=None).samples
+        self.sampler.sample(reps)
 
 
 class _Chain:
@@ -1129,7 +1122,7 @@ def calibrate(
         profiler_probe = _Profiled(runner, "64 Neg on 16 floats", neg(64))
         # The reference kernel, timed in every pass like the ceilings it vouches for: validation times it again
         # to tell whether the machine still runs at the speed the ceilings were read at.
-        reference_job = _Batched(runner, reference_model(), {"x": _Rand(3).f(REFERENCE_N, REFERENCE_N)})
+        reference_job = _Reference(threads, provider)
         jobs: list[Any] = [node_chain, reshape_chain, single, profiler_probe, reference_job]
         step(5)
         levels: list[tuple[_Cache, _Chain, int]] = []
@@ -1281,7 +1274,7 @@ def calibrate(
         run_overhead=Sourced(run_overhead, f"calibrated: session.run time of a one-node graph minus one node; {how}"),
     )
     ceilings = _ceilings(samples, bare, threads)
-    reference = reference_flops_s(reference_job.times)
+    reference = reference_job.sampler.flops_s()
     duration = time.perf_counter() - start
     cpu_end = _cpu_times()
     steal = None
@@ -1292,7 +1285,8 @@ def calibrate(
                               duration_s=round(duration, 1),
                               warnings=tuple(_warnings(spreads, duration, budget_s, steal)),
                               profiler_overhead=float(f"{profiler_overhead:.4g}"),
-                              reference_flops_s=float(f"{reference:.4g}"), suite=SUITE)
+                              reference_flops_s=float(f"{reference:.4g}") if reference else None,
+                              suite=SUITE)
     device = replace(bare, ceilings=FrozenMap(ceilings), calibration=calibration)
     return replace(device, dram_overlap=_dram_overlap(batched_conv, device, how)) if batched_conv is not None else device
 

@@ -38,8 +38,8 @@ def reference_flops_s(samples: Sequence[float]) -> float:
 
 
 class ReferenceSampler:
-    """The reference kernel, timed between the samples of a measurement: one untimed run, then one timed batch of
-    back-to-back runs each time it is called, as every calibration pass times it.
+    """The reference kernel, timed between the samples of a measurement: one untimed run, then timed batches of
+    back-to-back runs each time it is called; every calibration pass times it through this class too.
 
     A shared machine runs in phases of seconds to minutes (a neighbour's load on the host), and a whole model's
     time follows them: timed between the model's own samples, the reference reads the machine in the same
@@ -58,9 +58,9 @@ class ReferenceSampler:
                                clock=clock).runs_per_sample
         self.samples: list[float] = []
 
-    def sample(self) -> None:
-        """Time one more batch of the reference (seconds per run go to ``samples``)."""
-        self.samples += time_runs(self._run, warmup=1, repeat=1, batch=self.batch, timeout_s=60.0, progress=None,
+    def sample(self, reps: int = 1) -> None:
+        """Time ``reps`` more batches of the reference after one untimed run (seconds per run go to ``samples``)."""
+        self.samples += time_runs(self._run, warmup=1, repeat=reps, batch=self.batch, timeout_s=60.0, progress=None,
                                   clock=self._clock).samples
 
     def flops_s(self) -> float | None:

@@ -40,18 +40,16 @@ def test_quick_calibration_describes_an_onnxruntime_host(quick: Device):
     assert reference is not None and 0.05 * quick.peak_flops["fp32"].value < reference < 20 * quick.peak_flops["fp32"].value
 
 
-def test_the_reference_is_timed_in_every_pass_in_samples_of_back_to_back_runs(tmp_path):
-    from onnxroof.reference import REFERENCE_N, reference_model
-
-    runner = calibrate._Runner(1, "cpu", str(tmp_path))
-    job = calibrate._Batched(runner, reference_model(), {"x": calibrate._Rand(0).f(REFERENCE_N, REFERENCE_N)})
+def test_the_reference_is_timed_in_every_pass_in_samples_of_back_to_back_runs():
+    job = calibrate._Reference(1, "cpu")
     flush = calibrate._Flush(1024)
     for _ in range(2):
         job.run_pass(3, flush)
-    # Three samples a pass, each one run's share of a batch sized like onnxroof.reference's (a 256^3 MatMul runs
-    # well under MIN_SAMPLE_S, so a batch holds several runs).
-    assert len(job.times) == 6 and all(t > 0 for t in job.times)
-    assert job.batch > 1
+    # Three samples a pass, each one run's share of a batch sized as validation's reference sampler sizes it (a
+    # 256^3 MatMul runs well under MIN_SAMPLE_S, so a batch holds several runs).
+    times = job.sampler.samples
+    assert len(times) == 6 and all(t > 0 for t in times)
+    assert job.sampler.batch > 1
 
 
 def test_every_number_is_positive_and_says_it_was_calibrated(quick: Device):
