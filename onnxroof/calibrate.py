@@ -117,8 +117,9 @@ _PROBE_FACTORS = (2, 4)
 _HOLDS = 0.75
 # The benchmark suite's version, recorded in every profile: a cached profile from an older suite lacks what this
 # one measures, and --device host calibrates again. 2: the epilogue ceiling of a fused Clip. 3: a grouped
-# convolution in NCHWc layout is a sample of a dense class, no longer of conv_grouped.
-SUITE = 3
+# convolution in NCHWc layout is a sample of a dense class, no longer of conv_grouped. 4: the reference kernel is
+# a small convolutional block (its time, reference_time_s), no longer a MatMul (its rate).
+SUITE = 4
 _GEMV_RATIO = 10.0  # a matrix product whose memory time exceeds its compute time this much is a matrix-vector one
 
 
@@ -1274,7 +1275,7 @@ def calibrate(
         run_overhead=Sourced(run_overhead, f"calibrated: session.run time of a one-node graph minus one node; {how}"),
     )
     ceilings = _ceilings(samples, bare, threads)
-    reference = reference_job.sampler.flops_s()
+    reference = reference_job.sampler.time_s()
     duration = time.perf_counter() - start
     cpu_end = _cpu_times()
     steal = None
@@ -1285,7 +1286,7 @@ def calibrate(
                               duration_s=round(duration, 1),
                               warnings=tuple(_warnings(spreads, duration, budget_s, steal)),
                               profiler_overhead=float(f"{profiler_overhead:.4g}"),
-                              reference_flops_s=float(f"{reference:.4g}") if reference else None,
+                              reference_time_s=float(f"{reference:.4g}") if reference else None,
                               suite=SUITE)
     device = replace(bare, ceilings=FrozenMap(ceilings), calibration=calibration)
     return replace(device, dram_overlap=_dram_overlap(batched_conv, device, how)) if batched_conv is not None else device

@@ -63,10 +63,11 @@ JSON adds measured_time_s next to predicted_time_s in totals and nodes.
 
 The whole model is timed in samples spread over a few seconds (--spread), and its measured latency is the mean
 of the fastest eighth of them: other work on a shared machine only ever adds time, and calibration reads its
-ceilings the same way. The median of all samples is shown next to it. On a calibrated host a reference MatMul
-is timed again and compared with its rate at calibration: a machine that has since slowed down or sped up by
-more than 10% (a busy neighbour, a throttled virtual machine) is reported, since predictions assume the
-calibrated speed.
+ceilings the same way. The median of all samples is shown next to it. On a calibrated host a reference block
+(a few small convolutions, pooling and a Gemm) is timed between the samples and compared with its time at
+calibration: the ratio is the machine's speed now (a busy neighbour, a throttled virtual machine), the
+predictions are scaled to it before they are compared with the measurement, and a speed more than 10% off
+is reported. The prediction as calibrated and its error are shown next to it.
 
 examples:
   onnxroof validate zoo:resnet18

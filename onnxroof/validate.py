@@ -86,11 +86,12 @@ class Validation:
     kernels: tuple[KernelComparison, ...]
     agreement: Agreement
     warnings: tuple[str, ...] = field(default_factory=tuple)
-    # the reference kernel's rate between the measurement's samples over its rate at calibration (1.0: the same)
+    # the reference block's time at calibration over its time between the measurement's samples (1.0: the same)
     machine_speed: float | None = None
 
     @property
     def predicted_time_s(self) -> float:
+        """The model's predicted latency on the machine as calibrated."""
         return self.analysis.totals.predicted_time_s
 
     @property
@@ -105,14 +106,30 @@ class Validation:
         return self.measurement.median_s
 
     @property
+    def predicted_at_speed_s(self) -> float:
+        """The predicted latency at the speed the machine ran at while the model was timed: the calibrated
+        prediction over ``machine_speed`` (the reference block's time at calibration over its time between the
+        model's samples), or the calibrated prediction where there is no reading. On a shared machine the
+        speed moves by tens of percent between phases, and the block's time moves with models' times."""
+        return self.predicted_time_s / self.machine_speed if self.machine_speed else self.predicted_time_s
+
+    @property
     def model_error(self) -> float:
-        """Signed relative error of the whole model's predicted latency against its measured latency."""
+        """Signed relative error of the model's predicted latency, at the machine's speed while timed, against its
+        measured latency."""
+        return relative_error(self.predicted_at_speed_s, self.measured_time_s)
+
+    @property
+    def uncorrected_error(self) -> float:
+        """Signed relative error of the prediction at the calibrated speed against the measured latency: what
+        the error would be if the machine ran as it did when calibrated."""
         return relative_error(self.predicted_time_s, self.measured_time_s)
 
     @property
     def median_error(self) -> float:
-        """Signed relative error of the predicted latency against the measured median."""
-        return relative_error(self.predicted_time_s, self.measured_median_s)
+        """Signed relative error of the predicted latency, at the machine's speed while timed, against the
+        measured median."""
+        return relative_error(self.predicted_at_speed_s, self.measured_median_s)
 
     def worst(self, count: int = WORST) -> list[KernelComparison]:
         """The kernels whose misprediction costs the most time, largest first."""
@@ -124,7 +141,9 @@ class Validation:
         data = self.analysis.to_dict()
         data["totals"]["measured_time_s"] = self.measured_time_s
         data["totals"]["measured_median_s"] = self.measured_median_s
+        data["totals"]["predicted_at_speed_s"] = self.predicted_at_speed_s
         data["totals"]["error"] = self.model_error
+        data["totals"]["uncorrected_error"] = self.uncorrected_error
         measured = _measured_per_node(self.analysis, self.profile, self.kernels)
         for node in data["nodes"]:
             node["measured_time_s"], node["measured_kernel"] = measured.get(node["name"], (None, None))
@@ -162,16 +181,16 @@ def validate(
     """Analyze, time and profile ``model`` on this machine and compare every kernel's prediction with its time.
 
     The whole model is timed in ``repeat`` samples spread over ``spread_s`` seconds; its measured latency is their
-    fast estimate (the median is kept alongside). On a calibrated host the reference kernel is timed again between
-    those samples, and a machine that no longer runs at its calibrated speed is reported (``machine_speed``, a
-    warning)."""
+    fast estimate (the median is kept alongside). On a calibrated host the reference block is timed again between
+    those samples: the machine's speed relative to its calibration (``machine_speed``) scales the prediction
+    that the measurement is compared with, and a speed off by more than 10% is reported (a warning)."""
     say = stage or (lambda text: None)
     dev = resolve_device(device, threads, provider, progress)
     warnings = _device_warnings(dev, threads, provider)
     runnable = runnable_model(model, inputs, dims)  # weights read (or filled) once, for both sessions
     say("timing the whole model")
-    calibrated_rate = _reference_reading(dev, threads, provider)
-    reference = ReferenceSampler(threads, provider) if calibrated_rate is not None else None
+    calibrated_time = _reference_reading(dev, threads, provider)
+    reference = ReferenceSampler(threads, provider) if calibrated_time is not None else None
     timing = measure(
         runnable, provider=provider, threads=threads, opt_level=opt_level, repeat=repeat, spread_s=spread_s,
         allow_fallback=allow_fallback, timeout_s=timeout_s, progress=progress,
@@ -181,8 +200,8 @@ def validate(
     profile = profile_nodes(
         runnable, provider=provider, threads=threads, opt_level=opt_level, runs=runs, allow_fallback=allow_fallback
     )
-    rate_now = reference.flops_s() if reference is not None else None
-    speed = rate_now / calibrated_rate if rate_now is not None and calibrated_rate else None
+    time_now = reference.time_s() if reference is not None else None
+    speed = calibrated_time / time_now if time_now and calibrated_time else None
     if speed is not None:
         warnings.extend(filter(None, [drift_warning(speed, threads)]))
     say("predicting")
@@ -192,19 +211,20 @@ def validate(
         analysis = _renamed(analysis, timing.model)
     else:
         analysis = analyze(model, dev, inputs=inputs, dims=dims)
-    kernels = compare(analysis, profile, engine_graph=engine_mode, profiler_overhead_s=_profiler_overhead(dev))
+    kernels = compare(analysis, profile, engine_graph=engine_mode, profiler_overhead_s=_profiler_overhead(dev),
+                      speed=speed or 1.0)
     counted = scored(kernels, engine_mode)
     stats = agreement([k.predicted_time_s for k in counted], [k.measured_time_s for k in counted])
     return Validation(analysis, timing, profile, tuple(kernels), stats, tuple(warnings), speed)
 
 
 def _reference_reading(device: Device, threads: int, provider: str) -> float | None:
-    """The reference kernel's FLOP/s when ``device`` was calibrated on this machine (None for a device without a
+    """The reference block's time when ``device`` was calibrated on this machine (None for a device without a
     reading, or calibrated on another provider or thread count)."""
     c = device.calibration
-    if c is None or c.reference_flops_s is None or c.threads != threads or not c.provider.lower().startswith(provider.lower()):
+    if c is None or c.reference_time_s is None or c.threads != threads or not c.provider.lower().startswith(provider.lower()):
         return None
-    return c.reference_flops_s
+    return c.reference_time_s
 
 
 def scored(kernels: Sequence[KernelComparison], engine_graph: bool) -> list[KernelComparison]:
@@ -222,17 +242,20 @@ def _profiler_overhead(device: Device) -> float:
     return max(extra, 0.0)
 
 
-def compare(analysis: Analysis, profile: NodeProfile, engine_graph: bool, profiler_overhead_s: float = 0.0) -> list[KernelComparison]:
+def compare(
+    analysis: Analysis, profile: NodeProfile, engine_graph: bool, profiler_overhead_s: float = 0.0, speed: float = 1.0
+) -> list[KernelComparison]:
     """Pair each timed kernel with its prediction: the same-named node of the analyzed engine graph, or the sum
     over the exported nodes the kernel covers, plus ``profiler_overhead_s`` (what the profiler adds to every
-    kernel it times, so that both sides are read on the same clock). Sorted by measured time, longest first."""
+    kernel it times, so that both sides are read on the same clock), over ``speed`` (the machine's speed when
+    measured relative to its calibration). Sorted by measured time, longest first."""
     nodes = {n.name: n for n in analysis.nodes}
     out = []
     for kernel in profile.nodes:
         if kernel.fast_s is None:
             continue
         members = [nodes[kernel.name]] if engine_graph and kernel.name in nodes else [nodes[c] for c in kernel.covers if c in nodes]
-        predicted = sum(n.prediction.predicted_time_s for n in members) + profiler_overhead_s
+        predicted = (sum(n.prediction.predicted_time_s for n in members) + profiler_overhead_s) / speed
         flops = sum(n.cost.flops for n in members)
         moved = sum(n.cost.bytes_read + n.cost.bytes_written for n in members)
         bound = members[0].prediction.bound if len(members) == 1 else _dominant_bound(members)

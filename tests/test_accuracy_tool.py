@@ -36,23 +36,32 @@ def test_a_model_is_read_as_the_median_of_its_rounds_fast_estimates():
 
 
 def test_each_round_is_read_at_the_calibrated_speed_through_its_reference_reading():
-    # Fast estimates 10, 12, 11 ms at speeds 0.9, 1.0, 1.2: at the calibrated speed 9, 12, 13.2 ms, median 12 ms.
+    # Fast estimates 10, 12, 11 ms at speeds 0.9, 1.0, 1.2: at the calibrated speed 9, 12, 13.2 ms, median 12 ms,
+    # and that is what the prediction is compared with.
     row = _row()
     assert row.at_calibrated_speed_s == pytest.approx(0.012)
-    # A round without a reading (an uncalibrated device) leaves nothing to read.
+    assert row.compared_s == pytest.approx(0.012)
+    # The rounds' medians: (14 + 15) / 2 = 14.5, (15 + 16) / 2 = 15.5 and (14 + 15) / 2 = 14.5 ms; at the
+    # calibrated speed 13.05, 15.5 and 17.4 ms, median 15.5 ms.
+    assert row.compared_median_s == pytest.approx(0.0155)
+    # A round without a reading (an uncalibrated device) leaves nothing to read at the calibrated speed: the
+    # prediction is compared with the measurement as it is, and with the plain median of all 24 samples
+    # (the 12th and 13th smallest are both 15 ms).
     row.speeds[1] = None
     assert row.at_calibrated_speed_s is None
+    assert row.compared_s == pytest.approx(0.011)
+    assert row.compared_median_s == pytest.approx(0.015)
 
 
 def test_the_json_row_carries_measured_latency_and_error():
     out = accuracy._row_dict(_row())
     assert out["model"] == "zoo:test"
     assert out["measured_time_s"] == pytest.approx(0.011)
-    # predicted 9.9 ms against 11 ms measured: (9.9 - 11) / 11 = -10%
-    assert out["error"] == pytest.approx(-0.10)
     assert out["predicted_time_s"] == 0.0099 and out["machine_speed"] == 0.95
-    # and at the calibrated speed: 9.9 ms against 12 ms, (9.9 - 12) / 12 = -17.5%
+    # The error is taken at the calibrated speed: 9.9 ms against 12 ms, (9.9 - 12) / 12 = -17.5%;
+    # uncorrected, 9.9 ms against 11 ms measured: (9.9 - 11) / 11 = -10%.
     assert out["measured_at_calibrated_speed_s"] == pytest.approx(0.012)
-    assert out["error_at_calibrated_speed"] == pytest.approx(-0.175)
+    assert out["error"] == pytest.approx(-0.175)
+    assert out["uncorrected_error"] == pytest.approx(-0.10)
     assert out["round_speeds"] == [0.9, 1.0, 1.2]
     assert len(out["rounds_samples_s"]) == 3

@@ -586,7 +586,7 @@ cpu = "Test CPU"
 date = "2025-01-01T00:00:00+00:00"
 duration_s = 95.5
 profiler_overhead = 2.5e-6
-reference_flops_s = 4.1e10
+reference_time_s = 1.9e-3
 warnings = ["timings varied between repeats"]
 suite = 2
 
@@ -609,6 +609,14 @@ source = "calibrated: convolutions with Clip less with Relu"
 """
 
 
+def test_a_profile_with_the_older_suites_reference_rate_reads_without_a_reference(tmp_path: Path):
+    """Suites 1-3 recorded a lone MatMul's rate; the block that replaced it has no rate to compare with."""
+    older = CALIBRATED_DEVICE.replace("reference_time_s = 1.9e-3", "reference_flops_s = 4.1e10")
+    assert older != CALIBRATED_DEVICE
+    calibration = load_device(_write(tmp_path, older)).calibration
+    assert calibration is not None and calibration.reference_time_s is None
+
+
 def test_calibrated_device_round_trip(tmp_path: Path):
     from onnxroof.devices import Calibration, Ceiling
 
@@ -618,7 +626,7 @@ def test_calibrated_device_round_trip(tmp_path: Path):
     assert device.dram_overlap == Sourced(0.4, "calibrated: a batch-16 conv")
     assert device.caches[0].bandwidth == 45e9
     assert device.calibration == Calibration("cpu", 1, "1.23.2", "Test CPU", "2025-01-01T00:00:00+00:00", 95.5,
-                                             ("timings varied between repeats",), 2.5e-6, 4.1e10, 2)
+                                             ("timings varied between repeats",), 2.5e-6, 1.9e-3, 2)
     # points are sorted by work whatever order the file gives them in
     assert device.ceilings["conv"] == Ceiling(((2e7, 0.7), (2.3e8, 0.9)), (), "calibrated: nchwc Conv 3x3")
     assert device.ceilings["lrn"].memory == ((1e6, 0.5),)

@@ -368,10 +368,10 @@ def test_idle_parked_sessions_take_no_cpu_time() -> None:
     here)."""
     import time
 
-    from onnxroof.reference import reference_model
+    from onnxroof.reference import REFERENCE_INPUT, reference_model
     from onnxroof.runtime import make_session
 
-    feeds = {"x": np.ones((256, 256), dtype=np.float32)}
+    feeds = {"x": np.ones(REFERENCE_INPUT, dtype=np.float32)}
     sessions = [make_session(reference_model(), "cpu", 2, park_when_idle=True)[0] for _ in range(10)]
     for session in sessions:
         session.run(None, feeds)

@@ -9,39 +9,44 @@ import onnx
 import pytest
 
 from onnxroof.measure import MIN_SAMPLE_S
-from onnxroof.reference import DRIFT_BOUND, REFERENCE_N, ReferenceSampler, drift_warning, reference_model
+from onnxroof.reference import (
+    CHANNELS, DRIFT_BOUND, REFERENCE_INPUT, ReferenceSampler, drift_warning, reference_model,
+)
 from onnxroof.validate import validate
 from tests.helpers import record_parking
 from tests.test_engine import CONV, host
 from tests.test_validate import conv_bn_relu
 
 
-def test_the_reference_model_is_one_square_matmul():
+def test_the_reference_model_is_a_small_convolutional_block():
+    """Dense, depthwise and pointwise convolutions, elementwise, pooling and a Gemm: what models spend time in."""
     model = reference_model()
     onnx.checker.check_model(model, full_check=True)
-    assert [n.op_type for n in model.graph.node] == ["MatMul"]
-    assert list(model.graph.initializer[0].dims) == [REFERENCE_N, REFERENCE_N]
+    ops = [n.op_type for n in model.graph.node]
+    groups = [next((a.i for a in n.attribute if a.name == "group"), 1) for n in model.graph.node if n.op_type == "Conv"]
+    assert sorted(groups) == [1, 1, 1, CHANNELS]  # three dense convolutions and one depthwise
+    assert {"Relu", "Add", "MaxPool", "GlobalAveragePool", "Gemm"} <= set(ops)
+    assert [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim] == REFERENCE_INPUT
 
 
-def test_the_reference_rate_counts_2_n_cubed_flops_per_run():
-    # The rate is 2 n^3 FLOPs over the fast estimate of one run's time. A fake clock that advances 1 ms per read:
-    # a warm-up run reads 1 ms, so samples batch MIN_SAMPLE_S / 1 ms = 10 runs, and each batch (two clock reads
-    # around it) reads 1 ms, i.e. 0.1 ms per run: the rate is 2 n^3 / 1e-4.
+def test_the_reference_time_is_the_fast_estimate_of_one_run():
+    # A fake clock that advances 1 ms per read: a warm-up run reads 1 ms, so samples batch MIN_SAMPLE_S / 1 ms =
+    # 10 runs, and each batch (two clock reads around it) reads 1 ms, i.e. 0.1 ms per run.
     assert MIN_SAMPLE_S == 0.01
     ticks = iter(range(10**6))
     sampler = ReferenceSampler(1, clock=lambda: next(ticks) * 1e-3)
-    assert sampler.batch == 10 and sampler.flops_s() is None  # nothing timed yet
+    assert sampler.batch == 10 and sampler.time_s() is None  # nothing timed yet
     for _ in range(3):
         sampler.sample()
     assert len(sampler.samples) == 3
-    assert sampler.flops_s() == pytest.approx(2 * REFERENCE_N**3 / 1e-4)
+    assert sampler.time_s() == pytest.approx(1e-4)
 
 
-def test_the_reference_rate_on_this_machine_is_positive():
+def test_the_reference_time_on_this_machine_is_positive():
     sampler = ReferenceSampler(1)
     sampler.sample()
-    rate = sampler.flops_s()
-    assert rate is not None and rate > 0
+    seconds = sampler.time_s()
+    assert seconds is not None and seconds > 0
 
 
 def test_drift_is_reported_beyond_the_bound_only():
@@ -55,9 +60,9 @@ def test_drift_is_reported_beyond_the_bound_only():
 
 def test_validate_reports_the_machine_speed_against_the_calibration(tmp_path: Path):
     path = conv_bn_relu(tmp_path)
-    # A reference rate no machine reaches: this one is far slower than "calibrated", and validate says so.
+    # A reference time no machine reaches: this one is far slower than "calibrated", and validate says so.
     device = host({"conv": CONV})
-    device = replace(device, calibration=replace(device.calibration, reference_flops_s=1e18))
+    device = replace(device, calibration=replace(device.calibration, reference_time_s=1e-9))
     v = validate(str(path), device, repeat=3, runs=3, spread_s=0.0)
     assert v.machine_speed is not None and 0 < v.machine_speed < 0.01
     assert any("slower than when it was calibrated" in w for w in v.warnings)
@@ -70,7 +75,7 @@ def test_the_reference_is_timed_between_the_samples_of_the_measurement(tmp_path:
     """Timed in the same moments as the model, the reference reads the machine's phase the model ran in."""
     path = conv_bn_relu(tmp_path)
     device = host({"conv": CONV})
-    device = replace(device, calibration=replace(device.calibration, reference_flops_s=1e9))
+    device = replace(device, calibration=replace(device.calibration, reference_time_s=1.0))
     calls: list[int] = []
     original = ReferenceSampler.sample
     monkeypatch.setattr(ReferenceSampler, "sample", lambda self: (calls.append(1), original(self))[1])
@@ -79,8 +84,41 @@ def test_the_reference_is_timed_between_the_samples_of_the_measurement(tmp_path:
 
 
 def test_the_reference_session_is_parked_between_runs_like_the_calibrations(monkeypatch) -> None:
-    """Both readings of the reference MatMul must be taken alike; the calibration's sessions park when a run
+    """Both readings of the reference block must be taken alike; the calibration's sessions park when a run
     returns (see runtime.session_options), so validation's does too."""
     seen = record_parking(monkeypatch)
     ReferenceSampler(1)
     assert seen == [True]
+
+
+def test_the_prediction_compared_with_the_measurement_is_scaled_to_the_machine_speed(tmp_path: Path):
+    """The block's time moves with models' times between a shared machine's phases, so the prediction the
+    measurement is compared with is the calibrated one over the speed (1/speed times the calibrated time)."""
+    from onnxroof.report.validation import validation_table
+    from onnxroof.validate import _profiler_overhead, compare
+
+    path = conv_bn_relu(tmp_path)
+    device = host({"conv": CONV})
+    device = replace(device, calibration=replace(device.calibration, reference_time_s=1e-4))
+    v = validate(str(path), device, repeat=3, runs=3, spread_s=0.0)
+    speed = v.machine_speed
+    assert speed is not None and speed != 1.0
+    assert v.predicted_at_speed_s == pytest.approx(v.predicted_time_s / speed)
+    assert v.model_error == pytest.approx(v.predicted_time_s / speed / v.measured_time_s - 1)
+    assert v.uncorrected_error == pytest.approx(v.predicted_time_s / v.measured_time_s - 1)
+    totals = v.to_dict()["totals"]
+    assert totals["predicted_at_speed_s"] == v.predicted_at_speed_s and totals["error"] == v.model_error
+    assert totals["predicted_time_s"] == v.predicted_time_s and totals["uncorrected_error"] == v.uncorrected_error
+    # Each kernel's prediction is scaled alike.
+    overhead = _profiler_overhead(device)
+    as_calibrated = {k.name: k.predicted_time_s for k in compare(v.analysis, v.profile, True, overhead)}
+    assert as_calibrated and all(
+        k.predicted_time_s == pytest.approx(as_calibrated[k.name] / speed) for k in v.kernels
+    )
+    assert "predictions are scaled to that speed" in validation_table(v)
+
+
+def test_without_a_reference_reading_the_prediction_is_the_calibrated_one(tmp_path: Path):
+    v = validate(str(conv_bn_relu(tmp_path)), host({"conv": CONV}), repeat=3, runs=3, spread_s=0.0)
+    assert v.machine_speed is None
+    assert v.predicted_at_speed_s == v.predicted_time_s and v.model_error == v.uncorrected_error

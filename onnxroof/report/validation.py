@@ -15,12 +15,14 @@ def validation_table(v: Validation, top: int = 20) -> str:
         _clip(f"measured on {m.provider}, {m.threads} thread(s), optimization level {m.opt_level}", TABLE_WIDTH),
         "",
         f"  model: measured {seconds(v.measured_time_s)} (fastest eighth of {m.repeat} samples; median "
-        f"{seconds(v.measured_median_s)}), predicted {seconds(v.predicted_time_s)}, error {v.model_error:+.1%}",
+        f"{seconds(v.measured_median_s)}), predicted {seconds(v.predicted_at_speed_s)}, error {v.model_error:+.1%}",
     ]
     if v.machine_speed is not None:
-        lines.append(
-            f"  machine speed while timed / at calibration: {v.machine_speed:.2f}x (a reference MatMul between samples)"
-        )
+        lines += [
+            f"  machine speed while timed / at calibration: {v.machine_speed:.2f}x (a reference block between samples)",
+            f"  predictions are scaled to that speed; as calibrated the model's is {seconds(v.predicted_time_s)}, "
+            f"error {v.uncorrected_error:+.1%}",
+        ]
     if s.count:
         rho = f"{s.spearman:.3f}" if s.spearman is not None else "n/a"
         lines.append(
