@@ -1,9 +1,10 @@
-"""A reference kernel, timed the same way when a host is calibrated and when a prediction is validated.
+"""A reference block, timed the same way when a host is calibrated and when a prediction is validated.
 
 A calibrated profile is only as good as the machine's speed staying what it was. Shared and virtual machines
-drift: a neighbour's load, a host that throttles its guests. Timing one fixed kernel at both moments tells
-whether the machine runs at the speed it was calibrated at, so that a validation can say "the machine is 40%
-slower than when calibrated" instead of blaming the model's prediction.
+drift: a neighbour's load, a host that throttles its guests. Timing one fixed block of typical kernels at both
+moments gives the machine's speed relative to its calibration, so that a validation compares the measurement
+with the prediction at the speed the machine ran at, and says "the machine is 40% slower than when
+calibrated" instead of blaming the model's prediction.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ def reference_model():
     3x3, 1x1 conv, residual Add, 2x2 max pool, 3x3 conv, ReLU, global average pool and a 1000-way Gemm.
 
     It mixes what models spend their time in (dense, depthwise and pointwise convolutions, elementwise, pooling, a
-    matrix-vector product) because a shared machine's phases slow those unequally: a neighbour's load took a
-    lone MatMul's rate about twice as far as models' times, while this block's time moved with theirs (over
-    four minutes of 12 s windows here, slopes of 0.96-1.3 and correlations of 0.97-0.99 against six models'
-    times, where a MatMul's correlations were 0.95 and a DRAM-bound stream's 0.88-0.94)."""
+    matrix-vector product) because a shared machine's phases slow those unequally. Over the rounds of an
+    accuracy run here, the models' log speed followed a lone 256^3 MatMul's with a slope of 0.68, so scaling by
+    it overcorrected; it follows this block's with a slope of 0.95 (correlation 0.95 over 54 rounds), and over
+    12 s windows the block's time correlated 0.97-0.99 with six models' times."""
     c = CHANNELS
     rng = np.random.default_rng(0)
     shapes = {"w1": (c, 32, 3, 3), "b1": (c,), "w2": (c, 1, 3, 3), "b2": (c,), "w3": (c, c, 1, 1), "b3": (c,),

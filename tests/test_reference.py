@@ -122,3 +122,12 @@ def test_without_a_reference_reading_the_prediction_is_the_calibrated_one(tmp_pa
     v = validate(str(conv_bn_relu(tmp_path)), host({"conv": CONV}), repeat=3, runs=3, spread_s=0.0)
     assert v.machine_speed is None
     assert v.predicted_at_speed_s == v.predicted_time_s and v.model_error == v.uncorrected_error
+
+
+def test_the_calibration_summary_shows_the_reference_time():
+    from onnxroof.report.calibration import calibration_table
+
+    device = host({"conv": CONV})
+    assert "reference block" not in calibration_table(device)  # no reading, no line
+    device = replace(device, calibration=replace(device.calibration, reference_time_s=1.9e-3))
+    assert "reference block: 1.9 ms a run" in calibration_table(device)

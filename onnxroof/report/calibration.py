@@ -22,6 +22,8 @@ def calibration_table(device: Device, cached_at: Path | None = None) -> str:
     lines.append(_clip("  bandwidth: " + ", ".join(levels), TABLE_WIDTH))
     run = seconds(device.run_overhead.value) if device.run_overhead else "-"
     lines.append(f"  overhead: {seconds(device.launch_overhead.value)} per node, {run} per run")
+    if c is not None and c.reference_time_s is not None:
+        lines.append(f"  reference block: {seconds(c.reference_time_s)} a run (validate reads the machine's speed by it)")
     if device.ceilings:
         lines += ["", f"  {'op class':<16} {'compute efficiency (by FLOPs)':<40} memory efficiency (by bytes)"]
         for name, ceiling in device.ceilings.items():
