@@ -266,7 +266,8 @@ def measure(
     machine other work comes and goes in phases of seconds, and spread samples catch the quiet moments. Inputs are
     random unless ``feeds_path`` names an .npz of them. Sampling stops when ``timeout_s`` has passed (checked
     between batches) with a warning, or a UserError when fewer than MIN_SAMPLES samples were taken.
-    ``progress(done, total)`` is called after each sample, ``between()`` too (untimed: see time_runs). Nothing is
+    ``progress(done, total)`` is called after each sample, ``between()`` too (untimed: see time_runs; the model's
+    session then parks its threads when a run returns). Nothing is
     written to disk. ``source`` may be a RunnableModel already loaded (``inputs``/``dims`` are then ignored); it
     is not modified.
     """
@@ -281,7 +282,11 @@ def measure(
         model.CopyFrom(runnable.model)
     notes = list(runnable.notes) + prepare_for_level(model, opt_level)
     feeds = load_feeds(feeds_path, runnable) if feeds_path is not None else random_feeds(runnable)
-    session, actual = make_session(model, provider, threads, opt_level, allow_fallback=allow_fallback)
+    # With a reference timed between the samples, two sessions take turns: the model's pool parks when a run
+    # returns, as the reference's does, or its threads keep spinning through the reference's runs (at 2 threads
+    # here the reference then read 0.3-0.7 of its calibrated speed while the models ran at theirs).
+    session, actual = make_session(model, provider, threads, opt_level, allow_fallback=allow_fallback,
+                                   park_when_idle=between is not None)
     timing = time_runs(
         checked_run(session, feeds),
         warmup=warmup, repeat=repeat, batch=batch, timeout_s=timeout_s, progress=progress, spread_s=spread_s,

@@ -18,7 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnxroof.measure import fast_estimate, time_runs
 
 DRIFT_BOUND = 0.10  # a speed more than this far from 1.0 is reported
-CHANNELS = 64  # the block's width: at 56 x 56 it runs in about 2 ms on one core of a 2020s server CPU
+CHANNELS = 64  # the block's width: at 56 x 56 it runs in 1.7-3 ms on one core of the development machine
 REFERENCE_INPUT = [1, 32, 56, 56]  # NCHW
 
 

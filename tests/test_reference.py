@@ -131,3 +131,15 @@ def test_the_calibration_summary_shows_the_reference_time():
     assert "reference block" not in calibration_table(device)  # no reading, no line
     device = replace(device, calibration=replace(device.calibration, reference_time_s=1.9e-3))
     assert "reference block: 1.9 ms a run" in calibration_table(device)
+
+
+def test_the_timed_model_parks_its_threads_when_the_reference_runs_between_its_samples(tmp_path: Path, monkeypatch):
+    """Two sessions taking turns: a model's pool that kept spinning after its run would take the cores the
+    reference is timed on, and read the machine as slower than it is."""
+    from onnxroof.measure import measure
+
+    path = str(conv_bn_relu(tmp_path))
+    seen = record_parking(monkeypatch)
+    measure(path, threads=2, repeat=3, warmup=1, between=lambda: None)
+    measure(path, threads=2, repeat=3, warmup=1)
+    assert seen == [True, False]
