@@ -32,7 +32,10 @@ What is measured:
   pass over the output, timed as the difference between the same convolution fused with Clip and with Relu;
 - the share of a compute-bound kernel's DRAM traffic that its computation hides (``dram_overlap``), from a
   batch-32 strided convolution whose data is larger than any cache; its NCHWc reorders give the reorder class
-  points at DRAM sizes.
+  points at DRAM sizes;
+- the time of the reference block (``onnxroof.reference``), timed in every pass, and from it the
+  ``network_factor``: the block's measured time over its prediction from everything above, what a network's
+  kernels run one after the other take beyond the same kernels timed alone.
 
 Efficiencies are computed with the same functions the prediction uses (``onnxroof.engine.predict_engine`` on
 the optimized graph's own node, on a device without ceilings), so a calibrated point predicts back its measured
@@ -118,7 +121,8 @@ _HOLDS = 0.75
 # The benchmark suite's version, recorded in every profile: a cached profile from an older suite lacks what this
 # one measures, and --device host calibrates again. 2: the epilogue ceiling of a fused Clip. 3: a grouped
 # convolution in NCHWc layout is a sample of a dense class, no longer of conv_grouped. 4: the reference kernel is
-# a small convolutional block (its time, reference_time_s), no longer a MatMul (its rate).
+# a small convolutional block (its time, reference_time_s), no longer a MatMul (its rate), and the block gives
+# the network_factor.
 SUITE = 4
 _GEMV_RATIO = 10.0  # a matrix product whose memory time exceeds its compute time this much is a matrix-vector one
 
@@ -1289,7 +1293,9 @@ def calibrate(
                               reference_time_s=float(f"{reference:.4g}") if reference else None,
                               suite=SUITE)
     device = replace(bare, ceilings=FrozenMap(ceilings), calibration=calibration)
-    return replace(device, dram_overlap=_dram_overlap(batched_conv, device, how)) if batched_conv is not None else device
+    if batched_conv is not None:
+        device = replace(device, dram_overlap=_dram_overlap(batched_conv, device, how))
+    return replace(device, network_factor=_network_factor(device, reference, how)) if reference else device
 
 
 _BATCHED_CONV_LABEL = "Conv 128->128 3x3/2 @56x56, batch 32"
@@ -1319,6 +1325,28 @@ def _dram_overlap(sample: _Sample, device: Device, how: str) -> Sourced | None:
     return Sourced(float(f"{hidden:.3g}"), (
         f"calibrated: {sample.label} ran {sample.time_s * 1e3:.3g} ms against {compute * 1e3:.3g} ms of compute at "
         f"the conv ceiling and {memory * 1e3:.3g} ms of DRAM traffic ({_human(note.working_set)}); {how}"))
+
+
+def _network_factor(device: Device, reference_s: float, how: str) -> Sourced:
+    """The reference block's measured time over its prediction on ``device`` (which has no factor yet).
+
+    Every ceiling is read on a kernel run alone, again and again; in a network each kernel follows others that
+    took the caches, the branch predictors and the prefetchers for themselves, and a shared machine's
+    neighbours weigh differently on the block's larger working sets than on the small benchmarks. The block
+    is typical kernels run one after the other as in a model, timed in the same passes as the benchmarks, so
+    its ratio carries both to every prediction."""
+    from onnxroof.analysis import analyze
+    from onnxroof.reference import reference_model
+
+    analysis = analyze(reference_model(), device)
+    predicted = analysis.totals.predicted_time_s
+    # The factor scales the kernels' work, not the fixed costs: the run overhead and each node's dispatch.
+    fixed = (device.run_overhead.value if device.run_overhead is not None else 0.0) + sum(
+        n.prediction.overhead_time_s for n in analysis.nodes)
+    factor = (reference_s - fixed) / max(predicted - fixed, 1e-12)
+    return Sourced(float(f"{factor:.3g}"), (
+        f"calibrated: the reference block (onnxroof.reference) ran {reference_s * 1e3:.3g} ms a run against "
+        f"{predicted * 1e3:.3g} ms predicted from its kernels' ceilings; {how}"))
 
 
 def _matrix_rate(job: _Profiled | None, profiler_overhead: float, n: int) -> float | None:

@@ -176,6 +176,7 @@ class EngineNote:
     epilogue: str | None = None  # the fused activation applied in a second pass over the output, if any
     epilogue_time_s: float = 0.0
     exposed_memory_s: float = 0.0  # DRAM traffic time the computation does not hide (see exposed_dram_time)
+    network_factor: float = 1.0  # the device's: a kernel in a network takes this times its time alone
 
     def describe(self) -> str:
         """One line for a report: the class, the efficiencies applied and the memory level."""
@@ -193,7 +194,8 @@ class EngineNote:
                     if self.epilogue else "")
         exposed = (f"; {self.exposed_memory_s * 1e6:.3g} us of DRAM traffic not hidden by compute"
                    if self.exposed_memory_s else "")
-        return f"{head}; {data}{weights}{epilogue}{exposed}"
+        network = f"; x{self.network_factor:.3g} in a network" if self.network_factor != 1.0 else ""
+        return f"{head}; {data}{weights}{epilogue}{exposed}{network}"
 
 
 def _size(nbytes: float) -> str:
@@ -414,7 +416,9 @@ def predict_engine(view: NodeView, cost: Cost, precision: str, device: Device) -
     per-node overhead (every dispatched node pays it, shape-only ones included). They combine under the device's
     overlap: ``max(compute, memory) + overhead`` for a calibrated (serial) host profile, plus the epilogue of a
     fused activation applied in a second pass (:func:`epilogue_activation`, ``Prediction.epilogue_time_s``) and
-    the DRAM traffic a compute-bound kernel does not hide (:func:`exposed_dram_time`). The Prediction's
+    the DRAM traffic a compute-bound kernel does not hide (:func:`exposed_dram_time`). Compute, memory, epilogue
+    and exposed times are multiplied by the device's ``network_factor``, what the ceilings read on kernels run
+    alone miss of a network's kernels run one after the other (calibrated on the reference block). The Prediction's
     ``peak_flops_s`` and ``bandwidth_bytes_s`` are the node's own ceilings (peak x eff_c, the effective
     bandwidth), so its ridge point and attainable FLOP/s read against the roof it actually runs under.
 
@@ -431,12 +435,13 @@ def predict_engine(view: NodeView, cost: Cost, precision: str, device: Device) -
     level, bw = memory_level(device, ws)
     weights = weight_bytes(view, cost)
     dram = device.memory_bandwidth.value
-    compute = cost.flops / (peak * eff_c)
-    memory = ((cost.bytes - weights) / bw + weights / dram) / eff_m
+    network = device.network_factor.value if device.network_factor is not None else 1.0
+    compute = network * cost.flops / (peak * eff_c)
+    memory = network * ((cost.bytes - weights) / bw + weights / dram) / eff_m
     overhead = device.launch_overhead.value
-    effective_bw = cost.bytes / memory if memory > 0 else bw * eff_m
+    effective_bw = cost.bytes / memory if memory > 0 else bw * eff_m / network
     epilogue = epilogue_activation(view)
-    epilogue_s = epilogue_time(view, device)
+    epilogue_s = network * epilogue_time(view, device)
     exposed = exposed_dram_time(device, bw, compute, memory)
     prediction = Prediction(
         compute_time_s=compute,
@@ -444,12 +449,12 @@ def predict_engine(view: NodeView, cost: Cost, precision: str, device: Device) -
         overhead_time_s=overhead,
         predicted_time_s=roofline.combine(device.overlap, compute, memory, overhead) + epilogue_s + exposed,
         bound=roofline.bound_of(compute, memory, overhead),
-        peak_flops_s=peak * eff_c,
+        peak_flops_s=peak * eff_c / network,
         bandwidth_bytes_s=effective_bw,
         precision=used,
         epilogue_time_s=epilogue_s,
     )
-    note = EngineNote(cls, ceiling_name, eff_c, eff_m, level, bw, ws, weights, epilogue, epilogue_s, exposed)
+    note = EngineNote(cls, ceiling_name, eff_c, eff_m, level, bw, ws, weights, epilogue, epilogue_s, exposed, network)
     return prediction, note
 
 

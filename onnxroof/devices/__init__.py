@@ -30,6 +30,9 @@ its kernels come to the peak and to the bandwidth of the memory level their data
     [dram_overlap]                 # optional: share of a compute-bound kernel's DRAM time its compute hides
     value = 0.4
     source = "calibrated: ..."
+    [network_factor]               # optional: a network's kernels take this times their time alone
+    value = 1.1
+    source = "calibrated: ..."
     [calibration]                  # how the numbers were measured (metadata, no sources needed)
     provider = "cpu"
     threads = 1
@@ -336,7 +339,9 @@ class Device:
     added once per model), ``ceilings`` (per op class efficiencies, see :class:`Ceiling`), ``calibration``
     (how it was measured) and ``dram_overlap``: the share of a compute-bound kernel's DRAM traffic time that its
     computation hides when its working set is served at DRAM bandwidth (1 or absent: all of it, as ``max`` has
-    it); datasheet devices have none of them.
+    it), and ``network_factor``: how many times their predictions a network's kernels take when they run one
+    after the other in a model, where each ceiling was read on a kernel run alone (absent: 1); datasheet devices
+    have none of them.
     """
 
     key: str
@@ -353,6 +358,7 @@ class Device:
     ceilings: Mapping[str, Ceiling] = dataclasses.field(default_factory=FrozenMap)
     calibration: Calibration | None = None
     dram_overlap: Sourced | None = None
+    network_factor: Sourced | None = None
 
     def resolve_precision(self, precision: str) -> str:
         """The precision whose peak is used for ``precision`` on this device (see FALLBACK)."""
@@ -404,7 +410,8 @@ class Device:
             if pk.sparse_value is not None:
                 lines.append(f"sparse_value = {_toml_num(pk.sparse_value)}")
             lines.append(f"source = {_toml_str(pk.source)}")
-        for fname in ("memory_bandwidth", "memory_capacity", "launch_overhead", "run_overhead", "dram_overlap"):
+        for fname in ("memory_bandwidth", "memory_capacity", "launch_overhead", "run_overhead", "dram_overlap",
+                      "network_factor"):
             item = getattr(self, fname)
             if item is not None:
                 lines += ["", f"[{fname}]", f"value = {_toml_num(item.value)}", f"source = {_toml_str(item.source)}"]
@@ -438,7 +445,8 @@ class Device:
 # ---------------------------------------------------------------------------------------------------- parsing
 
 _REQUIRED = ("name", "kind", "overlap", "peak_flops", "memory_bandwidth", "launch_overhead")
-_OPTIONAL = ("memory_capacity", "caches", "engine", "run_overhead", "calibration", "ceilings", "dram_overlap")
+_OPTIONAL = ("memory_capacity", "caches", "engine", "run_overhead", "calibration", "ceilings", "dram_overlap",
+             "network_factor")
 _FIELDS = _REQUIRED + _OPTIONAL
 _SCHEMA_HINT = "see the device file format in the onnxroof.devices docstring, or copy an entry of `onnxroof devices`"
 
@@ -655,6 +663,7 @@ def device_from_dict(key: str, data: Mapping[str, Any], *, origin: str | None = 
         ceilings=FrozenMap(ceilings),
         calibration=_calibration(data["calibration"], where) if "calibration" in data else None,
         dram_overlap=_share(data, "dram_overlap", where) if "dram_overlap" in data else None,
+        network_factor=_sourced(data, "network_factor", where) if "network_factor" in data else None,
     )
 
 
