@@ -42,6 +42,12 @@ def test_quick_calibration_describes_an_onnxruntime_host(quick: Device):
     at_peak = flops / quick.peak_flops["fp32"].value
     reference = quick.calibration.reference_time_s
     assert reference is not None and 0.5 * at_peak < reference < 50 * at_peak
+    # The network factor makes the profile predict the block at the time it measured (to the factor's 3 digits).
+    from onnxroof.analysis import analyze
+    from onnxroof.reference import reference_model
+
+    assert quick.network_factor is not None and quick.network_factor.source.startswith("calibrated: the reference")
+    assert analyze(reference_model(), quick).totals.predicted_time_s == pytest.approx(reference, rel=0.01)
 
 
 def test_the_reference_is_timed_in_every_pass_in_samples_of_back_to_back_runs():
@@ -247,6 +253,28 @@ def test_warnings_name_a_busy_machine():
     assert any("hypervisor took 30%" in w for w in busy)
     assert any("machine was busy" in w for w in busy)
     assert any("over its 120 s budget" in w for w in calibrate._warnings([], 130.0, 120.0))
+
+
+def test_the_network_factor_is_the_reference_blocks_measured_work_over_its_predicted_work():
+    from dataclasses import replace
+
+    from onnxroof.analysis import analyze
+    from onnxroof.reference import reference_model
+    from tests.test_engine import CONV, host
+
+    device = host({"conv": CONV})
+    block = analyze(reference_model(), device)
+    # The fixed costs, the run overhead (5 us) and one dispatch per node (1 us each), are not the kernels' work:
+    # a block measured at fixed + 1.5 x (predicted - fixed) ran its kernels 1.5 times as long as predicted.
+    fixed = 5e-6 + 1e-6 * len(block.nodes)
+    assert sum(n.prediction.overhead_time_s for n in block.nodes) == pytest.approx(1e-6 * len(block.nodes))
+    measured = fixed + 1.5 * (block.totals.predicted_time_s - fixed)
+    factor = calibrate._network_factor(device, measured, "test")
+    assert factor.value == pytest.approx(1.5)
+    assert factor.source.startswith("calibrated: the reference block (onnxroof.reference) ran")
+    # With the factor the device predicts the block at what it measured.
+    scaled = analyze(reference_model(), replace(device, network_factor=factor))
+    assert scaled.totals.predicted_time_s == pytest.approx(measured)
 
 
 def test_dram_overlap_is_the_share_of_a_dram_conv_s_traffic_its_compute_hid():

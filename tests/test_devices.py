@@ -571,6 +571,10 @@ source = "calibrated: a one-node graph"
 value = 0.4
 source = "calibrated: a batch-16 conv"
 
+[network_factor]
+value = 1.12
+source = "calibrated: the reference block"
+
 [[caches]]
 level = "L2"
 size = 2097152
@@ -624,6 +628,7 @@ def test_calibrated_device_round_trip(tmp_path: Path):
     assert device.engine == "onnxruntime"
     assert device.run_overhead == Sourced(8e-6, "calibrated: a one-node graph")
     assert device.dram_overlap == Sourced(0.4, "calibrated: a batch-16 conv")
+    assert device.network_factor == Sourced(1.12, "calibrated: the reference block")
     assert device.caches[0].bandwidth == 45e9
     assert device.calibration == Calibration("cpu", 1, "1.23.2", "Test CPU", "2025-01-01T00:00:00+00:00", 95.5,
                                              ("timings varied between repeats",), 2.5e-6, 1.9e-3, 2)
@@ -654,7 +659,7 @@ def test_calibrated_device_serializes_to_plain_json(tmp_path: Path):
 
 def test_datasheet_devices_have_no_engine_profile():
     for key, device in catalog().items():
-        assert device.run_overhead is None and device.dram_overlap is None, key
+        assert device.run_overhead is None and device.dram_overlap is None and device.network_factor is None, key
         assert device.calibration is None, key
         assert dict(device.ceilings) == {}, key
         assert "[ceilings" not in device.to_toml() and "[calibration]" not in device.to_toml(), key

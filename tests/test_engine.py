@@ -253,6 +253,25 @@ def test_a_conv_served_from_dram_adds_the_traffic_its_compute_does_not_hide():
     assert via_l3.level == "L3" and via_l3.exposed_memory_s == pytest.approx(300e-6)
 
 
+def test_the_network_factor_scales_a_kernels_work_but_not_its_dispatch():
+    """A factor f multiplies compute, memory and the traffic not hidden; the per-node overhead is paid as is."""
+    dev = replace(host({"conv": CONV, "elementwise": ELEMENTWISE}), dram_overlap=Sourced(0.25, "calibrated: test"),
+                  network_factor=Sourced(1.5, "calibrated: test"))
+    view = conv(64, 64, 112, 3, out_hw=56)
+    cost = Cost(flops=1e9, bytes_read=3e6, bytes_written=1e6, kernels=1)
+    pred, note = engine.predict_engine(view, cost, "fp32", dev)
+    # As in the DRAM conv above, times 1.5: compute 1.5 * 1e9 / 90e9 = 16.667 ms, memory 1.5 * 400 us = 600 us,
+    # a quarter of it hidden: 16.667 ms + 1 us + 0.75 * 600 us.
+    assert pred.compute_time_s == pytest.approx(1.5e9 / 90e9) and pred.memory_time_s == pytest.approx(600e-6)
+    assert pred.predicted_time_s == pytest.approx(1.5e9 / 90e9 + 1e-6 + 450e-6)
+    assert pred.peak_flops_s == pytest.approx(90e9 / 1.5)  # the roof the kernel runs under in a network
+    assert note.network_factor == 1.5 and "x1.5 in a network" in note.describe()
+    # A shape-only node is dispatch alone: no factor.
+    reshape = make_node("Reshape", [T((1, 64, 8, 8)), T((2,), INT64)], [T((64, 64))])
+    flat, _ = engine.predict_engine(reshape, Cost(flops=0, bytes_read=0, bytes_written=0, kernels=1), "fp32", dev)
+    assert flat.predicted_time_s == pytest.approx(1e-6)
+
+
 def test_memory_bound_elementwise_closed_form():
     dev = host({"elementwise": ELEMENTWISE})
     view = make_node("Relu", [T((1, 64, 16, 16))], [T((1, 64, 16, 16))])
