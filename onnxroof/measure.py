@@ -267,9 +267,8 @@ def measure(
     random unless ``feeds_path`` names an .npz of them. Sampling stops when ``timeout_s`` has passed (checked
     between batches) with a warning, or a UserError when fewer than MIN_SAMPLES samples were taken.
     ``progress(done, total)`` is called after each sample, ``between()`` too (untimed: see time_runs; the model's
-    session then parks its threads when a run returns). Nothing is
-    written to disk. ``source`` may be a RunnableModel already loaded (``inputs``/``dims`` are then ignored); it
-    is not modified.
+    session then parks its threads when a run returns). Nothing is written to disk. ``source`` may be a
+    RunnableModel already loaded (``inputs``/``dims`` are then ignored); it is not modified.
     """
     from onnxroof.runtime import load_feeds, make_session, provider_name, random_feeds, runnable_model
 
