@@ -219,7 +219,7 @@ def session_options(
 
     ``park_when_idle`` stops the session's pool threads spinning as soon as a run returns (they spin within a
     run as usual). An idle pool otherwise keeps polling for work: forty idle 2-thread sessions took a quarter of
-    a core, and the reference MatMul timed among a calibration's sessions ran at a third of its rate alone."""
+    a core, and a reference MatMul timed among a calibration's sessions ran at a third of its rate alone."""
     rt = ort()
     if opt_level not in OPT_LEVELS:
         raise UserError(f"unknown optimization level {opt_level!r}", "use one of " + ", ".join(OPT_LEVELS))
