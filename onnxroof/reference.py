@@ -88,6 +88,12 @@ class ReferenceSampler:
         estimate); None before the first."""
         return fast_estimate(self.samples) if self.samples else None
 
+    def speed(self, calibrated_s: float) -> float | None:
+        """The machine's speed relative to its calibration: the block's time then (``calibrated_s``) over its time
+        in the samples taken so far (1.0: as calibrated; None before the first sample)."""
+        now = self.time_s()
+        return calibrated_s / now if now else None
+
 
 def drift_warning(speed: float, threads: int) -> str | None:
     """A warning when the machine's speed relative to its calibration (``speed``, 1.0 = as calibrated) is off by

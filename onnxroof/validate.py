@@ -200,8 +200,7 @@ def validate(
     profile = profile_nodes(
         runnable, provider=provider, threads=threads, opt_level=opt_level, runs=runs, allow_fallback=allow_fallback
     )
-    time_now = reference.time_s() if reference is not None else None
-    speed = calibrated_time / time_now if time_now and calibrated_time else None
+    speed = reference.speed(calibrated_time) if reference is not None and calibrated_time is not None else None
     if speed is not None:
         warnings.extend(filter(None, [drift_warning(speed, threads)]))
     say("predicting")

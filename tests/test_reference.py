@@ -35,11 +35,13 @@ def test_the_reference_time_is_the_fast_estimate_of_one_run():
     assert MIN_SAMPLE_S == 0.01
     ticks = iter(range(10**6))
     sampler = ReferenceSampler(1, clock=lambda: next(ticks) * 1e-3)
-    assert sampler.batch == 10 and sampler.time_s() is None  # nothing timed yet
+    assert sampler.batch == 10 and sampler.time_s() is None and sampler.speed(1.0) is None  # nothing timed yet
     for _ in range(3):
         sampler.sample()
     assert len(sampler.samples) == 3
     assert sampler.time_s() == pytest.approx(1e-4)
+    # Calibrated at 0.08 ms a run, the machine now runs at 0.08 / 0.1 = 0.8 of that speed.
+    assert sampler.speed(8e-5) == pytest.approx(0.8)
 
 
 def test_the_reference_time_on_this_machine_is_positive():

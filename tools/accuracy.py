@@ -196,8 +196,7 @@ def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, ar
             timing = measure(runnable, threads=threads, repeat=args.repeat, spread_s=args.spread,
                              between=reference.sample if reference is not None else None)
             row.rounds.append(list(timing.samples_s))
-            time_now = reference.time_s() if reference is not None else None
-            row.speeds.append(calibrated_time / time_now if time_now and calibrated_time else None)
+            row.speeds.append(reference.speed(calibrated_time) if reference is not None and calibrated_time else None)
     return rows
 
 
