@@ -835,7 +835,7 @@ class _EpiloguePair:
 
 
 class _Reference:
-    """The reference kernel as a calibration job: ``reps`` batches a pass, timed as validation times it."""
+    """The reference block as a calibration job: ``reps`` batches a pass, timed as validation times it."""
 
     def __init__(self, threads: int, provider: str) -> None:
         self.sampler = ReferenceSampler(threads, provider)
@@ -1125,8 +1125,8 @@ def calibrate(
         reshape_chain = _Chain(runner, "chains of Neg + Reshape on 16 floats", neg_reshape, lengths)
         single = _Chain(runner, "a one-node graph", neg, (1, 2))
         profiler_probe = _Profiled(runner, "64 Neg on 16 floats", neg(64))
-        # The reference kernel, timed in every pass like the ceilings it vouches for: validation times it again
-        # to tell whether the machine still runs at the speed the ceilings were read at.
+        # The reference block, timed in every pass like the ceilings: its prediction from them gives the network
+        # factor, and validation times it again to read the machine's speed against the speed they were read at.
         reference_job = _Reference(threads, provider)
         jobs: list[Any] = [node_chain, reshape_chain, single, profiler_probe, reference_job]
         step(5)

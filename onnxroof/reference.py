@@ -58,13 +58,13 @@ def reference_model():
 
 
 class ReferenceSampler:
-    """The reference kernel, timed between the samples of a measurement: one untimed run, then timed batches of
+    """The reference block, timed between the samples of a measurement: one untimed run, then timed batches of
     back-to-back runs each time it is called; every calibration pass times it through this class too.
 
     A shared machine runs in phases of seconds to minutes (a neighbour's load on the host), and a whole model's
     time follows them: timed between the model's own samples, the reference reads the machine in the same
-    moments, where a separate window of its own would catch another phase (here a model's and the interleaved
-    reference's fast estimates over 15 s windows correlated 0.89-0.96 across four minutes)."""
+    moments, where a separate window of its own would catch another phase (see reference_model for how closely
+    the block's time follows models')."""
 
     def __init__(self, threads: int, provider: str = "cpu", *, clock: Callable[[], float] = time.perf_counter) -> None:
         from onnxroof.runtime import make_session
