@@ -95,7 +95,7 @@ __all__ = [
 # Which term of the roofline a ceiling corrects: compute classes are timed against FLOPs / peak, memory classes
 # (and the epilogue pass) against bytes / level bandwidth. The other term keeps efficiency 1.
 COMPUTE_CLASSES: frozenset[str] = frozenset({
-    "conv", "conv1x1", "conv_wide", "conv_mid", "conv_small", "conv_grouped", "depthwise", "gemm", "matmul", "lrn",
+    "conv", "conv1x1", "conv_wide", "conv_stem", "conv_mid", "conv_small", "conv_grouped", "depthwise", "gemm", "matmul", "lrn",
     "softmax", "activation", "layernorm", "instancenorm",
 })
 MEMORY_CLASSES: frozenset[str] = frozenset({
@@ -110,7 +110,7 @@ _STEAL_WARN = 0.05  # share of CPU time taken by the hypervisor above which the 
 _MIN_PROFILED_S = 8e-6  # profiled kernels shorter than this are too coarse (1 us resolution) to calibrate with
 _REPS = 3  # timed runs of each benchmark per pass
 _REORDERS = frozenset({"reorder", "reorder_short"})
-_CONVS = frozenset({"conv", "conv1x1", "conv_wide", "conv_mid", "conv_small", "conv_grouped", "depthwise"})
+_CONVS = frozenset({"conv", "conv1x1", "conv_wide", "conv_stem", "conv_mid", "conv_small", "conv_grouped", "depthwise"})
 _COLD_BYTES = 64 * 2**20  # what a benchmark with weights reads before each timed run to push them out of caches
 _COLD_MIN_WEIGHTS = 2**20  # weights below this are left hot: they cost little, and small models keep them cached
 _MAX_PASSES = 16
@@ -122,8 +122,9 @@ _HOLDS = 0.75
 # one measures, and --device host calibrates again. 2: the epilogue ceiling of a fused Clip. 3: a grouped
 # convolution in NCHWc layout is a sample of a dense class, no longer of conv_grouped. 4: the reference kernel is
 # a small convolutional block (its time, reference_time_s), no longer a MatMul (its rate), and the block gives
-# the network_factor.
-SUITE = 4
+# the network_factor. 5: stems with 5x5 and wider kernels (conv_stem) are a class of their own, no longer conv
+# samples.
+SUITE = 5
 _GEMV_RATIO = 10.0  # a matrix product whose memory time exceeds its compute time this much is a matrix-vector one
 
 

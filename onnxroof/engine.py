@@ -71,6 +71,7 @@ OTHER = "other"  # ops no class describes: the plain roofline with the memory le
 CLASS_FALLBACK: Mapping[str, str] = {
     "conv1x1": "conv",
     "conv_wide": "conv",
+    "conv_stem": "conv",
     "conv_mid": "conv",
     "conv_small": "conv",
     "conv_grouped": "conv_small",
@@ -90,7 +91,9 @@ CLASS_FALLBACK: Mapping[str, str] = {
 # Dense convolutions this small run well below the large-conv efficiency: few output positions per image
 # (the 7x7 stages of ResNets), very few output channels, or a stem (a handful of input channels) with a small
 # kernel: its NCHWc kernel reads a plain NCHW input and does little work per input pixel. Stems with large
-# kernels (7x7, 11x11) reach the large-conv efficiency. Mid-sized outputs (the 14x14 stages) lose a few percent
+# kernels (7x7, 11x11) come close to the large-conv efficiency on one thread (0.95-0.99 of the peak here) but
+# split less well over threads (0.72-0.90 at two, where 3x3 convolutions of the same FLOPs reached 0.98-1.0):
+# a class of their own, so that they do not set the large-conv ceiling at their size. Mid-sized outputs (the 14x14 stages) lose a few percent
 # to the short rows the kernel walks, which is enough to rank them below equal-FLOP convs on larger outputs.
 # Past the stem, a 5x5 or wider kernel runs about a tenth slower per FLOP than a 3x3 one on the same output
 # (AlexNet's and ZFNet's second layers, Inception's 5x5 branches): a class of its own, so that neither skews
@@ -214,7 +217,7 @@ def _known(t: Tensor | None) -> tuple[int, ...] | None:
 
 def _conv_class(view: NodeView) -> str:
     """depthwise / batchnorm (a depthwise 1x1 conv is a per-channel scale and shift) / conv_grouped / conv_small /
-    conv_mid / conv_wide / conv1x1 / conv, from the weight's shape (or the attributes when it is unknown); a grouped
+    conv_mid / conv_stem / conv_wide / conv1x1 / conv, from the weight's shape (or the attributes when it is unknown); a grouped
     convolution in onnxruntime's NCHWc layout takes the dense class of one group."""
     x, w, y = _known(view.input(0)), _known(view.input(1)), _known(view.output(0))
     nhwc = view.op_type in _NHWC_CONV
@@ -246,12 +249,15 @@ def _conv_class(view: NodeView) -> str:
         # at the dense classes' rate, half again as fast as the plain-layout grouped kernels (ShuffleNet's).
         c_in, c_out = per_group_in, (c_out // group if c_out is not None else None)
     positions = (prod(y[2:]) if not nhwc else prod(y[1:-1])) if y is not None and len(y) >= 3 else None
-    stem = c_in is not None and c_in < SMALL_CONV_IN_CHANNELS and kernel and prod(kernel) < SMALL_STEM_KERNEL_AREA
-    if ((positions is not None and positions < SMALL_CONV_POSITIONS) or stem
+    stem = c_in is not None and c_in < SMALL_CONV_IN_CHANNELS and bool(kernel)
+    if ((positions is not None and positions < SMALL_CONV_POSITIONS)
+            or (stem and prod(kernel) < SMALL_STEM_KERNEL_AREA)
             or (c_out is not None and c_out < SMALL_CONV_OUT_CHANNELS)):
         return "conv_small"
     if positions is not None and positions < MID_CONV_POSITIONS:
         return "conv_mid"
+    if stem:
+        return "conv_stem"
     if kernel and prod(kernel) >= WIDE_CONV_KERNEL_AREA and (c_in is None or c_in >= SMALL_CONV_IN_CHANNELS):
         return "conv_wide"
     return "conv1x1" if pointwise else "conv"

@@ -71,7 +71,9 @@ CASES = [
     (conv(512, 512, 7, 3), "conv_small"),  # 49 output positions
     (conv(256, 256, 14, 3), "conv_mid"),  # 196 output positions
     (conv(1024, 256, 14, 1), "conv_mid"),
-    (conv(3, 64, 224, 7, out_hw=112), "conv"),  # a stem with a large kernel runs like a large conv
+    (conv(3, 64, 224, 7, out_hw=112), "conv_stem"),  # a stem with a large kernel: its own class ...
+    (conv(3, 64, 224, 11, out_hw=55), "conv_stem"),
+    (conv(16, 64, 55, 3), "conv"),  # ... 16 input channels are past the stem
     (conv(64, 192, 27, 5), "conv_wide"),  # a 5x5 kernel past the stem (AlexNet's second layer)
     (conv(96, 256, 55, 5, out_hw=27), "conv_wide"),
     (conv(24, 64, 14, 5), "conv_mid"),  # a 14x14 output ranks first: a 5x5 there is a mid-sized conv
@@ -292,6 +294,16 @@ def test_fallback_ceiling_is_named_in_the_note():
     assert note.op_class == "conv1x1" and note.ceiling == "conv"
     assert pred.compute_time_s == pytest.approx(1e8 / 90e9)
     assert "via conv" in note.describe()
+
+
+def test_a_stem_falls_back_to_the_conv_ceiling_on_a_profile_without_its_own():
+    # A profile calibrated before stems had a class of their own predicts them as it did, under the conv ceiling:
+    # 3->64 7x7 to 112x112, 1e8 FLOPs at 90% of a 100 GFLOP/s peak.
+    dev = host({"conv": CONV})
+    pred, note = engine.predict_engine(conv(3, 64, 224, 7, out_hw=112), Cost(flops=1e8, bytes_read=1e6, bytes_written=1e5),
+                                       "fp32", dev)
+    assert note.op_class == "conv_stem" and note.ceiling == "conv"
+    assert pred.compute_time_s == pytest.approx(1e8 / 90e9)
 
 
 def test_shape_only_nodes_pay_the_per_node_overhead_only():

@@ -113,6 +113,7 @@ OP_CLASSES: tuple[str, ...] = (
     "conv",          # dense KxK convolution on a large output (20x20 positions or more)
     "conv1x1",       # dense pointwise convolution on a large output
     "conv_wide",     # dense convolution with a 5x5 or wider kernel on a large output, past the stem
+    "conv_stem",     # a stem: a 5x5 or wider kernel over a few input channels (an image's 3), on a large output
     "conv_mid",      # dense convolution on a mid-sized output (10x10 to 19x19 positions: a 14x14 stage)
     "conv_small",    # dense convolution on a small output (<= 9x9 positions) or with few channels
     "conv_grouped",  # grouped convolution in plain layout (not depthwise; a blocked NCHWc one is a dense class)
