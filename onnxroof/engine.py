@@ -93,8 +93,9 @@ CLASS_FALLBACK: Mapping[str, str] = {
 # kernel: its NCHWc kernel reads a plain NCHW input and does little work per input pixel. Stems with large
 # kernels (7x7, 11x11) come close to the large-conv efficiency on one thread (0.95-0.99 of the peak here) but
 # split less well over threads (0.72-0.90 at two, where 3x3 convolutions of the same FLOPs reached 0.98-1.0):
-# a class of their own, so that they do not set the large-conv ceiling at their size. Mid-sized outputs (the 14x14 stages) lose a few percent
-# to the short rows the kernel walks, which is enough to rank them below equal-FLOP convs on larger outputs.
+# a class of their own, so that they do not set the large-conv ceiling at their size. Mid-sized outputs (the
+# 14x14 stages) lose a few percent to the short rows the kernel walks, which is enough to rank them below
+# equal-FLOP convs on larger outputs.
 # Past the stem, a 5x5 or wider kernel runs about a tenth slower per FLOP than a 3x3 one on the same output
 # (AlexNet's and ZFNet's second layers, Inception's 5x5 branches): a class of its own, so that neither skews
 # the other's ceiling.
@@ -217,8 +218,8 @@ def _known(t: Tensor | None) -> tuple[int, ...] | None:
 
 def _conv_class(view: NodeView) -> str:
     """depthwise / batchnorm (a depthwise 1x1 conv is a per-channel scale and shift) / conv_grouped / conv_small /
-    conv_mid / conv_stem / conv_wide / conv1x1 / conv, from the weight's shape (or the attributes when it is unknown); a grouped
-    convolution in onnxruntime's NCHWc layout takes the dense class of one group."""
+    conv_mid / conv_stem / conv_wide / conv1x1 / conv, from the weight's shape (or the attributes when it is
+    unknown); a grouped convolution in onnxruntime's NCHWc layout takes the dense class of one group."""
     x, w, y = _known(view.input(0)), _known(view.input(1)), _known(view.output(0))
     nhwc = view.op_type in _NHWC_CONV
     group = int(view.attr("group", 1) or 1)

@@ -300,8 +300,8 @@ def test_a_stem_falls_back_to_the_conv_ceiling_on_a_profile_without_its_own():
     # A profile calibrated before stems had a class of their own predicts them as it did, under the conv ceiling:
     # 3->64 7x7 to 112x112, 1e8 FLOPs at 90% of a 100 GFLOP/s peak.
     dev = host({"conv": CONV})
-    pred, note = engine.predict_engine(conv(3, 64, 224, 7, out_hw=112), Cost(flops=1e8, bytes_read=1e6, bytes_written=1e5),
-                                       "fp32", dev)
+    stem = conv(3, 64, 224, 7, out_hw=112)
+    pred, note = engine.predict_engine(stem, Cost(flops=1e8, bytes_read=1e6, bytes_written=1e5), "fp32", dev)
     assert note.op_class == "conv_stem" and note.ceiling == "conv"
     assert pred.compute_time_s == pytest.approx(1e8 / 90e9)
 
