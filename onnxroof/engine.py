@@ -259,7 +259,7 @@ def _conv_class(view: NodeView) -> str:
         return "conv_mid"
     if stem:
         return "conv_stem"
-    if kernel and prod(kernel) >= WIDE_CONV_KERNEL_AREA and (c_in is None or c_in >= SMALL_CONV_IN_CHANNELS):
+    if kernel and prod(kernel) >= WIDE_CONV_KERNEL_AREA:  # past the stem: stems returned above
         return "conv_wide"
     return "conv1x1" if pointwise else "conv"
 
