@@ -92,11 +92,12 @@ __all__ = [
     "cache_levels",
 ]
 
+_CONVS = frozenset({"conv", "conv1x1", "conv_wide", "conv_stem", "conv_mid", "conv_small", "conv_grouped",
+                    "depthwise"})  # the convolution classes, each a compute class
 # Which term of the roofline a ceiling corrects: compute classes are timed against FLOPs / peak, memory classes
 # (and the epilogue pass) against bytes / level bandwidth. The other term keeps efficiency 1.
-COMPUTE_CLASSES: frozenset[str] = frozenset({
-    "conv", "conv1x1", "conv_wide", "conv_stem", "conv_mid", "conv_small", "conv_grouped", "depthwise", "gemm",
-    "matmul", "lrn", "softmax", "activation", "layernorm", "instancenorm",
+COMPUTE_CLASSES: frozenset[str] = _CONVS | frozenset({
+    "gemm", "matmul", "lrn", "softmax", "activation", "layernorm", "instancenorm",
 })
 MEMORY_CLASSES: frozenset[str] = frozenset({
     "pool", "pool_nchw", "global_pool", "batchnorm", "elementwise", "broadcast", "movement", "transpose", "reorder",
@@ -110,8 +111,6 @@ _STEAL_WARN = 0.05  # share of CPU time taken by the hypervisor above which the 
 _MIN_PROFILED_S = 8e-6  # profiled kernels shorter than this are too coarse (1 us resolution) to calibrate with
 _REPS = 3  # timed runs of each benchmark per pass
 _REORDERS = frozenset({"reorder", "reorder_short"})
-_CONVS = frozenset({"conv", "conv1x1", "conv_wide", "conv_stem", "conv_mid", "conv_small", "conv_grouped",
-                    "depthwise"})
 _COLD_BYTES = 64 * 2**20  # what a benchmark with weights reads before each timed run to push them out of caches
 _COLD_MIN_WEIGHTS = 2**20  # weights below this are left hot: they cost little, and small models keep them cached
 _MAX_PASSES = 16
