@@ -13,8 +13,9 @@ materialising the weights (VGG-16 alone holds 553 MB of float32).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import onnx
 
@@ -26,7 +27,7 @@ from .unet import unet
 from .vgg import vgg16
 from .vit import vit_b_16
 
-__all__ = ["names", "describe", "build"]
+__all__ = ["build", "describe", "names"]
 
 
 @dataclass(frozen=True)

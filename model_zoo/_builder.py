@@ -17,14 +17,15 @@ shape inference without materialising its weights.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import prod
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["GraphBuilder", "OPSET", "IR_VERSION", "Init", "conv_out"]
+__all__ = ["IR_VERSION", "OPSET", "GraphBuilder", "Init", "conv_out"]
 
 OPSET = 17
 IR_VERSION = 8
@@ -139,9 +140,7 @@ class GraphBuilder:
         if key in self._consts:
             return self._consts[key]
         out = self.unique(name)
-        self.nodes.append(
-            helper.make_node("Constant", [], [out], name=out, value=numpy_helper.from_array(array, out))
-        )
+        self.nodes.append(helper.make_node("Constant", [], [out], name=out, value=numpy_helper.from_array(array, out)))
         self._consts[key] = out
         return out
 
@@ -231,9 +230,7 @@ class GraphBuilder:
         return self.node("Clip", [x, self.const(0.0, "clip.min"), self.const(6.0, "clip.max")], name)
 
     def maxpool(self, x: str, name: str, kernel: int, stride: int, pad: int = 0) -> str:
-        return self.node(
-            "MaxPool", [x], name, kernel_shape=[kernel, kernel], strides=[stride, stride], pads=[pad] * 4
-        )
+        return self.node("MaxPool", [x], name, kernel_shape=[kernel, kernel], strides=[stride, stride], pads=[pad] * 4)
 
     def avgpool(self, x: str, name: str, kernel: int, stride: int) -> str:
         return self.node("AveragePool", [x], name, kernel_shape=[kernel, kernel], strides=[stride, stride])

@@ -17,9 +17,7 @@ from ._builder import GraphBuilder, conv_out
 __all__ = ["vgg16"]
 
 # torchvision's cfg "D": output channels of each conv, "M" for a 2x2/2 max pool.
-_CFG_D: tuple[int | str, ...] = (
-    64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"
-)
+_CFG_D: tuple[int | str, ...] = (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M")
 
 
 def vgg16(batch: int = 1, size: int = 224, *, weights: bool = True) -> onnx.ModelProto:

@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["analyze", "Analysis", "load_device", "load_graph", "UserError", "__version__"]
+__all__ = ["Analysis", "UserError", "__version__", "analyze", "load_device", "load_graph"]
 
 _LAZY = {
-    "analyze": ("onnxroof.analysis", "analyze"),
-    "Analysis": ("onnxroof.analysis", "Analysis"),
+    "analyze": ("onnxroof.api", "analyze"),
+    "Analysis": ("onnxroof.predict.analysis", "Analysis"),
     "load_device": ("onnxroof.devices", "load_device"),
-    "load_graph": ("onnxroof.graph", "load_graph"),
+    "load_graph": ("onnxroof.load", "load_graph"),
     "UserError": ("onnxroof.errors", "UserError"),
 }
 

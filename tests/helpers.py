@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from onnx import TensorProto
 
-from onnxroof.costs import Cost, NodeView, Tensor
+from onnxroof.costs import Cost, NodeView
+from onnxroof.devices import CacheLevel, Calibration, Ceiling, Device, FrozenMap, Peak, Sourced
+from onnxroof.ir import Tensor
 
 FLOAT = TensorProto.FLOAT
 FLOAT16 = TensorProto.FLOAT16
@@ -60,17 +63,70 @@ def cost_of(node: NodeView) -> Cost:
     return fn(node)
 
 
+def calibrated_host(ceilings: dict[str, Ceiling] | None = None, threads: int = 1) -> Device:
+    """A hand-made calibrated host: 100 GFLOP/s fp32, L1 32 KiB at 100 GB/s, L2 1 MiB at 50 GB/s, DRAM 10 GB/s,
+    1 us per node, 5 us per run."""
+    return Device(
+        key="test-host",
+        name="test host",
+        kind="cpu",
+        overlap="serial",
+        peak_flops=FrozenMap({"fp32": Peak(100e9, True, "calibrated: test")}),
+        memory_bandwidth=Sourced(10e9, "calibrated: test"),
+        memory_capacity=None,
+        launch_overhead=Sourced(1e-6, "calibrated: test"),
+        caches=(
+            CacheLevel("L1d", 32 * 1024, 100e9, "calibrated: test", "per-core"),
+            CacheLevel("L2", 1024 * 1024, 50e9, "calibrated: test", "per-core"),
+            CacheLevel("L3", 8 * 1024 * 1024, None, "os: no bandwidth measured", "shared"),
+        ),
+        engine="onnxruntime",
+        run_overhead=Sourced(5e-6, "calibrated: test"),
+        ceilings=FrozenMap(ceilings or {}),
+        calibration=Calibration("cpu", threads, "1.0", "test cpu", "2025-01-01", 1.0),
+    )
+
+
+# Ceilings of a conv and an elementwise class, for the hand-made host above.
+CONV = Ceiling(compute=((1e6, 0.5), (1e8, 0.9)), memory=(), source="calibrated: test conv")
+ELEMENTWISE = Ceiling(compute=(), memory=((1e4, 0.5), (1e6, 1.0)), source="calibrated: test elementwise")
+
+
+def conv(
+    cin: int,
+    cout: int,
+    hw: int,
+    k: int,
+    *,
+    group: int = 1,
+    domain: str = "com.microsoft.nchwc",
+    out_hw: int | None = None,
+    op: str = "Conv",
+) -> NodeView:
+    """A convolution node (NCHWc by default): ``cin`` -> ``cout`` channels, a ``k`` x ``k`` kernel, ``hw`` x ``hw``
+    input, ``out_hw`` x ``out_hw`` output (``hw`` when not given)."""
+    out_hw = out_hw or hw
+    return make_node(
+        op,
+        [T((1, cin, hw, hw)), W((cout, cin // group, k, k)), W((cout,))],
+        [T((1, cout, out_hw, out_hw))],
+        domain=domain,
+        group=group,
+        kernel_shape=[k, k],
+    )
+
+
 def record_parking(monkeypatch: Any) -> list[bool]:
-    """Record, per session made through runtime.make_session, whether it asked for its thread pool to park when a
+    """Record, per session made through sessions.make_session, whether it asked for its thread pool to park when a
     run returns; the sessions are still made."""
-    from onnxroof import runtime
+    from onnxroof.ort import sessions
 
     seen: list[bool] = []
-    real = runtime.make_session
+    real = sessions.make_session
 
     def recording(*args: Any, **kwargs: Any) -> Any:
         seen.append(kwargs.get("park_when_idle", False))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(runtime, "make_session", recording)
+    monkeypatch.setattr(sessions, "make_session", recording)
     return seen

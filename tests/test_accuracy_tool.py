@@ -19,11 +19,14 @@ _spec.loader.exec_module(accuracy)
 def _row() -> object:
     # Three rounds of eight samples: each round's fast estimate is its fastest eighth, one sample (its minimum):
     # 10, 12 and 11 ms. The measured latency is their median, 11 ms.
-    rounds = [[0.010, 0.013, 0.015, 0.020, 0.011, 0.014, 0.016, 0.018],
-              [0.012, 0.019, 0.013, 0.017, 0.015, 0.016, 0.014, 0.018],
-              [0.011, 0.012, 0.030, 0.013, 0.014, 0.015, 0.016, 0.017]]
-    validation = SimpleNamespace(predicted_time_s=0.0099, machine_speed=0.95,
-                                 agreement=SimpleNamespace(to_dict=lambda: {"count": 3}))
+    rounds = [
+        [0.010, 0.013, 0.015, 0.020, 0.011, 0.014, 0.016, 0.018],
+        [0.012, 0.019, 0.013, 0.017, 0.015, 0.016, 0.014, 0.018],
+        [0.011, 0.012, 0.030, 0.013, 0.014, 0.015, 0.016, 0.017],
+    ]
+    validation = SimpleNamespace(
+        predicted_time_s=0.0099, machine_speed=0.95, agreement=SimpleNamespace(to_dict=lambda: {"count": 3})
+    )
     # The machine ran at 0.9, 1.0 and 1.2 of its calibrated speed in the three rounds.
     return accuracy.Row("zoo:test", "zoo:test", validation, None, rounds, [0.9, 1.0, 1.2])
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +13,6 @@ from onnx import TensorProto, helper, numpy_helper
 from onnxroof.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    """The CLI in a separate process, as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "onnxroof", *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
 
 
 @pytest.fixture
@@ -73,8 +66,8 @@ def test_output_file_is_written_and_the_model_untouched(symbolic_model: Path, tm
         (["analyze", "zoo:conv2d_kernel", "--dim", "batch=x"], "must be an integer"),
     ],
 )
-def test_user_errors_are_one_line_with_a_hint_and_exit_2(args, expected):
-    result = run(*args)
+def test_user_errors_are_one_line_with_a_hint_and_exit_2(cli, args, expected):
+    result = cli(*args)
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -82,43 +75,43 @@ def test_user_errors_are_one_line_with_a_hint_and_exit_2(args, expected):
     assert "Traceback" not in result.stderr
 
 
-def test_unresolved_dim_names_the_fix(symbolic_model: Path):
-    result = run("analyze", str(symbolic_model))
+def test_unresolved_dim_names_the_fix(cli, symbolic_model: Path):
+    result = cli("analyze", str(symbolic_model))
     assert result.returncode == 2
     assert "'batch'" in result.stderr and "--dim batch=1" in result.stderr
 
 
-def test_not_onnx_and_truncated_files(tmp_path: Path, symbolic_model: Path):
+def test_not_onnx_and_truncated_files(cli, tmp_path: Path, symbolic_model: Path):
     junk = tmp_path / "junk.onnx"
     junk.write_text("not a model\n" * 10)
     truncated = tmp_path / "cut.onnx"
     truncated.write_bytes(symbolic_model.read_bytes()[:40])
     for path in (junk, truncated):
-        result = run("analyze", str(path))
+        result = cli("analyze", str(path))
         assert result.returncode == 2, result.stderr
         assert "Traceback" not in result.stderr
 
 
-def test_verbose_shows_the_traceback():
-    result = run("--verbose", "analyze", "missing.onnx")
+def test_verbose_shows_the_traceback(cli):
+    result = cli("--verbose", "analyze", "missing.onnx")
     assert result.returncode != 0
     assert "Traceback" in result.stderr
 
 
-def test_devices_zoo_and_ops_listings():
-    devices = run("devices")
+def test_devices_zoo_and_ops_listings(cli):
+    devices = cli("devices")
     assert devices.returncode == 0 and "h100-sxm" in devices.stdout and "colab-xeon-1core" in devices.stdout
-    sources = json.loads(run("devices", "--format", "json").stdout)
+    sources = json.loads(cli("devices", "--format", "json").stdout)
     assert sources["v100-sxm2"]["launch_overhead"]["source"]
-    zoo = run("zoo")
+    zoo = cli("zoo")
     assert zoo.returncode == 0 and "zoo:unet" in zoo.stdout
-    ops = run("ops")
+    ops = cli("ops")
     assert ops.returncode == 0 and "Conv" in ops.stdout.split()
 
 
-def test_help_explains_each_command():
-    assert "analyze" in run("--help").stdout
-    assert "--dim" in run("analyze", "--help").stdout
+def test_help_explains_each_command(cli):
+    assert "analyze" in cli("--help").stdout
+    assert "--dim" in cli("analyze", "--help").stdout
 
 
 def _runnable(tmp_path: Path) -> Path:
@@ -136,14 +129,16 @@ def _runnable(tmp_path: Path) -> Path:
     return path
 
 
-def test_measure_reports_statistics_as_table_and_json(tmp_path: Path):
+def test_measure_reports_statistics_as_table_and_json(cli, tmp_path: Path):
     path = _runnable(tmp_path)
     before = path.read_bytes()
-    table = run("measure", str(path), "--dim", "batch=4", "--repeat", "5", "--warmup", "1")
+    table = cli("measure", str(path), "--dim", "batch=4", "--repeat", "5", "--warmup", "1")
     assert table.returncode == 0, table.stderr
     assert "median" in table.stdout and "CPUExecutionProvider" in table.stdout
     out = tmp_path / "timing.json"
-    result = run("measure", str(path), "--dim", "batch=4", "--repeat", "5", "--per-node", "--format", "json", "-o", str(out))
+    result = cli(
+        "measure", str(path), "--dim", "batch=4", "--repeat", "5", "--per-node", "--format", "json", "-o", str(out)
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(out.read_text())
     assert data["min_s"] <= data["median_s"] <= data["p90_s"] <= data["max_s"]
@@ -153,11 +148,11 @@ def test_measure_reports_statistics_as_table_and_json(tmp_path: Path):
     assert path.read_bytes() == before
 
 
-def test_measure_errors_are_one_line(tmp_path: Path):
+def test_measure_errors_are_one_line(cli, tmp_path: Path):
     path = _runnable(tmp_path)
-    unresolved = run("measure", str(path))
+    unresolved = cli("measure", str(path))
     assert unresolved.returncode == 2 and "--dim batch=" in unresolved.stderr and "Traceback" not in unresolved.stderr
     bad_npz = tmp_path / "in.npz"
     np.savez(bad_npz, x=np.zeros((3, 5), np.float32))
-    wrong = run("measure", str(path), "--dim", "batch=4", "--inputs", str(bad_npz))
+    wrong = cli("measure", str(path), "--dim", "batch=4", "--inputs", str(bad_npz))
     assert wrong.returncode == 2 and len(wrong.stderr.strip().splitlines()) == 1 and "hint:" in wrong.stderr

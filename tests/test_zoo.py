@@ -109,19 +109,22 @@ def unet_params(base: int = 32, classes: int = 4, in_channels: int = 3, depth: i
 
 
 def test_names() -> None:
-    assert ALL == sorted(
-        [
-            "alexnet",
-            "conv2d_kernel",
-            "lstm_kernel",
-            "mobilenetv2",
-            "resnet18",
-            "resnet34",
-            "resnet50",
-            "unet",
-            "vgg16",
-            "vit_b_16",
-        ]
+    assert (
+        sorted(
+            [
+                "alexnet",
+                "conv2d_kernel",
+                "lstm_kernel",
+                "mobilenetv2",
+                "resnet18",
+                "resnet34",
+                "resnet50",
+                "unet",
+                "vgg16",
+                "vit_b_16",
+            ]
+        )
+        == ALL
     )
     assert set(RUN_CASES) == set(ALL)
 

@@ -39,7 +39,17 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ("resnet18", "resnet34", "resnet50", "vgg16", "alexnet", "mobilenetv2", "unet", "vit_b_16", "conv2d_kernel")
-LIGHT = ("bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet", "squeezenet", "vgg19", "zfnet512")
+LIGHT = (
+    "bvlc_alexnet",
+    "densenet121",
+    "inception_v1",
+    "inception_v2",
+    "resnet50",
+    "shufflenet",
+    "squeezenet",
+    "vgg19",
+    "zfnet512",
+)
 
 
 def model_sources(spec: str | None) -> list[tuple[str, str]]:
@@ -51,7 +61,7 @@ def model_sources(spec: str | None) -> list[tuple[str, str]]:
     out = []
     for name in names:
         if name.startswith("light:"):
-            path = light_dir / f"light_{name[len('light:'):]}.onnx"
+            path = light_dir / f"light_{name[len('light:') :]}.onnx"
             if path.exists():
                 out.append((name, str(path)))
         else:
@@ -77,7 +87,7 @@ class Row:
     @property
     def round_estimates(self) -> list[float]:
         """Each round's fast estimate (the mean of its fastest eighth)."""
-        from onnxroof.measure import fast_estimate
+        from onnxroof.ort.measure import fast_estimate
 
         return [fast_estimate(r) for r in self.rounds]
 
@@ -113,32 +123,39 @@ class Row:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--threads", default="1,2", help="thread counts, comma separated (each calibrated first if needed)")
+    parser.add_argument(
+        "--threads", default="1,2", help="thread counts, comma separated (each calibrated first if needed)"
+    )
     parser.add_argument("--models", default=None, help="comma-separated zoo:NAME / light:NAME (default: all)")
     # 32 samples over 8 s: with 16 over 4 s, a slow phase of the shared machine lasting the whole window set the
     # fastest eighth (2 samples) of a few models 15-25% slow; rerun with these, the same models agreed within 2%.
     parser.add_argument("--repeat", type=int, default=32, help="whole-model timing samples per model and round")
     parser.add_argument("--spread", type=float, default=8.0, help="seconds each round's samples are spread over")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of whole-model samples, cycling through the models")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of whole-model samples, cycling through the models"
+    )
     parser.add_argument("--recalibrate", action="store_true", help="calibrate each thread count afresh first")
     parser.add_argument("--runs", type=int, default=10, help="profiled runs per model")
-    parser.add_argument("--json", metavar="FILE", help="also write every model's prediction and samples per round to FILE")
+    parser.add_argument(
+        "--json", metavar="FILE", help="also write every model's prediction and samples per round to FILE"
+    )
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be 1 or more")
 
     sys.path.insert(0, str(ROOT))
-    from onnxroof.calibrate import host_device
-    from onnxroof.devices.resolve import resolve_device
+    from onnxroof.ort.calibrate import host_device
 
     warnings.simplefilter("ignore")
     dump: dict[str, Any] = {}
     for threads in [int(t) for t in args.threads.split(",") if t]:
-        device = host_device(threads, recalibrate=True) if args.recalibrate else resolve_device("host", threads=threads)
+        device = host_device(threads, recalibrate=args.recalibrate)
         rows = _measured_rows(model_sources(args.models), device, threads, args)
         _say()
-        print(f"\n{device.name} [{device.key}], {threads} thread(s), onnxruntime optimization level all, "
-              f"{args.rounds} round(s) of {args.repeat} samples over {args.spread:g} s")
+        print(
+            f"\n{device.name} [{device.key}], {threads} thread(s), onnxruntime optimization level all, "
+            f"{args.rounds} round(s) of {args.repeat} samples over {args.spread:g} s"
+        )
         _print_table(rows)
         dump[str(threads)] = {"device": device.key, "models": [_row_dict(r) for r in rows]}
         if args.json:  # rewritten after each thread count, so that an interrupted run keeps what it finished
@@ -149,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _row_dict(row: Row) -> dict[str, Any]:
-    from onnxroof.agreement import relative_error
+    from onnxroof.ort.agreement import relative_error
 
     v = row.validation
     at_speed = row.at_calibrated_speed_s
@@ -169,11 +186,11 @@ def _row_dict(row: Row) -> dict[str, Any]:
 
 def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, args: argparse.Namespace) -> list[Row]:
     """Validate every model (round one), then time them all again, round after round."""
-    from onnxroof.analysis import analyze
-    from onnxroof.measure import measure
-    from onnxroof.reference import ReferenceSampler
-    from onnxroof.runtime import runnable_model
-    from onnxroof.validate import compare, validate
+    from onnxroof.api import analyze
+    from onnxroof.ort.measure import measure
+    from onnxroof.ort.reference import ReferenceSampler
+    from onnxroof.ort.sessions import runnable_model
+    from onnxroof.ort.validate import compare, validate
 
     rows: list[Row] = []
     for label, source in sources:
@@ -183,8 +200,9 @@ def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, ar
         except Exception as exc:  # a model this onnxruntime cannot run: say so and go on
             print(f"{label:<20} failed: {str(exc).splitlines()[0][:70]}")
             continue
-        plain = compare(analyze(source, device, as_exported=True), v.profile, engine_graph=False,
-                        speed=v.machine_speed or 1.0)
+        plain = compare(
+            analyze(source, device, as_exported=True), v.profile, engine_graph=False, speed=v.machine_speed or 1.0
+        )
         rows.append(Row(label, source, v, plain, [list(v.measurement.samples_s)], [v.machine_speed]))
     runnables: dict[str, Any] = {}
     calibrated_time = device.calibration.reference_time_s if device.calibration is not None else None
@@ -193,8 +211,13 @@ def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, ar
             _say(f"{threads} thread(s), round {round_no}/{args.rounds}: timing {row.label}")
             runnable = runnables.setdefault(row.label, runnable_model(row.source))
             reference = ReferenceSampler(threads) if calibrated_time else None
-            timing = measure(runnable, threads=threads, repeat=args.repeat, spread_s=args.spread,
-                             between=reference.sample if reference is not None else None)
+            timing = measure(
+                runnable,
+                threads=threads,
+                repeat=args.repeat,
+                spread_s=args.spread,
+                between=reference.sample if reference is not None else None,
+            )
             row.rounds.append(list(timing.samples_s))
             row.speeds.append(reference.speed(calibrated_time) if reference is not None and calibrated_time else None)
     return rows
@@ -202,14 +225,25 @@ def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, ar
 
 def _print_table(rows: list[Row]) -> None:
     """One line per model, then the targets' figures over all of them."""
-    from onnxroof.agreement import agreement, relative_error
-    from onnxroof.validate import scored
+    from onnxroof.ort.agreement import agreement, relative_error
+    from onnxroof.ort.validate import scored
 
-    header = (f"{'model':<20} {'measured':>9} {'speed':>5} {'at cal.':>9} {'predicted':>9} {'error':>7} {'uncorr.':>7} "
-              f"{'vs med':>7} {'rounds':>6} {'kernels':>7} {'rho':>6} {'med|e|':>7} | {'plain rho':>9} {'plain med|e|':>12}")
+    header = (
+        f"{'model':<20} {'measured':>9} {'speed':>5} {'at cal.':>9} {'predicted':>9} {'error':>7} {'uncorr.':>7} "
+        f"{'vs med':>7} {'rounds':>6} {'kernels':>7} {'rho':>6} {'med|e|':>7} | {'plain rho':>9} {'plain med|e|':>12}"
+    )
     print(header)
     print("-" * len(header))
-    errors, uncorrected, median_errors, rhos, medians, pooled_p, pooled_m, plain_medians = [], [], [], [], [], [], [], []
+    errors, uncorrected, median_errors, rhos, medians, pooled_p, pooled_m, plain_medians = (
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+    )
     fmt = lambda x, spec: format(x, spec) if x is not None else "n/a"  # noqa: E731
     for row in rows:
         v = row.validation
@@ -243,14 +277,21 @@ def _print_table(rows: list[Row]) -> None:
     within = sum(abs(e) <= 0.10 for e in errors)
     pooled = agreement(pooled_p, pooled_m)
     print("-" * len(header))
-    print(f"models within 10% of measured: {within / len(errors):.0%} ({within}/{len(errors)}; target >= 90%); "
-          f"against the median of all samples: {sum(abs(e) <= 0.10 for e in median_errors)}/{len(median_errors)}; "
-          f"uncorrected for the machine's speed: {sum(abs(e) <= 0.10 for e in uncorrected)}/{len(uncorrected)}")
-    print(f"per-kernel Spearman: median over models {statistics.median([r for r in rhos if r is not None]):.3f}, "
-          f"pooled over all kernels {pooled.spearman:.3f} (target >= 0.9)")
-    print(f"per-kernel median |error|: median over models {statistics.median([m for m in medians if m is not None]):.1%}, "
-          f"pooled {pooled.median_abs_error:.1%} (target <= 25%); plain roofline: "
-          f"{statistics.median([m for m in plain_medians if m is not None]):.1%}")
+    print(
+        f"models within 10% of measured: {within / len(errors):.0%} ({within}/{len(errors)}; target >= 90%); "
+        f"against the median of all samples: {sum(abs(e) <= 0.10 for e in median_errors)}/{len(median_errors)}; "
+        f"uncorrected for the machine's speed: {sum(abs(e) <= 0.10 for e in uncorrected)}/{len(uncorrected)}"
+    )
+    print(
+        f"per-kernel Spearman: median over models {statistics.median([r for r in rhos if r is not None]):.3f}, "
+        f"pooled over all kernels {pooled.spearman:.3f} (target >= 0.9)"
+    )
+    print(
+        f"per-kernel median |error|: median over models "
+        f"{statistics.median([m for m in medians if m is not None]):.1%}, "
+        f"pooled {pooled.median_abs_error:.1%} (target <= 25%); plain roofline: "
+        f"{statistics.median([m for m in plain_medians if m is not None]):.1%}"
+    )
 
 
 def _say(text: str = "") -> None:

@@ -31,12 +31,12 @@ import onnx
 
 def runner(mode):
     if mode in ("ours", "ours_python"):
-        import onnxroof.costs, onnxroof.analysis, onnxroof.native
+        import onnxroof.api, onnxroof.costs, onnxroof.load.native
         onnxroof.costs.registered_ops()
-        reader = onnxroof.native.reader if mode == "ours" else None
+        reader = onnxroof.load.native.reader if mode == "ours" else None
         def run():
-            onnxroof.native.reader = reader
-            onnxroof.analysis.analyze(path, device="v100-sxm2")
+            onnxroof.load.native.reader = reader
+            onnxroof.api.analyze(path, device="v100-sxm2")
         return run
     if mode == "floor":
         return lambda: onnx.shape_inference.infer_shapes(onnx.load(path, load_external_data=False))
@@ -93,7 +93,11 @@ def chain_model(nodes: int, width: int = 256):
 
     inits, graph_nodes, prev, offset = [], [], "x", 0
     for i in range(nodes // 4):
-        w, b, s = external(f"w{i}", [width, width], offset), external(f"b{i}", [width], 0), external(f"s{i}", [width], 0)
+        w, b, s = (
+            external(f"w{i}", [width, width], offset),
+            external(f"b{i}", [width], 0),
+            external(f"s{i}", [width], 0),
+        )
         offset += width * width * 4
         inits += [w, b, s]
         graph_nodes += [
@@ -104,7 +108,8 @@ def chain_model(nodes: int, width: int = 256):
         ]
         prev = f"y{i}"
     graph = helper.make_graph(
-        graph_nodes, f"chain{nodes}",
+        graph_nodes,
+        f"chain{nodes}",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, width])],
         [helper.make_tensor_value_info(prev, TensorProto.FLOAT, None)],
         inits,
@@ -124,12 +129,17 @@ def main(argv: list[str] | None = None) -> int:
     import onnx
 
     import model_zoo
-
-    from onnxroof import native
+    from onnxroof.load import native
 
     with_native = native.reader is not None
-    print("graph reader: " + ("native (onnxroof._wire); 'py reader s' is onnxroof with the Python reader" if with_native else
-          "Python only: the native reader is not built in this checkout ('pip install -e .' builds it in place)"))
+    print(
+        "graph reader: "
+        + (
+            "native (onnxroof.load._wire); 'py reader s' is onnxroof with the Python reader"
+            if with_native
+            else "Python only: the native reader is not built in this checkout ('pip install -e .' builds it in place)"
+        )
+    )
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in [int(v) for v in args.nodes.split(",") if v]:
@@ -149,7 +159,10 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((f"zoo:{name} (inline)", path.stat().st_size, path, not args.no_onnx_tool))
 
         tool_missing = False
-        print(f"{'model':<26} {'weights':>9} {'floor s':>9} {'ours s':>9} {'ratio':>6} {'py reader s':>12} {'floor MB':>9} {'ours MB':>8} {'onnx-tool s':>12} {'vs tool':>8}")
+        print(
+            f"{'model':<26} {'weights':>9} {'floor s':>9} {'ours s':>9} {'ratio':>6} {'py reader s':>12} "
+            f"{'floor MB':>9} {'ours MB':>8} {'onnx-tool s':>12} {'vs tool':>8}"
+        )
         for label, weight_bytes, path, with_tool in rows:
             # Each comparison alternates its two modes in a process of its own: a mode that allocates much (the
             # Python reader, onnx-tool) leaves a heap that slows whatever runs next in the same process.
@@ -169,13 +182,16 @@ def main(argv: list[str] | None = None) -> int:
             python_text = f"{python:.3f}" if python else "-"
             tool_missing = tool_missing or (with_tool and tool is None)
             print(
-                f"{label:<26} {weight_bytes / 1e9:>7.2f}GB {floor:>9.3f} {ours:>9.3f} {ours / floor:>6.2f} {python_text:>12} "
-                f"{floor_memory['peak_rss_mb']:>9.0f} {ours_memory['peak_rss_mb']:>8.0f} {tool_text:>12} {versus_text:>8}"
+                f"{label:<26} {weight_bytes / 1e9:>7.2f}GB {floor:>9.3f} {ours:>9.3f} {ours / floor:>6.2f} "
+                f"{python_text:>12} {floor_memory['peak_rss_mb']:>9.0f} {ours_memory['peak_rss_mb']:>8.0f} "
+                f"{tool_text:>12} {versus_text:>8}"
             )
-    print("\nfloor = onnx.load + onnx.shape_inference.infer_shapes; ours = onnxroof.analyze (load, inference, costs, "
-          "roofline); ratio = ours / floor, best of --repeat runs of each, alternated in one process; py reader = "
-          "onnxroof with the Python reader, in a process of its own; vs tool = onnxroof / onnx-tool, alternated in a "
-          "third process; peak RSS of a fresh process running one.")
+    print(
+        "\nfloor = onnx.load + onnx.shape_inference.infer_shapes; ours = onnxroof.analyze (load, inference, costs, "
+        "roofline); ratio = ours / floor, best of --repeat runs of each, alternated in one process; py reader = "
+        "onnxroof with the Python reader, in a process of its own; vs tool = onnxroof / onnx-tool, alternated in a "
+        "third process; peak RSS of a fresh process running one."
+    )
     if tool_missing:
         print("onnx-tool n/a: pip install onnx-tool to compare with its model_profile.")
     return 0

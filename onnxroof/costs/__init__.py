@@ -26,114 +26,29 @@ Counting conventions (pinned by tests in tests/costs/):
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from math import prod
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any
 
 import numpy as np
 from onnx import TensorProto
 
+from onnxroof.ir import Tensor, UnknownShape
+
 __all__ = [
     "Cost",
-    "Tensor",
-    "NodeView",
     "CostFn",
-    "UnknownShape",
+    "NodeView",
     "as_text",
-    "register",
-    "lookup",
-    "registered_ops",
     "compute_cost",
-    "dtype_size",
-    "io_bytes",
     "distinct_tensors",
+    "io_bytes",
+    "lookup",
+    "register",
+    "registered_ops",
     "weight_params",
 ]
-
-# Element sizes in bytes per ONNX element type. Sub-byte types (int4/uint4/float4) are rounded per element to
-# half a byte; strings have no fixed size and count as 0 (they never carry compute).
-_DTYPE_SIZE: dict[int, float] = {
-    TensorProto.FLOAT: 4,
-    TensorProto.UINT8: 1,
-    TensorProto.INT8: 1,
-    TensorProto.UINT16: 2,
-    TensorProto.INT16: 2,
-    TensorProto.INT32: 4,
-    TensorProto.INT64: 8,
-    TensorProto.STRING: 0,
-    TensorProto.BOOL: 1,
-    TensorProto.FLOAT16: 2,
-    TensorProto.DOUBLE: 8,
-    TensorProto.UINT32: 4,
-    TensorProto.UINT64: 8,
-    TensorProto.COMPLEX64: 8,
-    TensorProto.COMPLEX128: 16,
-    TensorProto.BFLOAT16: 2,
-}
-for _name, _size in (
-    ("FLOAT8E4M3FN", 1),
-    ("FLOAT8E4M3FNUZ", 1),
-    ("FLOAT8E5M2", 1),
-    ("FLOAT8E5M2FNUZ", 1),
-    ("FLOAT8E8M0", 1),
-    ("UINT4", 0.5),
-    ("INT4", 0.5),
-    ("FLOAT4E2M1", 0.5),
-    ("UINT2", 0.25),
-    ("INT2", 0.25),
-):
-    if hasattr(TensorProto, _name):
-        _DTYPE_SIZE[getattr(TensorProto, _name)] = _size
-
-_NON_PARAM_DTYPES = {TensorProto.INT64, TensorProto.BOOL, TensorProto.STRING}
-
-
-def dtype_size(elem_type: int) -> float:
-    """Bytes per element of an ONNX element type (0 for an unknown or undefined type)."""
-    return _DTYPE_SIZE.get(elem_type, 0)
-
-
-class UnknownShape(Exception):
-    """A cost function needed a tensor shape that shape inference could not resolve."""
-
-
-class Tensor(NamedTuple):
-    """A value in the graph: its name, element type, static shape (None when unknown) and whether it is a weight.
-
-    A named tuple rather than a dataclass: immutable like one, and a large graph builds one per tensor, which a
-    named tuple does at half the cost.
-    """
-
-    name: str
-    dtype: int
-    shape: tuple[int, ...] | None
-    is_weight: bool = False
-
-    @property
-    def known(self) -> bool:
-        return self.shape is not None
-
-    @property
-    def rank(self) -> int:
-        return len(self.need_shape())
-
-    @property
-    def numel(self) -> int:
-        return prod(self.need_shape())
-
-    @property
-    def itemsize(self) -> float:
-        return _DTYPE_SIZE.get(self.dtype, 0)
-
-    @property
-    def nbytes(self) -> float:
-        return prod(self.need_shape()) * _DTYPE_SIZE.get(self.dtype, 0)
-
-    def need_shape(self) -> tuple[int, ...]:
-        """The shape, or UnknownShape naming this tensor."""
-        if self.shape is None:
-            raise UnknownShape(self.name)
-        return self.shape
 
 
 @dataclass(frozen=True)
@@ -150,7 +65,7 @@ class NodeView:
     outputs: tuple[Tensor | None, ...]
     attrs: Mapping[str, Any] = field(default_factory=dict)
     constants: Mapping[int, np.ndarray] = field(default_factory=dict)
-    cost_subgraph: Callable[[str], "Cost"] | None = None
+    cost_subgraph: Callable[[str], Cost] | None = None
 
     def input(self, i: int) -> Tensor | None:
         """The i-th input, or None when it is absent or omitted."""
@@ -206,7 +121,7 @@ class Cost:
         """FLOPs per byte moved (0 where nothing moves)."""
         return self.flops / self.bytes if self.bytes else 0.0
 
-    def __add__(self, other: "Cost") -> "Cost":
+    def __add__(self, other: Cost) -> Cost:
         if not isinstance(other, Cost):
             return NotImplemented
         notes = "; ".join(n for n in (self.note, other.note) if n)
@@ -220,7 +135,7 @@ class Cost:
             notes,
         )
 
-    def __mul__(self, times: int | float) -> "Cost":
+    def __mul__(self, times: int | float) -> Cost:
         """The cost of running this ``times`` times over (params and notes are not multiplied)."""
         return Cost(
             self.flops * times,
@@ -234,11 +149,14 @@ class Cost:
 
     __rmul__ = __mul__
 
-    def with_note(self, note: str) -> "Cost":
+    def with_note(self, note: str) -> Cost:
         return replace(self, note="; ".join(n for n in (self.note, note) if n))
 
 
 CostFn = Callable[[NodeView], Cost]
+
+# Element types that ONNX uses for shapes, axes, indices and masks rather than for learned values.
+_NON_PARAM_DTYPES = {TensorProto.INT64, TensorProto.BOOL, TensorProto.STRING}
 
 _REGISTRY: dict[tuple[str, str], CostFn] = {}
 
@@ -333,7 +251,9 @@ def weight_params(inputs: Iterable[Tensor | None]) -> int:
 
     Built from comprehensions rather than a loop with a step per tensor: a whole model's weights (tens of
     thousands) are counted through it."""
-    counted = [t for t in inputs if t is not None and t.is_weight and t.shape is not None and t.dtype not in _NON_PARAM_DTYPES]
+    counted = [
+        t for t in inputs if t is not None and t.is_weight and t.shape is not None and t.dtype not in _NON_PARAM_DTYPES
+    ]
     return sum(map(prod, {t.name: t.shape for t in reversed(counted)}.values()))  # reversed: the first one wins
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 # FLOPs per element of the activations that onnxruntime fuses into Conv and Gemm (the ``activation`` attribute of
-# FusedConv, FusedGemm and NCHWc Conv) and that recurrent ops name in their ``activations`` attribute. One FLOP per arithmetic step, one per transcendental, as the counting
-# conventions say; the values agree with the standalone ops in the elementwise family, so fusing an activation
-# changes the kernel count and the bytes but not the FLOPs.
+# FusedConv, FusedGemm and NCHWc Conv) and that recurrent ops name in their ``activations`` attribute. One FLOP per
+# arithmetic step, one per transcendental, as the counting conventions say; the values agree with the standalone ops
+# in the elementwise family, so fusing an activation changes the kernel count and the bytes but not the FLOPs.
 ACTIVATION_FLOPS: dict[str, float] = {
     "Identity": 0,  # nothing to compute
     "Relu": 1,  # max(x, 0)

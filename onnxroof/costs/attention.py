@@ -40,27 +40,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, register, weight_params
+from onnxroof.costs import Cost, NodeView, register, weight_params
 from onnxroof.costs.elementwise import SIGMOID_FLOPS, input_bytes, output_bytes
+from onnxroof.ir import Tensor, UnknownShape
 
 __all__ = [
-    "SOFTMAX_FLOPS",
-    "SCALE_FLOPS",
-    "MASK_FLOPS",
     "ATTENTION_BIAS_FLOPS",
-    "SOFTCAP_FLOPS",
+    "MASK_FLOPS",
     "ROTARY_FLOPS",
-    "SILU_FLOPS",
+    "SCALE_FLOPS",
     "SDPA_KERNELS",
+    "SILU_FLOPS",
+    "SOFTCAP_FLOPS",
+    "SOFTMAX_FLOPS",
     "AttentionDims",
-    "score_flops",
-    "rotated_elements",
-    "cache_rows_bytes",
     "attention",
-    "rotary_embedding",
-    "tensor_scatter",
-    "linear_attention",
+    "cache_rows_bytes",
     "causal_conv_with_state",
+    "linear_attention",
+    "rotary_embedding",
+    "rotated_elements",
+    "score_flops",
+    "tensor_scatter",
 ]
 
 SOFTMAX_FLOPS = 5  # per score element: max, subtract, exp, sum, divide
@@ -129,12 +130,25 @@ def cache_rows_bytes(cache: Tensor, positions: int) -> float:
     return min(rows, positions) * width * cache.itemsize
 
 
-def _cost(node: NodeView, flops: float, macs: float, kernels: int, shapes: dict[int, tuple[int, ...]],
-          dtypes: dict[int, int], notes: list[str] | None = None) -> Cost:
+def _cost(
+    node: NodeView,
+    flops: float,
+    macs: float,
+    kernels: int,
+    shapes: dict[int, tuple[int, ...]],
+    dtypes: dict[int, int],
+    notes: list[str] | None = None,
+) -> Cost:
     """Each input read once, each output written once (``shapes``/``dtypes`` stand in for outputs inference left
     unknown), params of the weight inputs, notes joined."""
-    cost = Cost(flops=flops, macs=macs, bytes_read=input_bytes(node.inputs),
-                bytes_written=output_bytes(node, shapes, dtypes), params=weight_params(node.inputs), kernels=kernels)
+    cost = Cost(
+        flops=flops,
+        macs=macs,
+        bytes_read=input_bytes(node.inputs),
+        bytes_written=output_bytes(node, shapes, dtypes),
+        params=weight_params(node.inputs),
+        kernels=kernels,
+    )
     return cost.with_note("; ".join(notes)) if notes else cost
 
 
@@ -213,8 +227,13 @@ def rotary_embedding(node: NodeView) -> Cost:
             continue
         indexed = position_ids is not None and cache.known and cache.rank == 2
         read += cache_rows_bytes(cache, positions) if indexed else cache.nbytes
-    return Cost(flops=ROTARY_FLOPS * rotated, bytes_read=read, bytes_written=output_bytes(node, {0: x.need_shape()}),
-                params=weight_params(node.inputs), kernels=1)
+    return Cost(
+        flops=ROTARY_FLOPS * rotated,
+        bytes_read=read,
+        bytes_written=output_bytes(node, {0: x.need_shape()}),
+        params=weight_params(node.inputs),
+        kernels=1,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------

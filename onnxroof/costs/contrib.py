@@ -25,7 +25,7 @@ RotaryEmbedding's cos/sin caches, of which only the rows of the positions used a
 
 from __future__ import annotations
 
-from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, io_bytes, register, weight_params
+from onnxroof.costs import Cost, NodeView, io_bytes, register, weight_params
 from onnxroof.costs.attention import (
     ROTARY_FLOPS,
     SCALE_FLOPS,
@@ -37,17 +37,18 @@ from onnxroof.costs.attention import (
     rotated_elements,
     score_flops,
 )
+from onnxroof.ir import Tensor, UnknownShape
 
 __all__ = [
-    "SOFTMAX_FLOPS",
-    "SCALE_FLOPS",
-    "ROTARY_FLOPS",
-    "SOFTCAP_FLOPS",
     "ATTENTION_KERNELS",
     "MHA_KERNELS",
+    "ROTARY_FLOPS",
+    "SCALE_FLOPS",
+    "SOFTCAP_FLOPS",
+    "SOFTMAX_FLOPS",
     "attention",
-    "multi_head_attention",
     "group_query_attention",
+    "multi_head_attention",
     "rotary_embedding",
 ]
 
@@ -71,8 +72,9 @@ def _num_heads(node: NodeView) -> int:
     return heads
 
 
-def _past_length(node: NodeView, past: Tensor | None, axis: int, shared_buffer: bool, length_input: int,
-                 notes: list[str]) -> int:
+def _past_length(
+    node: NodeView, past: Tensor | None, axis: int, shared_buffer: bool, length_input: int, notes: list[str]
+) -> int:
     """The past sequence length: the past tensor's length axis, or, when past and present share one buffer (whose
     length is the maximum), the constant ``past_sequence_length`` input; the buffer length, noted, otherwise."""
     if past is None:
@@ -96,8 +98,14 @@ def _score_flops(node: NodeView, dims: AttentionDims, mask_input: int, bias_inpu
 def _cost(node: NodeView, macs: int, flops: float, kernels: int, notes: list[str]) -> Cost:
     """Assemble an attention op's Cost: compulsory-traffic bytes, params of its weights, notes joined."""
     read, written = io_bytes(node)
-    cost = Cost(flops=flops, macs=macs, bytes_read=read, bytes_written=written, params=weight_params(node.inputs),
-                kernels=kernels)
+    cost = Cost(
+        flops=flops,
+        macs=macs,
+        bytes_read=read,
+        bytes_written=written,
+        params=weight_params(node.inputs),
+        kernels=kernels,
+    )
     return cost.with_note("; ".join(notes)) if notes else cost
 
 
@@ -148,8 +156,10 @@ def _mha_dims(node: NodeView, heads: int) -> tuple[int, int, int, int, int, bool
         b, s, _, _, h = q_shape
         return b, s, s, h, h, True
     if len(q_shape) != 3 or k is None:
-        raise UnknownShape(f"{node.name}: MultiHeadAttention query {q.name} of shape {q_shape} with "
-                           f"{'no key' if k is None else 'a key'}: expected [B,S,D] with a key, or packed [B,S,N,3,H]")
+        raise UnknownShape(
+            f"{node.name}: MultiHeadAttention query {q.name} of shape {q_shape} with "
+            f"{'no key' if k is None else 'a key'}: expected [B,S,D] with a key, or packed [B,S,N,3,H]"
+        )
     b, s, d = q_shape
     k_shape = k.need_shape()
     if len(k_shape) == 5 and v is None:
@@ -239,5 +249,10 @@ def rotary_embedding(node: NodeView) -> Cost:
     read, written = io_bytes(node, [x, node.input(1)])
     for cache in (c for c in caches if c is not None):
         read += cache_rows_bytes(cache, positions)
-    return Cost(flops=ROTARY_FLOPS * rotated, bytes_read=read, bytes_written=written,
-                params=weight_params(node.inputs), kernels=1)
+    return Cost(
+        flops=ROTARY_FLOPS * rotated,
+        bytes_read=read,
+        bytes_written=written,
+        params=weight_params(node.inputs),
+        kernels=1,
+    )

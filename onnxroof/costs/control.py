@@ -13,13 +13,14 @@ subgraph runs and says so in the Cost's note whenever it had to choose or guess:
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
-from onnxroof.costs import Cost, NodeView, UnknownShape, register
+from onnxroof.costs import Cost, NodeView, register
+from onnxroof.ir import UnknownShape
 
-__all__ = ["if_", "loop", "scan", "UNKNOWN_TRIPS_NOTE"]
+__all__ = ["UNKNOWN_TRIPS_NOTE", "if_", "loop", "scan"]
 
 UNKNOWN_TRIPS_NOTE = "trip count unknown: one iteration counted"
 

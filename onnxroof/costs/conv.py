@@ -21,13 +21,14 @@ constant (:data:`REQUANTIZE_FLOPS`) that fused and quantized ops in other famili
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from math import prod
-from typing import Sequence
 
-from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, io_bytes, register, weight_params
+from onnxroof.costs import Cost, NodeView, io_bytes, register, weight_params
 from onnxroof.costs.activations import ACTIVATION_FLOPS, activation_flops
 from onnxroof.costs.pooling import pool_output_spatial
+from onnxroof.ir import Tensor, UnknownShape
 
 __all__ = [
     "ACTIVATION_FLOPS",

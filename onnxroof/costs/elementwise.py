@@ -15,22 +15,13 @@ number of FLOPs per output element).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from math import prod
-from typing import Mapping, Sequence
 
 from onnx import TensorProto
 
-from . import (
-    Cost,
-    NodeView,
-    Tensor,
-    UnknownShape,
-    broadcast_shape,
-    distinct_tensors,
-    dtype_size,
-    register,
-    weight_params,
-)
+from onnxroof.costs import Cost, NodeView, broadcast_shape, distinct_tensors, register, weight_params
+from onnxroof.ir import Tensor, UnknownShape, dtype_size
 
 # Shared building blocks of the compound constants below.
 SIGMOID_FLOPS = 4  # 1 / (1 + exp(-x)): neg, exp, add 1, div

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from math import prod
 
-from . import Cost, NodeView, UnknownShape, register, weight_params
-from .elementwise import input_bytes, output_bytes
-from .normalization import SOFTMAX_FLOPS
+from onnxroof.costs import Cost, NodeView, register, weight_params
+from onnxroof.costs.elementwise import input_bytes, output_bytes
+from onnxroof.costs.normalization import SOFTMAX_FLOPS
+from onnxroof.ir import UnknownShape
 
-__all__ = ["sample_flops", "negative_log_likelihood_loss", "softmax_cross_entropy_loss"]
+__all__ = ["negative_log_likelihood_loss", "sample_flops", "softmax_cross_entropy_loss"]
 
 
 def _given(node: NodeView, i: int) -> bool:

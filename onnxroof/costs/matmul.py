@@ -13,12 +13,14 @@ unknown input shape raises :class:`~onnxroof.costs.UnknownShape`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from math import prod
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
-from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, broadcast_shape, register, weight_params
+from onnxroof.costs import Cost, NodeView, broadcast_shape, register, weight_params
 from onnxroof.costs.conv import REQUANTIZE_FLOPS, activation_flops, kernel_cost, with_output_shape
+from onnxroof.ir import Tensor, UnknownShape
 
 __all__ = [
     "ACCUMULATOR_SCALE_FLOPS",
@@ -240,9 +242,7 @@ def matmul_nbits(node: NodeView) -> Cost:
 # Einsum.
 
 
-def parse_einsum(
-    equation: str, shapes: Sequence[Sequence[int]]
-) -> tuple[list[list[str]], list[str], dict[str, int]]:
+def parse_einsum(equation: str, shapes: Sequence[Sequence[int]]) -> tuple[list[list[str]], list[str], dict[str, int]]:
     """Parse an einsum equation against its operand shapes.
 
     Returns the labels of each operand, the labels of the output and the size of every label. The dims covered by

@@ -17,37 +17,38 @@ Five kinds of op live here, each with one formula:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from math import ceil, log2, prod
-from typing import Sequence
 
 from onnx import TensorProto
 
-from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, dtype_size, io_bytes, register, weight_params
+from onnxroof.costs import Cost, NodeView, io_bytes, register, weight_params
+from onnxroof.ir import Tensor, UnknownShape, dtype_size
 
 __all__ = [
-    "ZERO_COST_OPS",
-    "DATA_MOVEMENT_OPS",
     "CREATOR_OPS",
-    "LERP_FLOPS",
     "CUBIC_TAP_FLOPS",
-    "zero_cost",
-    "constant",
-    "create",
+    "DATA_MOVEMENT_OPS",
+    "LERP_FLOPS",
+    "ZERO_COST_OPS",
+    "bernoulli",
     "cast",
     "cast_like",
-    "data_movement",
-    "slice_",
-    "gather",
-    "resize",
-    "where",
-    "topk",
-    "nonzero",
-    "cumsum",
+    "constant",
+    "create",
     "cumprod",
-    "unique",
-    "bernoulli",
+    "cumsum",
+    "data_movement",
+    "gather",
     "multinomial",
+    "nonzero",
+    "resize",
+    "slice_",
+    "topk",
+    "unique",
+    "where",
+    "zero_cost",
 ]
 
 # Ops that only relabel a tensor or report facts about it: 0 FLOPs, 0 bytes, 0 kernels.

@@ -10,13 +10,14 @@ inputs (scale, bias, running mean and variance); each op is one kernel.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import prod
-from typing import Sequence
 
 from onnx import TensorProto
 
-from . import Cost, NodeView, Tensor, UnknownShape, register
-from .elementwise import QUANTIZE_FLOPS, DEQUANTIZE_FLOPS, SIGMOID_FLOPS, kernel_cost, op_key, pointwise
+from onnxroof.costs import Cost, NodeView, register
+from onnxroof.costs.elementwise import DEQUANTIZE_FLOPS, QUANTIZE_FLOPS, SIGMOID_FLOPS, kernel_cost, op_key, pointwise
+from onnxroof.ir import Tensor, UnknownShape
 
 # Per-element steps shared by the constants below.
 LAYER_NORM_CORE_FLOPS = 6  # add into mean, subtract mean, square, add into variance, mul by 1/std, mul by scale
@@ -83,7 +84,7 @@ def batch_normalization(node: NodeView) -> Cost:
     training = bool(node.attr("training_mode", 0)) or bool(present_outputs)
     flops = LAYER_NORM_CORE_FLOPS + 1 if training else 2
     channels = (x_shape[1],) if len(x_shape) > 1 else (1,)
-    stats = {i: channels for i in range(1, len(node.outputs))}
+    stats = dict.fromkeys(range(1, len(node.outputs)), channels)
     return pointwise(node, flops, x_shape, fallback=stats)
 
 
@@ -95,8 +96,8 @@ def _layer_norm_like(node: NodeView, flops: float, axis: int) -> Cost:
         node,
         flops,
         x_shape,
-        fallback={i: stats for i in range(1, len(node.outputs))},
-        dtypes={i: TensorProto.FLOAT for i in range(1, len(node.outputs))},
+        fallback=dict.fromkeys(range(1, len(node.outputs)), stats),
+        dtypes=dict.fromkeys(range(1, len(node.outputs)), TensorProto.FLOAT),
     )
 
 

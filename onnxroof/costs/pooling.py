@@ -10,13 +10,14 @@ optional Indices output (int64) is written too. Each op is one kernel.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import ceil, floor, prod
-from typing import Sequence
 
 from onnx import TensorProto
 
-from . import Cost, NodeView, UnknownShape, register
-from .elementwise import DEQUANTIZE_FLOPS, QUANTIZE_FLOPS, kernel_cost, resolved_shape
+from onnxroof.costs import Cost, NodeView, register
+from onnxroof.costs.elementwise import DEQUANTIZE_FLOPS, QUANTIZE_FLOPS, kernel_cost, resolved_shape
+from onnxroof.ir import UnknownShape
 
 # (FLOPs per window element, FLOPs per output element) of the windowed pools.
 WINDOW_POOL_FLOPS: dict[str, tuple[float, float]] = {
@@ -85,11 +86,7 @@ def pool_output_spatial(
 def _channels_last(node: NodeView) -> bool:
     """NHWC pools: onnxruntime's NhwcMaxPool and its internal NHWC domain always; the quantized ones when
     channels_last=1."""
-    return (
-        node.op_type == "NhwcMaxPool"
-        or node.domain == "com.ms.internal.nhwc"
-        or bool(node.attr("channels_last", 0))
-    )
+    return node.op_type == "NhwcMaxPool" or node.domain == "com.ms.internal.nhwc" or bool(node.attr("channels_last", 0))
 
 
 def _split(shape: Sequence[int], channels_last: bool) -> tuple[int, int, tuple[int, ...]]:
@@ -192,9 +189,7 @@ def max_unpool(node: NodeView) -> Cost:
         rank = len(kernel)
         strides = _ints(node.attr("strides"), [1] * rank)
         pads = _ints(node.attr("pads"), [0] * (2 * rank))
-        spatial = [
-            (x_shape[2 + i] - 1) * strides[i] - pads[i] - pads[rank + i] + kernel[i] for i in range(rank)
-        ]
+        spatial = [(x_shape[2 + i] - 1) * strides[i] - pads[i] - pads[rank + i] + kernel[i] for i in range(rank)]
         fallback = (x_shape[0], x_shape[1], *spatial)
     out_shape = resolved_shape(node.output(0), fallback, f"{node.name}: output 0")
     return kernel_cost(node, 0, {0: out_shape}, inputs=[node.input(0), node.input(1)])
@@ -209,10 +204,7 @@ def nchwc_upsample(node: NodeView) -> Cost:
     scales = _ints(node.attr("scales"), [])
     if len(scales) == len(x_shape) - 2:
         scales = [1, 1, *scales]
-    if len(scales) != len(x_shape):
-        fallback = None
-    else:
-        fallback = tuple(d * s for d, s in zip(x_shape, scales))
+    fallback = None if len(scales) != len(x_shape) else tuple(d * s for d, s in zip(x_shape, scales))
     out_shape = resolved_shape(node.output(0), fallback, f"{node.name}: output 0")
     mode = node.text("mode", "nearest")
     per_output = 0 if mode == "nearest" else BILINEAR_FLOPS

@@ -23,13 +23,14 @@ Y_c are written once. The per-step reuse of R and of the hidden state is on-chip
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
-from onnxroof.costs import Cost, NodeView, UnknownShape, as_text, io_bytes, register, weight_params
+from onnxroof.costs import Cost, NodeView, as_text, io_bytes, register, weight_params
 from onnxroof.costs.activations import ACTIVATION_FLOPS
+from onnxroof.ir import UnknownShape
 
-__all__ = ["ACTIVATION_FLOPS", "KERNELS_PER_STEP", "lstm", "gru", "rnn", "dynamic_quantize_lstm"]
+__all__ = ["ACTIVATION_FLOPS", "KERNELS_PER_STEP", "dynamic_quantize_lstm", "gru", "lstm", "rnn"]
 
 # One GEMM and one elementwise kernel per time step and direction (paper 001's cuDNN LSTM profile).
 KERNELS_PER_STEP = 2
@@ -101,8 +102,9 @@ def _act(name: str) -> int:
     return ACTIVATION_FLOPS.get(name, 1)
 
 
-def _total(node: NodeView, dims: _Dims, macs_per_step: float, ew_per_direction: Sequence[float],
-           notes: Sequence[str]) -> Cost:
+def _total(
+    node: NodeView, dims: _Dims, macs_per_step: float, ew_per_direction: Sequence[float], notes: Sequence[str]
+) -> Cost:
     """Multiply per-step work out over steps, batch and directions; bytes, params and kernels as documented."""
     read, written = io_bytes(node)
     macs = macs_per_step * dims.step_batch * dims.num_directions
@@ -213,4 +215,3 @@ def rnn(node: NodeView) -> Cost:
     fixed = h + (h if node.input(3) is not None else 0) + (2 * h if node.attr("clip") is not None else 0)
     per_dir = [fixed + h * _act(f) for (f,) in groups]
     return _total(node, dims, h * (i + h), per_dir, notes)
-

@@ -13,13 +13,14 @@ params). Each op is one kernel.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import prod
-from typing import Sequence
 
 from onnx import TensorProto
 
-from . import Cost, NodeView, UnknownShape, register
-from .elementwise import DEQUANTIZE_FLOPS, QUANTIZE_FLOPS, kernel_cost, op_key, resolved_shape
+from onnxroof.costs import Cost, NodeView, register
+from onnxroof.costs.elementwise import DEQUANTIZE_FLOPS, QUANTIZE_FLOPS, kernel_cost, op_key, resolved_shape
+from onnxroof.ir import UnknownShape
 
 # (FLOPs per input element, FLOPs per output element).
 REDUCE_FLOPS: dict[str, tuple[float, float]] = {
@@ -97,6 +98,4 @@ def reduction(node: NodeView) -> Cost:
     flops = per_input * prod(x_shape) + per_output * prod(out_shape)
     data_inputs = [x] if key in _AXES_AS_INPUT else list(node.inputs)
     arg = node.op_type in ("ArgMax", "ArgMin")
-    return kernel_cost(
-        node, flops, {0: out_shape}, dtypes={0: TensorProto.INT64} if arg else None, inputs=data_inputs
-    )
+    return kernel_cost(node, flops, {0: out_shape}, dtypes={0: TensorProto.INT64} if arg else None, inputs=data_inputs)

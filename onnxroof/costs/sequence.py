@@ -25,33 +25,34 @@ stated unit, since the real work grows with string lengths that onnxroof does no
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from math import prod
-from typing import Callable, Iterable, Sequence
 
 from onnx import TensorProto
 
-from onnxroof.costs import Cost, NodeView, Tensor, UnknownShape, broadcast_shape, distinct_tensors, register, weight_params
+from onnxroof.costs import Cost, NodeView, broadcast_shape, distinct_tensors, register, weight_params
 from onnxroof.costs.control import UNKNOWN_TRIPS_NOTE
+from onnxroof.ir import Tensor, UnknownShape
 
 __all__ = [
+    "DECODE_FLOPS_PER_VALUE",
     "STRING_BYTES_NOTE",
     "UNKNOWN_ELEMENTS_NOTE",
-    "DECODE_FLOPS_PER_VALUE",
-    "sequence_construct",
-    "split_to_sequence",
     "concat_from_sequence",
-    "sequence_at",
-    "sequence_insert",
-    "sequence_erase",
-    "sequence_metadata",
-    "sequence_map",
-    "string_concat",
+    "image_decoder",
     "regex_full_match",
+    "sequence_at",
+    "sequence_construct",
+    "sequence_erase",
+    "sequence_insert",
+    "sequence_map",
+    "sequence_metadata",
+    "split_to_sequence",
+    "string_concat",
     "string_normalizer",
     "string_split",
-    "tfidf_vectorizer",
     "tfidf_probes",
-    "image_decoder",
+    "tfidf_vectorizer",
 ]
 
 STRING_BYTES_NOTE = "string tensors: bytes not modelled"

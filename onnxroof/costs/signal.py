@@ -29,24 +29,25 @@ windows and MelWeightMatrix at ``output_datatype``). Each op is one kernel.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from math import log2, prod
-from typing import Callable, Sequence
 
 from onnx import TensorProto
 
-from . import Cost, NodeView, Tensor, UnknownShape, register, weight_params
-from .elementwise import input_bytes, output_bytes
+from onnxroof.costs import Cost, NodeView, register, weight_params
+from onnxroof.costs.elementwise import input_bytes, output_bytes
+from onnxroof.ir import Tensor, UnknownShape
 
 __all__ = [
-    "FFT_FLOPS_PER_POINT_LEVEL",
     "COMPLEX_MUL_FLOPS",
-    "WINDOW_FLOPS",
+    "FFT_FLOPS_PER_POINT_LEVEL",
     "MEL_WEIGHT_FLOPS",
-    "is_power_of_two",
+    "WINDOW_FLOPS",
     "bluestein_size",
     "fft_flops",
-    "transform_flops",
+    "is_power_of_two",
     "setup_flops",
+    "transform_flops",
 ]
 
 FFT_FLOPS_PER_POINT_LEVEL = 5  # 5 N log2 N real FLOPs per complex radix-2 FFT of length N

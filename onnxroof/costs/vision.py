@@ -23,37 +23,39 @@ worst case is counted and the Cost's note says so.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import ceil, log2, prod
-from typing import Any, Sequence
+from typing import Any
 
 from onnx import TensorProto
 
-from . import Cost, NodeView, Tensor, UnknownShape, register, weight_params
-from .elementwise import input_bytes, output_bytes
-from .pooling import BILINEAR_FLOPS
+from onnxroof.costs import Cost, NodeView, register, weight_params
+from onnxroof.costs.elementwise import input_bytes, output_bytes
+from onnxroof.costs.pooling import BILINEAR_FLOPS
+from onnxroof.ir import Tensor, UnknownShape
 
 __all__ = [
+    "CUBIC_1D_FLOPS",
+    "DEFORM_AXIS_FLOPS",
     "GRID_DENORMALIZE_FLOPS",
     "GRID_PADDING_FLOPS",
     "GRID_WEIGHT_FLOPS",
-    "LINEAR_1D_FLOPS",
-    "CUBIC_1D_FLOPS",
-    "ROI_ALIGN_SETUP_FLOPS",
-    "ROI_ALIGN_POINT_FLOPS",
-    "ROI_SAMPLE_FLOPS",
-    "MAX_ROI_POOL_SETUP_FLOPS",
-    "MAX_ROI_POOL_BIN_FLOPS",
-    "DEFORM_AXIS_FLOPS",
     "IOU_FLOPS",
-    "nms_pairs",
-    "grid_sample",
+    "LINEAR_1D_FLOPS",
+    "MAX_ROI_POOL_BIN_FLOPS",
+    "MAX_ROI_POOL_SETUP_FLOPS",
+    "ROI_ALIGN_POINT_FLOPS",
+    "ROI_ALIGN_SETUP_FLOPS",
+    "ROI_SAMPLE_FLOPS",
     "affine_grid",
-    "roi_align",
-    "max_roi_pool",
-    "deform_conv",
-    "col2im",
     "center_crop_pad",
+    "col2im",
+    "deform_conv",
+    "grid_sample",
+    "max_roi_pool",
+    "nms_pairs",
     "non_max_suppression",
+    "roi_align",
 ]
 
 # ---------------------------------------------------------------------------------------------------------
@@ -396,9 +398,12 @@ def col2im(node: NodeView) -> Cost:
         strides = _ints(node.attr("strides"), rank, 1)
         dilations = _ints(node.attr("dilations"), rank, 1)
         channels = channels_x_block // prod(block)
-        inside = n * channels * prod(
-            _taps_inside(image[i], pads[i], pads[rank + i], block[i], dilations[i], strides[i])
-            for i in range(rank)
+        inside = (
+            n
+            * channels
+            * prod(
+                _taps_inside(image[i], pads[i], pads[rank + i], block[i], dilations[i], strides[i]) for i in range(rank)
+            )
         )
     out_shape = _out_shape(node, None if channels is None else (n, channels, *image))
     read = _partial_read(node, 0, inside)

@@ -5,31 +5,42 @@ from __future__ import annotations
 from pathlib import Path
 
 from onnxroof.devices import PRECISIONS, Device
-from onnxroof.report import TABLE_WIDTH, _clip, seconds, si
+from onnxroof.report.format import TABLE_WIDTH, clip, seconds, si
 
 
 def calibration_table(device: Device, cached_at: Path | None = None) -> str:
     """What the calibration measured, one line per number family, and where the profile was written."""
     c = device.calibration
-    lines = [_clip(f"{device.name} [{device.key}]", TABLE_WIDTH)]
+    lines = [clip(f"{device.name} [{device.key}]", TABLE_WIDTH)]
     if c is not None:
-        lines.append(_clip(f"  onnxruntime {c.onnxruntime} on {c.provider}, {c.threads} thread(s), {c.duration_s:.0f} s, {c.date}", TABLE_WIDTH))
+        lines.append(
+            clip(
+                f"  onnxruntime {c.onnxruntime} on {c.provider}, {c.threads} thread(s), {c.duration_s:.0f} s, {c.date}",
+                TABLE_WIDTH,
+            )
+        )
     lines.append("")
     peaks = [f"{p} {si(device.peak_flops[p].value, 'FLOP/s')}" for p in PRECISIONS if p in device.peak_flops]
-    lines.append(_clip("  peak: " + ", ".join(peaks), TABLE_WIDTH))
-    levels = [f"{cache.level} {si(cache.size, 'B')} at {si(cache.bandwidth, 'B/s')}" for cache in device.caches if cache.bandwidth]
+    lines.append(clip("  peak: " + ", ".join(peaks), TABLE_WIDTH))
+    levels = [
+        f"{cache.level} {si(cache.size, 'B')} at {si(cache.bandwidth, 'B/s')}"
+        for cache in device.caches
+        if cache.bandwidth
+    ]
     levels.append(f"DRAM {si(device.memory_bandwidth.value, 'B/s')}")
-    lines.append(_clip("  bandwidth: " + ", ".join(levels), TABLE_WIDTH))
+    lines.append(clip("  bandwidth: " + ", ".join(levels), TABLE_WIDTH))
     run = seconds(device.run_overhead.value) if device.run_overhead else "-"
     lines.append(f"  overhead: {seconds(device.launch_overhead.value)} per node, {run} per run")
     if c is not None and c.reference_time_s is not None:
-        lines.append(f"  reference block: {seconds(c.reference_time_s)} a run (validate reads the machine's speed by it)")
+        lines.append(
+            f"  reference block: {seconds(c.reference_time_s)} a run (validate reads the machine's speed by it)"
+        )
     if device.ceilings:
         lines += ["", f"  {'op class':<16} {'compute efficiency (by FLOPs)':<40} memory efficiency (by bytes)"]
         for name, ceiling in device.ceilings.items():
             compute = " ".join(f"{si(w)}:{e:.0%}" for w, e in ceiling.compute) or "-"
             memory = " ".join(f"{si(w, 'B')}:{e:.0%}" for w, e in ceiling.memory) or "-"
-            lines.append(_clip(f"  {name:<16} {_clip(compute, 40):<40} {memory}", TABLE_WIDTH))
+            lines.append(clip(f"  {name:<16} {clip(compute, 40):<40} {memory}", TABLE_WIDTH))
     if cached_at is not None:
-        lines += ["", _clip(f"  saved as {cached_at}: '--device host' uses it", TABLE_WIDTH)]
+        lines += ["", clip(f"  saved as {cached_at}: '--device host' uses it", TABLE_WIDTH)]
     return "\n".join(lines) + "\n"

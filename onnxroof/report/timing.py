@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from onnxroof.measure import Measurement
-from onnxroof.profile import NodeProfile
-from onnxroof.report import TABLE_WIDTH, _clip, _short_op, seconds
+from onnxroof.ort.measure import Measurement
+from onnxroof.ort.profile import NodeProfile
+from onnxroof.report.format import TABLE_WIDTH, clip, seconds, short_op
 
 
 def measurement_table(m: Measurement, kernels: NodeProfile | None = None, top: int = 20) -> str:
     """The timing summary, then (with a profile) the ``top`` slowest kernels and what each covers."""
     threads = f"{m.threads} thread{'s' if m.threads != 1 else ''}"
     lines = [
-        _clip(f"{m.model} on {m.provider}, {threads}, optimization level {m.opt_level}", TABLE_WIDTH),
+        clip(f"{m.model} on {m.provider}, {threads}, optimization level {m.opt_level}", TABLE_WIDTH),
         f"  median {seconds(m.median_s)}   min {seconds(m.min_s)}   p90 {seconds(m.p90_s)}   max {seconds(m.max_s)}"
         f"   fast {seconds(m.fast_s)}",
-        f"  {m.repeat} samples of {m.runs_per_sample} run{'s' if m.runs_per_sample != 1 else ''} after {m.warmup} warm-up runs",
+        f"  {m.repeat} samples of {m.runs_per_sample} run{'s' if m.runs_per_sample != 1 else ''} "
+        f"after {m.warmup} warm-up runs",
     ]
-    lines += [_clip(f"  note: {n}", TABLE_WIDTH) for n in m.notes]
+    lines += [clip(f"  note: {n}", TABLE_WIDTH) for n in m.notes]
     if kernels is not None:
         lines += ["", *_kernel_lines(kernels, top)]
     return "\n".join(lines) + "\n"
@@ -33,12 +34,16 @@ def _kernel_lines(p: NodeProfile, top: int) -> list[str]:
         f"  {'kernel':<34} {'op':<22} {'time':>9} {'share':>6}  covers",
     ]
     for n in shown:
-        op = _short_op(f"{n.domain}::{n.op_type}" if n.domain else n.op_type)
+        op = short_op(f"{n.domain}::{n.op_type}" if n.domain else n.op_type)
         flags = " engine-only" if n.engine_only else ""
         flags += " floor" if n.floor_dominated else ""
         covers = f"{len(n.covers)} node{'s' if len(n.covers) != 1 else ''}{flags}"
         lines.append(
-            _clip(f"  {_clip(n.name, 34):<34} {_clip(op, 22):<22} {seconds(n.median_s):>9} {n.median_s / total:>6.1%}  {covers}", TABLE_WIDTH)
+            clip(
+                f"  {clip(n.name, 34):<34} {clip(op, 22):<22} {seconds(n.median_s):>9} "
+                f"{n.median_s / total:>6.1%}  {covers}",
+                TABLE_WIDTH,
+            )
         )
     if len(timed) > len(shown):
         lines.append(f"  ... {len(timed) - len(shown)} more (--top 0 lists all, --format json gives every kernel)")

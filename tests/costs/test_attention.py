@@ -11,7 +11,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from onnxroof.costs import UnknownShape, attention, contrib
+from onnxroof.costs import attention, contrib
+from onnxroof.ir import UnknownShape
 from tests.helpers import BOOL, FLOAT16, INT32, INT64, T, W, cost_of, make_node
 
 MS = "com.microsoft"
@@ -23,8 +24,7 @@ MS = "com.microsoft"
 
 def test_attention_4d_cross_attention_each_term():
     # Q [2, 4, 8, 16], K and V [2, 4, 10, 16]: B 2, N 4, S 8, L 10, H = Hv = 16
-    cost = cost_of(make_node("Attention", [T([2, 4, 8, 16]), T([2, 4, 10, 16]), T([2, 4, 10, 16])],
-                             [T([2, 4, 8, 16])]))
+    cost = cost_of(make_node("Attention", [T([2, 4, 8, 16]), T([2, 4, 10, 16]), T([2, 4, 10, 16])], [T([2, 4, 8, 16])]))
     scores = 2 * 4 * 8 * 10  # 640
     assert cost.macs == scores * 16 + scores * 16 == 20480  # Q K^T + softmax(.) V
     assert cost.flops == 2 * 20480 + (1 + 5) * scores == 44800  # scale 1 + softmax 5 per score element
@@ -110,18 +110,30 @@ def test_attention_counts_like_contrib_multi_head_attention():
     mha = cost_of(make_node("MultiHeadAttention", [q, k, v], [T([2, 8, 32])], domain=MS, num_heads=4))
     std = cost_of(make_node("Attention", [q, k, v], [T([2, 8, 32])], q_num_heads=4, kv_num_heads=4))
     assert (std.macs, std.flops, std.kernels) == (mha.macs, mha.flops, mha.kernels)
-    mha_masked = cost_of(make_node("MultiHeadAttention", [q, k, v, None, T([2, 10], INT32)], [T([2, 8, 32])],
-                                   domain=MS, num_heads=4))
-    std_masked = cost_of(make_node("Attention", [q, k, v, T([2, 1, 1, 10], BOOL)], [T([2, 8, 32])],
-                                   q_num_heads=4, kv_num_heads=4))
+    mha_masked = cost_of(
+        make_node("MultiHeadAttention", [q, k, v, None, T([2, 10], INT32)], [T([2, 8, 32])], domain=MS, num_heads=4)
+    )
+    std_masked = cost_of(
+        make_node("Attention", [q, k, v, T([2, 1, 1, 10], BOOL)], [T([2, 8, 32])], q_num_heads=4, kv_num_heads=4)
+    )
     assert std_masked.flops == mha_masked.flops
 
 
 def test_attention_counts_like_contrib_group_query_attention():
     # 4 query heads of 16, 2 KV heads, S = L = 4, softcap 30 (no causal mask: GQA's own is not counted)
     q, k, v = T([1, 4, 64]), T([1, 4, 32]), T([1, 4, 32])
-    gqa = cost_of(make_node("GroupQueryAttention", [q, k, v, None, None, T([1], INT32), T([], INT32)],
-                            [T([1, 4, 64])], domain=MS, num_heads=4, kv_num_heads=2, softcap=30.0, constants={6: 4}))
+    gqa = cost_of(
+        make_node(
+            "GroupQueryAttention",
+            [q, k, v, None, None, T([1], INT32), T([], INT32)],
+            [T([1, 4, 64])],
+            domain=MS,
+            num_heads=4,
+            kv_num_heads=2,
+            softcap=30.0,
+            constants={6: 4},
+        )
+    )
     std = cost_of(make_node("Attention", [q, k, v], [T([1, 4, 64])], q_num_heads=4, kv_num_heads=2, softcap=30.0))
     assert (std.macs, std.flops) == (gqa.macs, gqa.flops) == (2 * 1 * 4 * 4 * 4 * 16, 2 * 2048 + 9 * 64)
 
@@ -167,17 +179,28 @@ def test_rotary_embedding_matches_the_contrib_op():
 
 def test_rotary_embedding_partial_and_per_position_caches():
     # rotary_embedding_dim 8 of head size 16: half of the 2*8*64 = 1024 elements rotated
-    partial = cost_of(make_node("RotaryEmbedding", [T([2, 8, 64]), W([128, 4]), W([128, 4]), T([2, 8], INT64)],
-                                [T([2, 8, 64])], num_heads=4, rotary_embedding_dim=8))
+    partial = cost_of(
+        make_node(
+            "RotaryEmbedding",
+            [T([2, 8, 64]), W([128, 4]), W([128, 4]), T([2, 8], INT64)],
+            [T([2, 8, 64])],
+            num_heads=4,
+            rotary_embedding_dim=8,
+        )
+    )
     assert partial.flops == 3 * 512
     # no position_ids: caches [B, S, H/2] = [2, 8, 8] are read whole, 512 bytes each
-    per_position = cost_of(make_node("RotaryEmbedding", [T([2, 8, 64]), T([2, 8, 8]), T([2, 8, 8])], [T(None)],
-                                     num_heads=4))
+    per_position = cost_of(
+        make_node("RotaryEmbedding", [T([2, 8, 64]), T([2, 8, 8]), T([2, 8, 8])], [T(None)], num_heads=4)
+    )
     assert per_position.flops == 3 * 1024
     assert (per_position.bytes_read, per_position.bytes_written) == (4096 + 2 * 512, 4096)
     with pytest.raises(UnknownShape, match="num_heads"):
-        cost_of(make_node("RotaryEmbedding", [T([2, 8, 64]), W([128, 4]), W([128, 4])], [T([2, 8, 64])],
-                          rotary_embedding_dim=8))
+        cost_of(
+            make_node(
+                "RotaryEmbedding", [T([2, 8, 64]), W([128, 4]), W([128, 4])], [T([2, 8, 64])], rotary_embedding_dim=8
+            )
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -210,8 +233,9 @@ PER_HEAD_DECAY, PER_KEY_DECAY, BETA = T([2, 3, 2]), T([2, 3, 16]), T([2, 3, 2])
 
 
 def linear(inputs, **attrs):
-    return cost_of(make_node("LinearAttention", inputs, [T([2, 3, 16]), T([2, 2, 8, 4])], q_num_heads=4,
-                             kv_num_heads=2, **attrs))
+    return cost_of(
+        make_node("LinearAttention", inputs, [T([2, 3, 16]), T([2, 2, 8, 4])], q_num_heads=4, kv_num_heads=2, **attrs)
+    )
 
 
 def test_linear_attention_linear_rule():
@@ -249,8 +273,9 @@ def test_linear_attention_gated_delta_is_the_default():
 def test_linear_attention_unknown_outputs_and_rule():
     inputs = [Q, K, V, None, PER_HEAD_DECAY, BETA]
     known = linear(inputs)
-    unknown = cost_of(make_node("LinearAttention", inputs, [T(None), T(None)], q_num_heads=4, kv_num_heads=2,
-                                update_rule="mystery"))
+    unknown = cost_of(
+        make_node("LinearAttention", inputs, [T(None), T(None)], q_num_heads=4, kv_num_heads=2, update_rule="mystery")
+    )
     assert (unknown.flops, unknown.bytes_written) == (known.flops, known.bytes_written)
     assert "update_rule 'mystery' unknown" in unknown.note
     with pytest.raises(UnknownShape, match="q_num_heads"):
@@ -302,20 +327,34 @@ def _vi(name, shape, dtype=TensorProto.FLOAT):
 
 @pytest.mark.skipif(onnx.defs.onnx_opset_version() < 24, reason="this onnx has no Attention/TensorScatter opset 24")
 def test_decoder_step_end_to_end():
-    from onnxroof.analysis import analyze
+    from onnxroof.api import analyze
 
     # B 1, 4 query heads and 2 KV heads of 8, S 3 new tokens, P 5 cached: L 8; a 16-long external cache
     nodes = [
         helper.make_node("RotaryEmbedding", ["q", "cos", "sin", "pos"], ["qr"], num_heads=4),
-        helper.make_node("Attention", ["qr", "k", "v", "", "pk", "pv"], ["y", "prk", "prv", "qk"], q_num_heads=4,
-                         kv_num_heads=2, is_causal=1),
+        helper.make_node(
+            "Attention",
+            ["qr", "k", "v", "", "pk", "pv"],
+            ["y", "prk", "prv", "qk"],
+            q_num_heads=4,
+            kv_num_heads=2,
+            is_causal=1,
+        ),
         helper.make_node("Swish", ["y"], ["ys"]),
         helper.make_node("TensorScatter", ["cache", "kup", "wi"], ["cache_out"]),
     ]
     caches = [numpy_helper.from_array(np.ones((32, 4), np.float32), n) for n in ("cos", "sin")]
-    inputs = [_vi("q", [1, 3, 32]), _vi("k", [1, 3, 16]), _vi("v", [1, 3, 16]), _vi("pk", [1, 2, 5, 8]),
-              _vi("pv", [1, 2, 5, 8]), _vi("pos", [1, 3], TensorProto.INT64), _vi("cache", [1, 2, 16, 8]),
-              _vi("kup", [1, 2, 3, 8]), _vi("wi", [1], TensorProto.INT64)]
+    inputs = [
+        _vi("q", [1, 3, 32]),
+        _vi("k", [1, 3, 16]),
+        _vi("v", [1, 3, 16]),
+        _vi("pk", [1, 2, 5, 8]),
+        _vi("pv", [1, 2, 5, 8]),
+        _vi("pos", [1, 3], TensorProto.INT64),
+        _vi("cache", [1, 2, 16, 8]),
+        _vi("kup", [1, 2, 3, 8]),
+        _vi("wi", [1], TensorProto.INT64),
+    ]
     outputs = [_vi(n, None) for n in ("ys", "prk", "prv", "qk", "cache_out")]
     graph = helper.make_graph(nodes, "decoder_step", inputs, outputs, caches)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)])
@@ -336,19 +375,28 @@ def test_decoder_step_end_to_end():
 
 @pytest.mark.skipif(onnx.defs.onnx_opset_version() < 27, reason="this onnx has no LinearAttention opset 27")
 def test_linear_attention_block_end_to_end():
-    from onnxroof.analysis import analyze
+    from onnxroof.api import analyze
 
     nodes = [
         helper.make_node("CausalConvWithState", ["x", "w", "", "state"], ["xc", "state_out"], activation="silu"),
-        helper.make_node("LinearAttention", ["q", "k", "v", "", "g", "beta"], ["o", "s_out"], q_num_heads=4,
-                         kv_num_heads=2),
+        helper.make_node(
+            "LinearAttention", ["q", "k", "v", "", "g", "beta"], ["o", "s_out"], q_num_heads=4, kv_num_heads=2
+        ),
     ]
     w = numpy_helper.from_array(np.ones((8, 1, 4), np.float32), "w")
-    inputs = [_vi("x", [2, 8, 5]), _vi("state", [2, 8, 3]), _vi("q", [2, 3, 32]), _vi("k", [2, 3, 16]),
-              _vi("v", [2, 3, 8]), _vi("g", [2, 3, 2]), _vi("beta", [2, 3, 2])]
+    inputs = [
+        _vi("x", [2, 8, 5]),
+        _vi("state", [2, 8, 3]),
+        _vi("q", [2, 3, 32]),
+        _vi("k", [2, 3, 16]),
+        _vi("v", [2, 3, 8]),
+        _vi("g", [2, 3, 2]),
+        _vi("beta", [2, 3, 2]),
+    ]
     outputs = [_vi(n, None) for n in ("xc", "state_out", "o", "s_out")]
-    model = helper.make_model(helper.make_graph(nodes, "block", inputs, outputs, [w]),
-                              opset_imports=[helper.make_opsetid("", 27)])
+    model = helper.make_model(
+        helper.make_graph(nodes, "block", inputs, outputs, [w]), opset_imports=[helper.make_opsetid("", 27)]
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         a = analyze(model, device="v100-sxm2", as_exported=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from onnxroof.costs import UnknownShape
+from onnxroof.ir import UnknownShape
 from tests.helpers import INT32, INT64, T, W, cost_of, make_node
 
 MS = "com.microsoft"
@@ -50,8 +50,9 @@ def test_attention_shared_buffer_uses_the_past_sequence_length_input():
     # past_present_share_buffer: the past is a 32-long buffer of which past_sequence_length = 6 is filled,
     # so the key length is 8 + 6 = 14 as in the test above
     inputs = [T([B, S, D]), W([D, 3 * D]), W([3 * D]), None, T([2, B, N, 32, HS]), None, T([1], INT32)]
-    node = make_node("Attention", inputs, [T([B, S, D])], domain=MS, constants={6: [6]}, num_heads=N,
-                     past_present_share_buffer=1)
+    node = make_node(
+        "Attention", inputs, [T([B, S, D])], domain=MS, constants={6: [6]}, num_heads=N, past_present_share_buffer=1
+    )
     assert cost_of(node).macs == 225280
 
 
@@ -68,8 +69,9 @@ def test_attention_mask_adds_one_per_score_element():
 
 
 def mha(inputs, outputs=None, constants=None):
-    return cost_of(make_node("MultiHeadAttention", inputs, outputs or [T([B, S, 32])], domain=MS, num_heads=N,
-                             constants=constants))
+    return cost_of(
+        make_node("MultiHeadAttention", inputs, outputs or [T([B, S, 32])], domain=MS, num_heads=N, constants=constants)
+    )
 
 
 def test_mha_separate_qkv():
@@ -116,8 +118,9 @@ def test_mha_unsupported_layout_says_why():
 def test_group_query_attention():
     # 4 query heads of 16, 2 KV heads; total_sequence_length = 10 (a constant)
     inputs = [T([1, 4, 64]), T([1, 4, 32]), T([1, 4, 32]), None, None, T([1], INT32), T([], INT32)]
-    node = make_node("GroupQueryAttention", inputs, [T([1, 4, 64])], domain=MS, num_heads=4, kv_num_heads=2,
-                     constants={6: 10})
+    node = make_node(
+        "GroupQueryAttention", inputs, [T([1, 4, 64])], domain=MS, num_heads=4, kv_num_heads=2, constants={6: 10}
+    )
     cost = cost_of(node)
     assert cost.macs == 2 * (1 * 4 * 4 * 10 * 16) == 5120
     assert cost.flops == 2 * 5120 + 6 * (1 * 4 * 4 * 10) == 11200
@@ -130,7 +133,8 @@ def test_rotary_embedding():
     assert cost.flops == 3 * 1024
     # input 1024*4 + position ids 16*8 + of each cache only the 16 rows used, 8 floats wide
     assert cost.bytes_read == 1024 * 4 + 16 * 8 + 2 * 16 * 8 * 4
-    partial = cost_of(make_node("RotaryEmbedding", inputs, [T([B, S, D])], domain=MS, num_heads=N,
-                                rotary_embedding_dim=8))
+    partial = cost_of(
+        make_node("RotaryEmbedding", inputs, [T([B, S, D])], domain=MS, num_heads=N, rotary_embedding_dim=8)
+    )
     # rotary dim 8 of head size 16: half the elements rotated
     assert partial.flops == 3 * 1024 // 2

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from onnxroof.costs import Cost, UnknownShape
+from onnxroof.costs import Cost
 from onnxroof.costs.control import UNKNOWN_TRIPS_NOTE
+from onnxroof.ir import UnknownShape
 from tests.helpers import BOOL, INT64, T, cost_of, make_node
 
 BODY = Cost(flops=50, macs=20, bytes_read=8, bytes_written=4, params=7, kernels=3)

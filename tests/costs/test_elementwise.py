@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from onnxroof.costs import UnknownShape, lookup, registered_ops
-from onnxroof.costs import elementwise, normalization, pooling, reduce
+from onnxroof.costs import elementwise, lookup, normalization, pooling, reduce, registered_ops
+from onnxroof.ir import UnknownShape
 from tests.helpers import BOOL, FLOAT, FLOAT16, INT8, UINT8, T, W, cost_of, make_node
 
 MS = "com.microsoft"

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from onnxroof.costs import NodeView, Tensor, UnknownShape, registered_ops
+from onnxroof.costs import NodeView, registered_ops
 from onnxroof.costs.matmul import matmul_dims, parse_einsum
+from onnxroof.ir import Tensor, UnknownShape
 from tests.helpers import FLOAT, INT8, INT32, UINT8, T, W, cost_of, make_node
 
 MS = "com.microsoft"

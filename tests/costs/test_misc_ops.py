@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from onnxroof.costs import Cost, UnknownShape
+from onnxroof.costs import Cost
+from onnxroof.ir import UnknownShape
 from tests.helpers import INT32, INT64, T, W, cost_of, make_node
 
 DOUBLE = 11

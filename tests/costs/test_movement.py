@@ -204,4 +204,3 @@ def test_unique_sort_comparisons():
     assert cost.flops == 16 * (4 + 1)
     assert cost.bytes_read == 16 * 4
     assert "data-dependent" in cost.note
-

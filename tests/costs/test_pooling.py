@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from onnxroof.costs import UnknownShape
 from onnxroof.costs.pooling import pool_output_spatial
+from onnxroof.ir import UnknownShape
 from tests.helpers import INT64, UINT8, T, W, cost_of, make_node
 
 NCHWC = "com.microsoft.nchwc"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from onnxroof.costs import UnknownShape
+from onnxroof.ir import UnknownShape
 from tests.helpers import INT8, INT32, T, W, cost_of, make_node
 
 # Paper 001's LSTM kernel: batch 16, sequence 16, 32 features, hidden 16, forward.
-SEQ, BATCH, I, H = 16, 16, 32, 16
+SEQ, BATCH, I, H = 16, 16, 32, 16  # noqa: E741 (I is the paper's input size)
 
 
 def lstm_node(
@@ -226,4 +226,3 @@ def test_dynamic_quantize_lstm_same_macs_int8_weights():
     assert cost.kernels == 32
     # X float 16*16*32*4 + W int8 32*64 + R int8 16*64 + two float scales + two int8 zero points
     assert cost.bytes_read == SEQ * BATCH * I * 4 + I * 4 * H + H * 4 * H + 2 * 4 + 2 * 1 == 35850
-

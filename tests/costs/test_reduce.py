@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from onnxroof.costs import UnknownShape
 from onnxroof.costs.reduce import reduced_shape
+from onnxroof.ir import UnknownShape
 from tests.helpers import INT64, UINT8, T, W, cost_of, make_node
 
 # [4, 256] = 1024 inputs reduced over axis 1 -> 4 outputs
@@ -56,9 +56,7 @@ def test_reduce_sum_axes_attribute_keepdims() -> None:
 def test_reduce_mean_axes_as_input_keepdims0() -> None:
     # opset 18: axes [-1] as a constant int64 input, keepdims=0: [2,3,4] -> [2,3] = 6 outputs
     # 24 adds + 6 divides = 30. The axes tensor is metadata: not read as data, not params (int64).
-    c = cost_of(
-        make_node("ReduceMean", [T([2, 3, 4]), W([1], INT64)], [T(None)], constants={1: [-1]}, keepdims=0)
-    )
+    c = cost_of(make_node("ReduceMean", [T([2, 3, 4]), W([1], INT64)], [T(None)], constants={1: [-1]}, keepdims=0))
     assert c.flops == 30
     assert c.bytes_read == 96
     assert c.bytes_written == 24

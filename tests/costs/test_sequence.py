@@ -8,9 +8,10 @@ from __future__ import annotations
 import pytest
 from onnx import TensorProto
 
-from onnxroof.costs import Cost, UnknownShape, lookup
+from onnxroof.costs import Cost, lookup
 from onnxroof.costs.control import UNKNOWN_TRIPS_NOTE
 from onnxroof.costs.sequence import STRING_BYTES_NOTE, UNKNOWN_ELEMENTS_NOTE
+from onnxroof.ir import UnknownShape
 from tests.helpers import BOOL, FLOAT, FLOAT16, INT32, INT64, UINT8, T, W, cost_of, make_node
 
 STRING = TensorProto.STRING
@@ -26,9 +27,21 @@ def numbers(cost: Cost) -> tuple:
 
 
 OPS = [
-    "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert", "SequenceLength",
-    "SequenceMap", "SplitToSequence", "ConcatFromSequence", "StringConcat", "StringNormalizer", "StringSplit",
-    "RegexFullMatch", "TfIdfVectorizer", "ImageDecoder",
+    "SequenceAt",
+    "SequenceConstruct",
+    "SequenceEmpty",
+    "SequenceErase",
+    "SequenceInsert",
+    "SequenceLength",
+    "SequenceMap",
+    "SplitToSequence",
+    "ConcatFromSequence",
+    "StringConcat",
+    "StringNormalizer",
+    "StringSplit",
+    "RegexFullMatch",
+    "TfIdfVectorizer",
+    "ImageDecoder",
 ]
 
 

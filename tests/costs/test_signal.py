@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from onnxroof.costs import UnknownShape
 from onnxroof.costs.signal import bluestein_size, is_power_of_two
+from onnxroof.ir import UnknownShape
 from tests.helpers import INT32, INT64, T, W, cost_of, make_node
 
 DOUBLE = 11
@@ -160,8 +160,9 @@ def test_stft_with_window():
 def test_stft_complex_bluestein_without_window():
     # signal [1, 40, 2], step 8, frame_length 12, onesided=0: frames = (40 - 12) // 8 + 1 = 4, bins = 12
     # N = 12: P = 32, FFT(32) = 5*32*5 = 800; per frame 1600 + 6*12 + 8*32 + 8*12 = 2024; 4*2024 + 800 = 8896
-    cost = stft(T([1, 40, 2]), T([1, 4, 12, 2]), [T([], INT64), None, T([], INT64)], constants={1: 8, 3: 12},
-                onesided=0)
+    cost = stft(
+        T([1, 40, 2]), T([1, 4, 12, 2]), [T([], INT64), None, T([], INT64)], constants={1: 8, 3: 12}, onesided=0
+    )
     assert cost.flops == 8896
     # frames cover samples 0 .. 3*8 + 12 = 36: 36 complex samples = 288 B, plus two int64 scalars; out 96 floats
     assert (cost.bytes_read, cost.bytes_written) == (288 + 16, 384)
@@ -169,8 +170,9 @@ def test_stft_complex_bluestein_without_window():
 
 def test_stft_window_on_a_complex_signal_is_two_flops_per_sample():
     # as above with a window of 12: + 4 frames * 12 samples * 2 (real and imaginary parts scaled) = 96
-    cost = stft(T([1, 40, 2]), T([1, 4, 12, 2]), [T([], INT64), W([12]), T([], INT64)], constants={1: 8, 3: 12},
-                onesided=0)
+    cost = stft(
+        T([1, 40, 2]), T([1, 4, 12, 2]), [T([], INT64), W([12]), T([], INT64)], constants={1: 8, 3: 12}, onesided=0
+    )
     assert cost.flops == 8896 + 96
     assert cost.bytes_read == 288 + 16 + 12 * 4
     assert cost.params == 12
@@ -226,8 +228,7 @@ def test_window_periodic_flag_does_not_change_the_count():
 
 def test_window_size_from_constant_and_output_datatype():
     # output unknown: size 10 from the constant, written as double (output_datatype 11): 10*8 = 80 B
-    cost = cost_of(make_node("HammingWindow", [T([], INT64)], [T(None, 0)], constants={0: 10},
-                             output_datatype=DOUBLE))
+    cost = cost_of(make_node("HammingWindow", [T([], INT64)], [T(None, 0)], constants={0: 10}, output_datatype=DOUBLE))
     assert (cost.flops, cost.bytes_written) == (40, 80)
 
 

@@ -13,16 +13,25 @@ Per-element constants used below (derived in onnxroof/costs/vision.py):
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
-from onnxroof.costs import UnknownShape, registered_ops
+from onnxroof.costs import registered_ops
 from onnxroof.costs.vision import nms_pairs
+from onnxroof.ir import UnknownShape
 from tests.helpers import INT64, T, W, cost_of, make_node
 
-VISION_OPS = ["GridSample", "AffineGrid", "RoiAlign", "MaxRoiPool", "DeformConv", "Col2Im", "CenterCropPad",
-              "NonMaxSuppression"]
+VISION_OPS = [
+    "GridSample",
+    "AffineGrid",
+    "RoiAlign",
+    "MaxRoiPool",
+    "DeformConv",
+    "Col2Im",
+    "CenterCropPad",
+    "NonMaxSuppression",
+]
 
 
 def test_every_vision_op_is_registered():
@@ -32,7 +41,13 @@ def test_every_vision_op_is_registered():
 
 def assert_cost(cost, flops, read, written, *, macs=0, params=0, kernels=1):
     assert (cost.flops, cost.macs, cost.bytes_read, cost.bytes_written, cost.params, cost.kernels) == (
-        flops, macs, read, written, params, kernels)
+        flops,
+        macs,
+        read,
+        written,
+        params,
+        kernels,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -42,8 +57,7 @@ def assert_cost(cost, flops, read, written, *, macs=0, params=0, kernels=1):
 
 def grid_sample(out_known=True, x_shape=(2, 3, 8, 8), grid_shape=(2, 4, 5, 2), **attrs):
     out_shape = (*x_shape[:2], *grid_shape[1:-1])
-    return cost_of(make_node("GridSample", [T(x_shape), T(grid_shape)], [T(out_shape if out_known else None)],
-                             **attrs))
+    return cost_of(make_node("GridSample", [T(x_shape), T(grid_shape)], [T(out_shape if out_known else None)], **attrs))
 
 
 @pytest.mark.parametrize("out_known", [True, False])
@@ -114,8 +128,12 @@ def test_grid_sample_needs_the_input_shape():
 @pytest.mark.parametrize("out_known", [True, False])
 def test_affine_grid_2d(out_known):
     # theta [3, 2, 3], size = (3, 1, 4, 7) -> grid [3, 4, 7, 2], P = 28
-    node = make_node("AffineGrid", [T([3, 2, 3]), T([4], INT64)], [T([3, 4, 7, 2] if out_known else None)],
-                     constants={1: [3, 1, 4, 7]})
+    node = make_node(
+        "AffineGrid",
+        [T([3, 2, 3]), T([4], INT64)],
+        [T([3, 4, 7, 2] if out_known else None)],
+        constants={1: [3, 1, 4, 7]},
+    )
     # MACs = N * P * r * (r + 1) = 3 * 28 * 2 * 3 = 504; base grid 2 * (4 + 7) = 22
     # read theta 18 floats = 72 B + size 4 int64 = 32 B; written 3 * 28 * 2 floats = 672 B
     assert_cost(cost_of(node), 2 * 504 + 22, 72 + 32, 672, macs=504)
@@ -215,8 +233,12 @@ def test_max_roi_pool_needs_pooled_shape():
 
 @pytest.mark.parametrize("out_known", [True, False])
 def test_deform_conv_plain(out_known):
-    node = make_node("DeformConv", [T([2, 4, 8, 8]), W([6, 4, 3, 3]), T([2, 18, 6, 6])],
-                     [T([2, 6, 6, 6] if out_known else None)], kernel_shape=[3, 3])
+    node = make_node(
+        "DeformConv",
+        [T([2, 4, 8, 8]), W([6, 4, 3, 3]), T([2, 18, 6, 6])],
+        [T([2, 6, 6, 6] if out_known else None)],
+        kernel_shape=[3, 3],
+    )
     # MACs = 432 * 4 * 9 = 15552
     # points N * G * K * P = 2 * 1 * 9 * 36 = 648, * (4 * 2 + 4) = 7776
     # samples N * C * K * P = 2 * 4 * 9 * 36 = 2592, * (4 + 3) = 18144
@@ -225,8 +247,9 @@ def test_deform_conv_plain(out_known):
 
 
 def test_deform_conv_bias_and_mask():
-    node = make_node("DeformConv", [T([2, 4, 8, 8]), W([6, 4, 3, 3]), T([2, 18, 6, 6]), W([6]), T([2, 9, 6, 6])],
-                     [T([2, 6, 6, 6])])
+    node = make_node(
+        "DeformConv", [T([2, 4, 8, 8]), W([6, 4, 3, 3]), T([2, 18, 6, 6]), W([6]), T([2, 9, 6, 6])], [T([2, 6, 6, 6])]
+    )
     # + one bias add per output (432) + one mask multiply per sample (2592)
     # read + B 24 B + mask 648 floats = 2592 B
     assert_cost(cost_of(node), 57024 + 432 + 2592, 8096 + 24 + 2592, 1728, macs=15552, params=222)
@@ -234,8 +257,9 @@ def test_deform_conv_bias_and_mask():
 
 def test_deform_conv_groups_and_offset_groups():
     # group 2: W [6, 2, 3, 3]; offset_group 2: offset [2, 36, 6, 6]
-    node = make_node("DeformConv", [T([2, 4, 8, 8]), W([6, 2, 3, 3]), T([2, 36, 6, 6])], [T([2, 6, 6, 6])],
-                     group=2, offset_group=2)
+    node = make_node(
+        "DeformConv", [T([2, 4, 8, 8]), W([6, 2, 3, 3]), T([2, 36, 6, 6])], [T([2, 6, 6, 6])], group=2, offset_group=2
+    )
     # MACs = 432 * 2 * 9 = 7776; points 2 * 2 * 9 * 36 = 1296, * 12 = 15552; samples 2592 * 7 = 18144
     # read X 2048 B + W 432 B + offset 2592 floats = 10368 B
     assert_cost(cost_of(node), 2 * 7776 + 15552 + 18144, 2048 + 432 + 10368, 1728, macs=7776, params=108)
@@ -247,8 +271,7 @@ def test_deform_conv_1d_and_3d():
     # MACs 24 * 6 = 144; points 3 * 8 = 24, * (4 + 0) = 96; samples 2 * 3 * 8 = 48, * (2 + 1) = 144
     assert cost_of(one).flops == 2 * 144 + 96 + 144
     # 3-D: X [1, 1, 4, 4, 4], W [1, 1, 2, 2, 2], offset [1, 24, 3, 3, 3] -> Y [1, 1, 3, 3, 3]; K = 8, P = 27
-    three = make_node("DeformConv", [T([1, 1, 4, 4, 4]), W([1, 1, 2, 2, 2]), T([1, 24, 3, 3, 3])],
-                      [T([1, 1, 3, 3, 3])])
+    three = make_node("DeformConv", [T([1, 1, 4, 4, 4]), W([1, 1, 2, 2, 2]), T([1, 24, 3, 3, 3])], [T([1, 1, 3, 3, 3])])
     # MACs 27 * 8 = 216; points 8 * 27 = 216, * (3 * 4 + 8 * 2) = 6048; samples 216 * (8 + 7) = 3240
     assert cost_of(three).flops == 2 * 216 + 6048 + 3240
 
@@ -258,8 +281,13 @@ def test_deform_conv_1d_and_3d():
 
 
 def col2im(in_shape, image, block, out_shape, **attrs):
-    node = make_node("Col2Im", [T(in_shape), T([len(image)], INT64), T([len(block)], INT64)], [T(out_shape)],
-                     constants={1: image, 2: block}, **attrs)
+    node = make_node(
+        "Col2Im",
+        [T(in_shape), T([len(image)], INT64), T([len(block)], INT64)],
+        [T(out_shape)],
+        constants={1: image, 2: block},
+        **attrs,
+    )
     return cost_of(node)
 
 
@@ -332,7 +360,7 @@ def test_center_crop_pad_needs_shape_or_output():
 # thresholds float [1] (4 B each): 6 (batch, class) pairs of S = 50 boxes; sort 50 * ceil(log2 50) = 300.
 
 
-@lru_cache(maxsize=None)
+@cache
 def most_iou_tests(remaining: int, kept: int, limit: int) -> int:
     """Brute force over every keep/suppress outcome: the most IoU tests greedy NMS can make."""
     if remaining == 0 or kept >= limit:
@@ -346,7 +374,7 @@ def test_nms_pairs_closed_form():
     # S = 4: M = 2 -> kept 1 (0 tests), 3 suppressed against it (3); M = 3 -> 0 + 1, then 2 * 2 = 5; M >= 4 -> 6
     assert [nms_pairs(4, m) for m in (0, 1, 2, 3, 4, 9, None)] == [0, 0, 3, 5, 6, 6, 6]
     for s in range(1, 9):
-        for m in range(0, s + 2):
+        for m in range(s + 2):
             assert nms_pairs(s, m) == most_iou_tests(s, 0, m)
 
 

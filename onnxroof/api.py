@@ -1,0 +1,81 @@
+"""The library's front door: ``onnxroof.analyze(model, device)``.
+
+It resolves the device (a catalog key, a device file, or ``host``: this machine's calibrated onnxruntime
+profile), picks the graph to predict on (the model as exported, or the graph onnxruntime runs when the device's
+engine is onnxruntime) and hands it to the analysis pass. It sits above every stage, beside the command line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+
+from onnx import ModelProto
+
+from onnxroof.devices import Device
+from onnxroof.devices.resolve import resolve_device
+from onnxroof.ir import Graph
+from onnxroof.load import load_graph
+from onnxroof.predict.analysis import Analysis, analyze_graph, check_precision, collection_paused
+
+__all__ = ["DEFAULT_DEVICE", "analyze", "get_device"]
+
+DEFAULT_DEVICE = "v100-sxm2"
+
+
+def get_device(
+    spec: str | os.PathLike | Device,
+    threads: int = 1,
+    provider: str = "cpu",
+    progress: Callable[[int, int], None] | None = None,
+) -> Device:
+    """A Device from a catalog key, a device file or ``host``: this machine's cached calibrated profile for the
+    thread count and provider, calibrated first when none is cached."""
+
+    def host() -> Device:
+        from onnxroof.ort.calibrate import host_device
+
+        return host_device(threads=threads, provider=provider, progress=progress)
+
+    return resolve_device(spec, host=host)
+
+
+def analyze(
+    model: str | os.PathLike | ModelProto | Graph,
+    device: str | os.PathLike | Device = DEFAULT_DEVICE,
+    inputs: Mapping[str, tuple[int, ...] | str] | None = None,
+    dims: Mapping[str, int] | None = None,
+    precision: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    as_exported: bool = False,
+    optimized: bool = False,
+    threads: int = 1,
+) -> Analysis:
+    """Cost every node of a model and place it on a device's roofline.
+
+    ``model`` is a path, ``zoo:NAME``, a ModelProto or a loaded Graph; ``device`` a catalog key, a device file,
+    ``host`` or a Device; ``precision`` (fp64 ... int8) asks "what if every float tensor were stored and computed
+    at P" instead of following the tensors' own dtypes. ``progress(done, total)`` is called while nodes are
+    costed.
+
+    On a device profile whose engine is onnxruntime (a calibrated host), the prediction is made on the graph
+    onnxruntime runs: its optimizer's output on this machine (fusions, NCHWc layout), each node under its op
+    class's calibrated ceiling and the memory level its data fits in, plus the run overhead once.
+    ``as_exported`` asks for the plain per-node roofline of the graph as given instead; ``optimized`` says the
+    model already is onnxruntime's optimized graph (as profiled), so it is not optimized again. ``threads`` picks
+    the calibration ``host`` resolves to.
+    """
+    check_precision(precision)
+    dev = get_device(device, threads, progress=progress)
+    engine = dev.engine == "onnxruntime" and not as_exported
+    with collection_paused():
+        graph: Graph
+        if isinstance(model, Graph):
+            graph = model
+        elif engine and not optimized:
+            from onnxroof.ort.sessions import engine_graph
+
+            graph = engine_graph(model, dev, inputs, dims)
+        else:
+            graph = load_graph(model, inputs=inputs, dims=dims)
+        return analyze_graph(graph, dev, precision=precision, engine=engine, progress=progress)

@@ -1,0 +1,87 @@
+"""onnxroof: what does this ONNX model cost on that hardware, and what bounds it?
+
+Commands:
+  analyze MODEL   per-layer FLOPs, bytes, params, arithmetic intensity and roofline time on a device
+  measure MODEL   time the model with onnxruntime (whole model; --per-node adds the profiler's kernel times)
+  calibrate       measure this machine's roofline through onnxruntime, for --device host
+  validate MODEL  predicted against measured, per kernel and for the model, on this machine
+  devices         the device catalog (peak FLOP/s per precision, bandwidth, launch overhead)
+  zoo             the built-in models usable as zoo:NAME wherever a model path goes
+  ops             the op types onnxroof has cost functions for
+
+Run 'onnxroof COMMAND --help' for a command's options. Errors a user can fix print one line with a hint and
+exit with code 2; --verbose shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from onnxroof.cli import analyze, calibrate, devices, measure, ops, validate, zoo
+
+# The commands in the order --help lists them: each module has HELP, DESCRIPTION, configure(parser) and run(args).
+COMMANDS: dict[str, ModuleType] = {
+    "analyze": analyze,
+    "measure": measure,
+    "calibrate": calibrate,
+    "validate": validate,
+    "devices": devices,
+    "zoo": zoo,
+    "ops": ops,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: global options and one subcommand per entry of COMMANDS."""
+    from onnxroof import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="onnxroof", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"onnxroof {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show tracebacks on errors")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # -v works after the command too; SUPPRESS keeps a subcommand from resetting a -v given before it.
+    verbose = argparse.ArgumentParser(add_help=False)
+    verbose.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors"
+    )
+    for name, command in COMMANDS.items():
+        command.configure(
+            commands.add_parser(
+                name,
+                help=command.HELP,
+                description=command.DESCRIPTION,
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+                parents=[verbose],
+            )
+        )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 2
+    try:
+        return int(COMMANDS[args.command].run(args))
+    except KeyboardInterrupt:
+        print("onnxroof: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:
+        from onnxroof.errors import UserError
+
+        if args.verbose:
+            raise
+        if isinstance(exc, UserError):
+            print(f"onnxroof: error: {exc}", file=sys.stderr)
+            return 2
+        print(f"onnxroof: internal error: {type(exc).__name__}: {exc} (hint: rerun with --verbose)", file=sys.stderr)
+        return 1

@@ -1,0 +1,94 @@
+"""onnxroof analyze: per-layer cost and roofline of a model on a device."""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+
+from onnxroof.cli.common import Progress, add_shape_options, dims, emit, warn
+
+HELP = "per-layer cost and roofline of a model"
+DESCRIPTION = """Cost every node of an ONNX model and place it on a device's roofline.
+
+MODEL is an .onnx file (weights inline, external, or absent: weight bytes are never read) or zoo:NAME from
+'onnxroof zoo', optionally with zoo:NAME?batch=B&size=S. Each node gets FLOPs, MACs, bytes read and written,
+params, arithmetic intensity (FLOP/B) and, on the device, compute, memory and launch-overhead times, the
+predicted time and its bound. The table lists the nodes that take the longest; --format json gives every node.
+
+examples:
+  onnxroof analyze zoo:resnet50 --device a100-sxm4-80gb
+  onnxroof analyze model.onnx --dim batch=8 --precision fp16 --by-op-type
+  onnxroof analyze model.onnx --input pixel_values=1x3x384x384 --format json -o report.json
+"""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
+    parser.add_argument(
+        "-d",
+        "--device",
+        default=None,
+        help="catalog key (see 'onnxroof devices') or a device .toml file; default v100-sxm2",
+    )
+    add_shape_options(parser)
+    parser.add_argument(
+        "-p",
+        "--precision",
+        default=None,
+        help="what if every float tensor were this precision: fp64, fp32, tf32, fp16, bf16, fp8, int8 "
+        "(default: the tensors' own dtypes)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        metavar="N",
+        help="--device host: the thread count whose calibration to use (default 1)",
+    )
+    parser.add_argument(
+        "--as-exported",
+        action="store_true",
+        help="--device host: the plain roofline of the graph as exported, not onnxruntime's",
+    )
+    parser.add_argument(
+        "-f", "--format", default="table", choices=("table", "json", "csv"), help="output format (default table)"
+    )
+    parser.add_argument(
+        "--top",
+        type=int,
+        default=20,
+        metavar="N",
+        help="table: list the N slowest nodes; 0 lists all in graph order (default 20)",
+    )
+    parser.add_argument("--by-op-type", action="store_true", help="table: add totals per op type")
+    parser.add_argument(
+        "-o", "--output", default=None, metavar="FILE", help="write the report to FILE (atomically) instead of stdout"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from onnxroof.api import DEFAULT_DEVICE, analyze, get_device
+    from onnxroof.report.analysis import render
+
+    shape_dims = dims(args)
+    progress = Progress("analyzing")
+    progress.stage("loading and inferring shapes")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the analysis' own warnings are printed once, below
+            device = get_device(args.device or DEFAULT_DEVICE, args.threads, "cpu", progress)
+            result = analyze(
+                args.model,
+                device=device,
+                as_exported=args.as_exported,
+                inputs=dict(args.input),
+                dims=shape_dims,
+                precision=args.precision,
+                progress=progress,
+            )
+    finally:
+        progress.close()
+    for message in result.warnings:
+        warn(message)
+    emit(render(result, args.format, top=args.top, by_op_type=args.by_op_type), args.output)
+    return 0

@@ -1,0 +1,115 @@
+"""What the commands share: argument groups, the progress bar, output to a file or stdout, --dim parsing."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+
+from onnxroof.errors import UserError
+
+__all__ = ["Progress", "add_session_options", "add_shape_options", "dims", "emit", "warn"]
+
+
+def _pair(kind: str) -> Callable[[str], tuple[str, str]]:
+    def parse(text: str) -> tuple[str, str]:
+        name, sep, value = text.rpartition("=")
+        if not sep or not name or not value:
+            raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}")
+        return name, value
+
+    return parse
+
+
+def add_shape_options(parser: argparse.ArgumentParser) -> None:
+    """--input NAME=SHAPE and --dim NAME=VALUE, both repeatable."""
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        type=_pair("NAME=1x3x224x224"),
+        metavar="NAME=SHAPE",
+        help="fix an input's shape (repeatable)",
+    )
+    parser.add_argument(
+        "--dim",
+        action="append",
+        default=[],
+        type=_pair("NAME=VALUE"),
+        metavar="NAME=VALUE",
+        help="fix a symbolic dim such as batch (repeatable)",
+    )
+
+
+def add_session_options(parser: argparse.ArgumentParser) -> None:
+    """The onnxruntime session's provider, threads, optimization level and fallback."""
+    parser.add_argument(
+        "--provider", default="cpu", choices=("cpu", "cuda"), help="onnxruntime execution provider (default cpu)"
+    )
+    parser.add_argument("--threads", type=int, default=1, metavar="N", help="onnxruntime intra-op threads (default 1)")
+    parser.add_argument(
+        "--opt-level",
+        default="all",
+        choices=("disable", "basic", "extended", "all"),
+        help="onnxruntime graph optimization level (default all)",
+    )
+    parser.add_argument(
+        "--allow-fallback", action="store_true", help="accept onnxruntime running on the CPU when cuda was asked for"
+    )
+
+
+def dims(args: argparse.Namespace) -> dict[str, int]:
+    """The --dim values as integers; a UserError for one that is not a positive integer."""
+    out: dict[str, int] = {}
+    for name, value in args.dim:
+        try:
+            out[name] = int(value)
+        except ValueError:
+            raise UserError(f"--dim {name}={value}: the value must be an integer", f"e.g. --dim {name}=1") from None
+        if out[name] <= 0:
+            raise UserError(f"--dim {name}={value}: the value must be positive", f"e.g. --dim {name}=1")
+    return out
+
+
+def emit(text: str, output: str | None) -> None:
+    """``text`` to the file ``output`` (written atomically) or, without one, to stdout."""
+    if output:
+        from onnxroof.atomic import write_text
+
+        write_text(output, text)
+    else:
+        sys.stdout.write(text)
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr."""
+    print(f"onnxroof: warning: {message}", file=sys.stderr)
+
+
+class Progress:
+    """A one-line progress bar on stderr, shown only on a terminal and only for work that takes a while."""
+
+    def __init__(self, label: str, unit: str = "nodes") -> None:
+        self.label = label
+        self.unit = unit
+        self.start = time.monotonic()
+        self.enabled = sys.stderr.isatty()
+        self.shown = False
+
+    def stage(self, text: str) -> None:
+        if self.enabled:
+            sys.stderr.write(f"\r\033[K{self.label}: {text}")
+            sys.stderr.flush()
+            self.shown = True
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.enabled and (self.shown or time.monotonic() - self.start > 0.5):
+            width = 30
+            filled = int(width * done / max(total, 1))
+            self.stage(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {self.unit}")
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()

@@ -1,0 +1,20 @@
+"""onnxroof zoo: the built-in models."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "list the built-in models"
+DESCRIPTION = "Built-in models, usable as zoo:NAME or zoo:NAME?batch=B&size=S."
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The command takes no options."""
+
+
+def run(args: argparse.Namespace) -> int:
+    import model_zoo
+
+    for name in model_zoo.names():
+        print(f"zoo:{name:<14} {model_zoo.describe(name)}")
+    return 0

@@ -1,0 +1,378 @@
+"""Reading and writing device files, and the bundled catalog: one schema and one parser for both."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import math
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+import itertools
+
+from onnxroof import atomic
+from onnxroof.devices.schema import (
+    CACHE_SCOPES,
+    CEILING_NAMES,
+    KINDS,
+    OVERLAPS,
+    PRECISIONS,
+    TERMINAL_PRECISIONS,
+    CacheLevel,
+    Calibration,
+    Ceiling,
+    Device,
+    FrozenMap,
+    Peak,
+    Sourced,
+)
+from onnxroof.errors import UserError
+
+__all__ = ["catalog", "device_from_dict", "load_device", "save_device"]
+
+# ---------------------------------------------------------------------------------------------------- parsing
+
+_REQUIRED = ("name", "kind", "overlap", "peak_flops", "memory_bandwidth", "launch_overhead")
+_OPTIONAL = (
+    "memory_capacity",
+    "caches",
+    "engine",
+    "run_overhead",
+    "calibration",
+    "ceilings",
+    "dram_overlap",
+    "network_factor",
+)
+_FIELDS = _REQUIRED + _OPTIONAL
+_SCHEMA_HINT = "see the device file format in the onnxroof.devices docstring, or copy an entry of `onnxroof devices`"
+
+
+def _fail(where: str, problem: str, hint: str | None = None) -> UserError:
+    return UserError(f"{where}: {problem}", hint=hint or _SCHEMA_HINT)
+
+
+def _check_keys(table: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    for name in table:
+        if name not in allowed:
+            close = difflib.get_close_matches(str(name), allowed, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"allowed fields: {', '.join(allowed)}"
+            raise _fail(where, f"unknown field {name!r}", hint)
+
+
+def _number(table: Mapping[str, Any], name: str, where: str, *, allow_zero: bool = False) -> float:
+    if name not in table:
+        raise _fail(where, f"missing required field '{name}'")
+    raw = table[name]
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise _fail(where, f"field '{name}' must be a number, got {raw!r}")
+    value = float(raw)
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise _fail(where, f"field '{name}' must be {'non-negative' if allow_zero else 'positive'}, got {raw!r}")
+    return value
+
+
+def _text(table: Mapping[str, Any], name: str, where: str) -> str:
+    if name not in table:
+        raise _fail(where, f"missing required field '{name}'")
+    raw = table[name]
+    if not isinstance(raw, str) or not raw.strip():
+        raise _fail(where, f"field '{name}' must be a non-empty string, got {raw!r}")
+    return raw.strip()
+
+
+def _choice(table: Mapping[str, Any], name: str, choices: tuple[str, ...], where: str) -> str:
+    value = _text(table, name, where)
+    if value not in choices:
+        raise _fail(where, f"field '{name}' must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _table(data: Mapping[str, Any], name: str, where: str) -> Mapping[str, Any]:
+    raw = data[name]
+    if not isinstance(raw, Mapping):
+        raise _fail(
+            where,
+            f"field '{name}' must be a table with 'value' and 'source', got {raw!r}",
+            hint=f'write it as [{name}] with value = ... and source = "..." (every number needs a source)',
+        )
+    return raw
+
+
+def _sourced(data: Mapping[str, Any], name: str, where: str, *, allow_zero: bool = False) -> Sourced:
+    table = _table(data, name, where)
+    here = f"{where}, {name}"
+    _check_keys(table, ("value", "source"), here)
+    return Sourced(_number(table, "value", here, allow_zero=allow_zero), _text(table, "source", here))
+
+
+def _peak(table: Any, prec: str, where: str) -> Peak:
+    here = f"{where}, peak_flops.{prec}"
+    if not isinstance(table, Mapping):
+        raise _fail(here, f"must be a table with value, dense and source, got {table!r}")
+    _check_keys(table, ("value", "dense", "sparse_value", "source"), here)
+    value = _number(table, "value", here)
+    if "dense" not in table:
+        raise _fail(
+            here,
+            "missing required field 'dense'",
+            hint="say dense = true for a dense figure, "
+            "false for a 2:4-sparsity figure (store dense values as value, sparse ones as sparse_value)",
+        )
+    if not isinstance(table["dense"], bool):
+        raise _fail(here, f"field 'dense' must be true or false, got {table['dense']!r}")
+    sparse = None
+    if "sparse_value" in table:
+        sparse = _number(table, "sparse_value", here)
+        if sparse < value:
+            raise _fail(here, f"sparse_value {sparse:g} is below the dense value {value:g}")
+    return Peak(value, table["dense"], _text(table, "source", here), sparse)
+
+
+def _cache(table: Any, index: int, where: str) -> CacheLevel:
+    here = f"{where}, caches[{index}]"
+    if not isinstance(table, Mapping):
+        raise _fail(here, f"must be a table ([[caches]]), got {table!r}")
+    _check_keys(table, ("level", "size", "bandwidth", "scope", "source"), here)
+    bandwidth = _number(table, "bandwidth", here) if "bandwidth" in table else None
+    return CacheLevel(
+        level=_text(table, "level", here),
+        size=_number(table, "size", here),
+        bandwidth=bandwidth,
+        source=_text(table, "source", here),
+        scope=_choice(table, "scope", CACHE_SCOPES, here),
+    )
+
+
+def _points(raw: Any, where: str) -> tuple[tuple[float, float], ...]:
+    """[[work, efficiency], ...] -> sorted tuple of pairs; work and efficiency positive, work distinct."""
+    hint = "write e.g. compute = [[1e6, 0.3], [1e8, 0.8]]: pairs of [work, efficiency], both positive"
+    if not isinstance(raw, list) or not raw:
+        raise _fail(where, f"must be a non-empty array of [work, efficiency] pairs, got {raw!r}", hint)
+    points = []
+    for pair in raw:
+        if (
+            not isinstance(pair, list)
+            or len(pair) != 2
+            or any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in pair)
+        ):
+            raise _fail(where, f"each point must be [work, efficiency], got {pair!r}", hint)
+        work, eff = float(pair[0]), float(pair[1])
+        if not (math.isfinite(work) and math.isfinite(eff)) or work <= 0 or eff <= 0:
+            raise _fail(where, f"work and efficiency must be positive and finite, got {pair!r}", hint)
+        points.append((work, eff))
+    points.sort()
+    for (w0, _), (w1, _) in itertools.pairwise(points):
+        if w0 == w1:
+            raise _fail(where, f"two points at work {w0:g}", "give each work size once")
+    return tuple(points)
+
+
+def _ceiling(table: Any, name: str, where: str) -> Ceiling:
+    here = f"{where}, ceilings.{name}"
+    if not isinstance(table, Mapping):
+        raise _fail(here, f"must be a table with compute and/or memory points and a source, got {table!r}")
+    _check_keys(table, ("compute", "memory", "source"), here)
+    if "compute" not in table and "memory" not in table:
+        raise _fail(here, "needs a 'compute' or a 'memory' table of [work, efficiency] points")
+    compute = _points(table["compute"], f"{here}.compute") if "compute" in table else ()
+    memory = _points(table["memory"], f"{here}.memory") if "memory" in table else ()
+    return Ceiling(compute, memory, _text(table, "source", here))
+
+
+def _calibration(table: Any, where: str) -> Calibration:
+    here = f"{where}, calibration"
+    if not isinstance(table, Mapping):
+        raise _fail(here, f"must be a table, got {table!r}")
+    # reference_flops_s: suites 1-3 timed a lone MatMul as the reference; its rate says nothing of the block's time
+    # that replaced it, so such a file is read without a reference reading.
+    _check_keys(
+        table,
+        (
+            "provider",
+            "threads",
+            "onnxruntime",
+            "cpu",
+            "date",
+            "duration_s",
+            "warnings",
+            "profiler_overhead",
+            "reference_time_s",
+            "reference_flops_s",
+            "suite",
+        ),
+        here,
+    )
+    threads, suite = table.get("threads"), table.get("suite", 1)
+    for name, value in (("threads", threads), ("suite", suite)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise _fail(here, f"field {name!r} must be a positive integer, got {value!r}")
+    warnings = table.get("warnings", [])
+    if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
+        raise _fail(here, f"field 'warnings' must be an array of strings, got {warnings!r}")
+    overhead = _number(table, "profiler_overhead", here, allow_zero=True) if "profiler_overhead" in table else None
+    reference = _number(table, "reference_time_s", here) if "reference_time_s" in table else None
+    return Calibration(
+        provider=_text(table, "provider", here),
+        threads=threads,
+        onnxruntime=_text(table, "onnxruntime", here),
+        cpu=_text(table, "cpu", here),
+        date=_text(table, "date", here),
+        duration_s=_number(table, "duration_s", here, allow_zero=True),
+        warnings=tuple(warnings),
+        profiler_overhead=overhead,
+        reference_time_s=reference,
+        suite=suite,
+    )
+
+
+def device_from_dict(key: str, data: Mapping[str, Any], *, origin: str | None = None) -> Device:
+    """Validate one device's fields (as parsed from TOML) and build the Device; raises UserError naming the field.
+
+    ``origin`` (a file path, or "catalog") only makes the error messages say where the device came from.
+    """
+    where = f"device {key!r}" + (f" in {origin}" if origin else "")
+    if not isinstance(key, str) or not key.strip():
+        raise _fail(where, "the device key must be a non-empty string")
+    if not isinstance(data, Mapping):
+        raise _fail(where, f"expected a table of device fields, got {type(data).__name__}")
+    _check_keys(data, _FIELDS + ("key",), where)
+    if "key" in data and data["key"] != key:
+        raise _fail(where, f"field 'key' says {data['key']!r}, which contradicts the key {key!r} it is loaded as")
+    for name in _REQUIRED:
+        if name not in data:
+            raise _fail(where, f"missing required field '{name}'")
+
+    peaks_raw = data["peak_flops"]
+    if not isinstance(peaks_raw, Mapping) or not peaks_raw:
+        raise _fail(
+            where,
+            "field 'peak_flops' must be a table with at least one precision",
+            hint="write [peak_flops.fp32] with value, dense and source",
+        )
+    _check_keys(peaks_raw, PRECISIONS, f"{where}, peak_flops")
+    peaks = {prec: _peak(peaks_raw[prec], prec, where) for prec in PRECISIONS if prec in peaks_raw}
+    if not any(prec in peaks for prec in TERMINAL_PRECISIONS):
+        raise _fail(
+            where,
+            f"peak_flops must list at least one of {', '.join(TERMINAL_PRECISIONS)}",
+            hint="every other precision falls back to one of these (see onnxroof.devices.FALLBACK)",
+        )
+
+    caches_raw = data.get("caches", [])
+    if not isinstance(caches_raw, list):
+        raise _fail(where, "field 'caches' must be an array of tables ([[caches]])")
+
+    engine = None
+    if "engine" in data:
+        engine = _text(data, "engine", where)
+
+    ceilings_raw = data.get("ceilings", {})
+    if not isinstance(ceilings_raw, Mapping):
+        raise _fail(where, "field 'ceilings' must be a table of op classes ([ceilings.conv], ...)")
+    _check_keys(ceilings_raw, CEILING_NAMES, f"{where}, ceilings")
+    ceilings = {name: _ceiling(ceilings_raw[name], name, where) for name in CEILING_NAMES if name in ceilings_raw}
+
+    return Device(
+        key=key.strip(),
+        name=_text(data, "name", where),
+        kind=_choice(data, "kind", KINDS, where),
+        overlap=_choice(data, "overlap", OVERLAPS, where),
+        peak_flops=FrozenMap(peaks),
+        memory_bandwidth=_sourced(data, "memory_bandwidth", where),
+        memory_capacity=_sourced(data, "memory_capacity", where) if "memory_capacity" in data else None,
+        launch_overhead=_sourced(data, "launch_overhead", where, allow_zero=True),
+        caches=tuple(_cache(c, i, where) for i, c in enumerate(caches_raw)),
+        engine=engine,
+        run_overhead=_sourced(data, "run_overhead", where, allow_zero=True) if "run_overhead" in data else None,
+        ceilings=FrozenMap(ceilings),
+        calibration=_calibration(data["calibration"], where) if "calibration" in data else None,
+        dram_overlap=_share(data, "dram_overlap", where) if "dram_overlap" in data else None,
+        network_factor=_sourced(data, "network_factor", where) if "network_factor" in data else None,
+    )
+
+
+def _share(data: Mapping[str, Any], name: str, where: str) -> Sourced:
+    """A sourced fraction between 0 and 1."""
+    item = _sourced(data, name, where, allow_zero=True)
+    if item.value > 1:
+        raise _fail(f"{where}, {name}", f"value {item.value:g} is a share and must be at most 1")
+    return item
+
+
+# ---------------------------------------------------------------------------------------------------- loading
+
+
+@functools.cache
+def _bundled() -> Mapping[str, Device]:
+    text = resources.files("onnxroof.devices").joinpath("catalog.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    return FrozenMap({key: device_from_dict(key, entry, origin="the bundled catalog") for key, entry in data.items()})
+
+
+def catalog() -> dict[str, Device]:
+    """The bundled device catalog by key (parsed once; each call returns a fresh dict of the same Devices)."""
+    return dict(_bundled())
+
+
+def _looks_like_path(spec: str) -> bool:
+    return spec.endswith(".toml") or "/" in spec or "\\" in spec
+
+
+def load_device(spec: str | Path) -> Device:
+    """A device by catalog key (``"v100-sxm2"``; case and ``_``/``-`` are forgiven) or from a .toml device file.
+
+    A string counts as a path when it ends in ``.toml`` or contains a path separator; a Path always does.
+    """
+    if isinstance(spec, Path) or _looks_like_path(str(spec)):
+        return _load_file(Path(spec))
+    devices = _bundled()
+    name = str(spec).strip()
+    if name in devices:
+        return devices[name]
+    folded = name.lower().replace("_", "-").replace(" ", "-")
+    if folded in devices:
+        return devices[folded]
+    suggestions = [k for k in devices if folded and k.startswith(folded)]
+    close = difflib.get_close_matches(folded, list(devices), n=3, cutoff=0.5)
+    suggestions += [k for k in close if k not in suggestions]
+    hint = "`onnxroof devices` lists the catalog; a path to a .toml file describes your own device"
+    if suggestions:
+        hint = f"did you mean {', '.join(suggestions[:3])}? " + hint
+    raise UserError(f"unknown device {name!r}", hint=hint)
+
+
+def _load_file(path: Path) -> Device:
+    hint = "give a catalog key (`onnxroof devices` lists them) or the path of a .toml device file"
+    if not path.exists():
+        raise UserError(f"device file not found: {path}", hint=hint)
+    if not path.is_file():
+        raise UserError(f"device file is not a file: {path}", hint=hint)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"device file {path} is not valid TOML: {exc}", hint=_SCHEMA_HINT) from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"device file {path} is not UTF-8 text: {exc}", hint=_SCHEMA_HINT) from None
+
+    # A single table copied from the catalog ([my-gpu] with the fields inside) is accepted as well.
+    if len(data) == 1 and not any(name in data for name in _FIELDS + ("key",)):
+        ((key, inner),) = data.items()
+        if isinstance(inner, Mapping):
+            return device_from_dict(key, inner, origin=str(path))
+    data = dict(data)
+    key = data.pop("key", path.stem)
+    if not isinstance(key, str):
+        raise _fail(f"device file {path}", f"field 'key' must be a string, got {key!r}")
+    return device_from_dict(key, data, origin=str(path))
+
+
+def save_device(device: Device, path: str | Path) -> None:
+    """Write ``device`` as a device file at ``path``, atomically: a reader sees the old file or the new one."""
+    atomic.write_text(path, device.to_toml())

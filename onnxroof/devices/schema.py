@@ -1,0 +1,413 @@
+"""The Device schema: precisions, op classes, and the frozen dataclasses a device profile is made of.
+
+``onnxroof.devices`` documents the file format; ``onnxroof.devices.files`` reads and writes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from onnxroof.errors import UserError
+
+PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+KINDS: tuple[str, ...] = ("gpu", "cpu", "tpu")
+OVERLAPS: tuple[str, ...] = ("max", "serial")
+CACHE_SCOPES: tuple[str, ...] = ("per-core", "per-sm", "shared")
+
+# The op classes a calibrated device may hold a ceiling for (``[ceilings.<class>]``);
+# ``onnxroof.predict.engine.op_class`` maps every node to one of them (or to "shape" / "other", which never have a
+# ceiling).
+OP_CLASSES: tuple[str, ...] = (
+    "conv",  # dense KxK convolution on a large output (20x20 positions or more)
+    "conv1x1",  # dense pointwise convolution on a large output
+    "conv_wide",  # dense convolution with a 5x5 or wider kernel on a large output, past the stem
+    "conv_stem",  # a stem: a 5x5 or wider kernel over a few input channels (an image's 3), on a large output
+    "conv_mid",  # dense convolution on a mid-sized output (10x10 to 19x19 positions: a 14x14 stage)
+    "conv_small",  # dense convolution on a small output (<= 9x9 positions) or with few channels
+    "conv_grouped",  # grouped convolution in plain layout (not depthwise; a blocked NCHWc one is a dense class)
+    "depthwise",  # one input channel per group
+    "gemm",  # matrix product with a weight operand (Gemm, FusedGemm, MatMul by an initializer)
+    "matmul",  # matrix product of two activations (attention scores, context)
+    "pool",  # MaxPool / AveragePool / LpPool windows in onnxruntime's NCHWc layout (after a convolution)
+    "pool_nchw",  # the same windows in plain NCHW layout, a slower kernel per byte
+    "global_pool",  # GlobalAveragePool / GlobalMaxPool
+    "batchnorm",  # BatchNormalization, and the per-channel scale-and-shift it becomes (depthwise 1x1 conv)
+    "layernorm",  # LayerNormalization and its fused / simplified variants
+    "instancenorm",  # InstanceNormalization, GroupNormalization
+    "lrn",  # LRN
+    "softmax",  # Softmax, LogSoftmax
+    "elementwise",  # cheap elementwise arithmetic and activations (Add, Mul, Relu, Clip, Sum, ...)
+    "broadcast",  # elementwise arithmetic with an operand broadcast along the innermost axis (a per-channel Mul)
+    "activation",  # transcendental activations (Gelu, Erf, Sigmoid, Tanh, Exp, ...)
+    "movement",  # copies: Concat, Split, Slice, Pad, Gather, Expand, Tile, ...
+    "transpose",  # Transpose, DepthToSpace, SpaceToDepth
+    "reorder",  # onnxruntime's NCHW <-> NCHWc layout conversions
+    "reorder_short",  # NCHWc -> NCHW onto a small output (under 20x20 positions): short rows, half the bandwidth
+    "resize",  # Resize, Upsample
+    "reduce",  # ReduceSum/Mean/Max/..., ArgMax/ArgMin
+)
+
+# Ceilings for a part of a node rather than for a class of nodes: "epilogue" is the second pass over a
+# convolution's or Gemm's output that a fused activation other than Relu costs (MobileNet's Clip).
+PART_CEILINGS: tuple[str, ...] = ("epilogue",)
+
+# Every ceiling a device may hold, in the order a device file lists them.
+CEILING_NAMES: tuple[str, ...] = OP_CLASSES + PART_CEILINGS
+
+# Which peak a precision uses when the device lists none for it: the first entry of its chain that the device
+# lists. Every chain contains fp32, bf16 and fp16, and every device must list at least one of those three, so
+# every precision resolves on every device.
+#   - a narrower float falls back to fp16 first (int8 and fp8 run on the same matrix units where they exist),
+#     then to the other 16-bit format, then to fp32;
+#   - fp64 and tf32 fall back to fp32 (consumer parts list fp64 by architecture; TPUs list neither);
+#   - fp32 falls back to bf16 for TPUs, which list only bf16/int8/fp8 (XLA's default precision runs f32
+#     matrix products as bf16 passes on the MXU), then to fp16;
+#   - fp16 falls back to fp32 (an engine computes half tensors in fp32 where there is no half-rate hardware),
+#     then to bf16 (TPUs).
+FALLBACK: Mapping[str, tuple[str, ...]] = {
+    "fp64": ("fp64", "fp32", "bf16", "fp16"),
+    "fp32": ("fp32", "bf16", "fp16"),
+    "tf32": ("tf32", "fp32", "bf16", "fp16"),
+    "fp16": ("fp16", "fp32", "bf16"),
+    "bf16": ("bf16", "fp16", "fp32"),
+    "fp8": ("fp8", "fp16", "bf16", "fp32"),
+    "int8": ("int8", "fp16", "bf16", "fp32"),
+}
+# Every device lists a peak for at least one of these: each precision's FALLBACK chain ends in them.
+TERMINAL_PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "fp16")
+
+# Other spellings a user (or an ONNX dtype name) may give for a precision.
+_PRECISION_ALIASES: Mapping[str, str] = {
+    "double": "fp64",
+    "float64": "fp64",
+    "f64": "fp64",
+    "float": "fp32",
+    "float32": "fp32",
+    "single": "fp32",
+    "f32": "fp32",
+    "tensorfloat32": "tf32",
+    "half": "fp16",
+    "float16": "fp16",
+    "f16": "fp16",
+    "bfloat16": "bf16",
+    "float8": "fp8",
+    "float8e4m3fn": "fp8",
+    "float8e5m2": "fp8",
+    "e4m3": "fp8",
+    "e5m2": "fp8",
+    "uint8": "int8",
+    "i8": "int8",
+}
+
+
+@dataclass(frozen=True)
+class Sourced:
+    """A number and where it comes from (a datasheet line, a paper's table, or a stated derivation)."""
+
+    value: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Peak:
+    """Peak throughput for one precision in FLOP/s (OP/s for int8).
+
+    ``value`` is the dense figure when ``dense`` is true; ``sparse_value`` optionally records a datasheet's
+    2:4-structured-sparsity figure, which is informative only and never used as the peak.
+    """
+
+    value: float
+    dense: bool
+    source: str
+    sparse_value: float | None = None
+
+
+@dataclass(frozen=True)
+class CacheLevel:
+    """One level of on-chip memory: its size in bytes, whether it is private or shared, optional bandwidth."""
+
+    level: str
+    size: float
+    bandwidth: float | None
+    source: str
+    scope: str = "shared"  # per-core | per-sm | shared (by the whole chip)
+
+
+def _interpolate(points: tuple[tuple[float, float], ...], work: float) -> float:
+    """Efficiency at ``work`` from (work, efficiency) points sorted by work: linear in log(work), constant
+    outside the measured range; 1 when there are no points."""
+    if not points:
+        return 1.0
+    if work <= points[0][0]:
+        return points[0][1]
+    if work >= points[-1][0]:
+        return points[-1][1]
+    for (w0, e0), (w1, e1) in itertools.pairwise(points):
+        if work <= w1:
+            frac = (math.log(work) - math.log(w0)) / (math.log(w1) - math.log(w0))
+            return e0 + frac * (e1 - e0)
+    return points[-1][1]  # pragma: no cover - the loop always returns
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """How close the kernels of one op class come to the roofline on a calibrated host.
+
+    ``compute`` holds (FLOPs of a kernel, fraction of the device's peak it reaches) points and ``memory``
+    (bytes a kernel moves, fraction of the bandwidth of the memory level its data sits in) points, each sorted
+    by work. Efficiencies are interpolated in log(work) so that small kernels, which pay fixed costs a single
+    peak ignores, get the lower efficiency measured on small kernels. A missing table means efficiency 1.
+    A memory efficiency may exceed 1 where the class streams faster than the bandwidth benchmark did.
+    """
+
+    compute: tuple[tuple[float, float], ...]
+    memory: tuple[tuple[float, float], ...]
+    source: str
+
+    def compute_efficiency(self, flops: float) -> float:
+        """Fraction of the peak a kernel of this class doing ``flops`` FLOPs reaches."""
+        return _interpolate(self.compute, flops)
+
+    def memory_efficiency(self, nbytes: float) -> float:
+        """Fraction of its memory level's bandwidth a kernel of this class moving ``nbytes`` bytes reaches."""
+        return _interpolate(self.memory, nbytes)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How a calibrated device profile was measured: engine, provider, threads, host, when, how long, and what
+    went wrong (``warnings``, e.g. a busy machine). ``profiler_overhead`` is what the engine's profiler adds to
+    each node's reported kernel time (seconds), for comparing predictions with profiled per-node times;
+    ``reference_time_s`` the time of a run of the reference block (``onnxroof.ort.reference``) then, to detect a
+    machine that has since slowed down or sped up; ``suite`` the version of onnxroof's benchmark suite that measured
+    it (1 for files that predate the field), so that a cached profile lacking what a newer suite measures is
+    redone."""
+
+    provider: str
+    threads: int
+    onnxruntime: str
+    cpu: str
+    date: str
+    duration_s: float
+    warnings: tuple[str, ...] = ()
+    profiler_overhead: float | None = None
+    reference_time_s: float | None = None
+    suite: int = 1
+
+
+class FrozenMap(dict):
+    """A read-only, hashable dict, so that a frozen Device is hashable and cannot be changed in place.
+
+    A dict subclass (rather than a Mapping proxy) so that ``dataclasses.asdict`` and ``json.dumps`` handle it.
+    """
+
+    __slots__ = ()
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"{type(self).__name__} is read-only")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = _read_only  # type: ignore[assignment]
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(self.items()))
+
+    def __copy__(self) -> FrozenMap:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenMap:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (dict(self),))
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({dict.__repr__(self)})"
+
+
+def normalize_precision(precision: str) -> str:
+    """The canonical key (one of PRECISIONS) for a precision name; accepts e.g. 'float16', 'BF16', 'half'."""
+    name = str(precision).strip().lower().replace("_", "").replace("-", "")
+    if name in PRECISIONS:
+        return name
+    if name in _PRECISION_ALIASES:
+        return _PRECISION_ALIASES[name]
+    raise UserError(
+        f"unknown precision {precision!r}",
+        hint=f"use one of {', '.join(PRECISIONS)}",
+    )
+
+
+@dataclass(frozen=True)
+class Device:
+    """A roofline target: peaks per precision, DRAM bandwidth, per-kernel overhead and how they combine.
+
+    ``overlap`` says how compute time, memory time and launch overhead combine for one kernel: ``"max"`` (the
+    largest of the three, as when launches overlap execution on a GPU stream or in a compiled TPU program) or
+    ``"serial"`` (``max(compute, memory) + overhead``, as in a CPU executor that dispatches one node at a time).
+    ``engine`` names the runtime a calibrated host profile was measured with (e.g. ``"onnxruntime"``); ``None``
+    for datasheet devices. A calibrated profile also carries ``run_overhead`` (the engine's fixed cost per run,
+    added once per model), ``ceilings`` (per op class efficiencies, see :class:`Ceiling`), ``calibration``
+    (how it was measured) and ``dram_overlap``: the share of a compute-bound kernel's DRAM traffic time that its
+    computation hides when its working set is served at DRAM bandwidth (1 or absent: all of it, as ``max`` has
+    it), and ``network_factor``: how many times their predictions a network's kernels take when they run one
+    after the other in a model, where each ceiling was read on a kernel run alone (absent: 1); datasheet devices
+    have none of them.
+    """
+
+    key: str
+    name: str
+    kind: str
+    overlap: str
+    peak_flops: Mapping[str, Peak]
+    memory_bandwidth: Sourced
+    memory_capacity: Sourced | None
+    launch_overhead: Sourced
+    caches: tuple[CacheLevel, ...] = ()
+    engine: str | None = None
+    run_overhead: Sourced | None = None
+    ceilings: Mapping[str, Ceiling] = dataclasses.field(default_factory=FrozenMap)
+    calibration: Calibration | None = None
+    dram_overlap: Sourced | None = None
+    network_factor: Sourced | None = None
+
+    def resolve_precision(self, precision: str) -> str:
+        """The precision whose peak is used for ``precision`` on this device (see FALLBACK)."""
+        wanted = normalize_precision(precision)
+        for candidate in FALLBACK[wanted]:
+            if candidate in self.peak_flops:
+                return candidate
+        # device_from_dict guarantees one of fp32/bf16/fp16; this is only reachable for a hand-built Device.
+        raise UserError(
+            f"device {self.key!r} lists no peak usable for {wanted}",
+            hint=f"give it at least one of {', '.join(TERMINAL_PRECISIONS)} in [peak_flops]",
+        )
+
+    def peak(self, precision: str) -> tuple[float, str]:
+        """Peak FLOP/s for ``precision`` and the precision actually used.
+
+        When the device lists no peak for the precision, the first precision of ``FALLBACK[precision]`` that it
+        lists is used instead: int8 -> fp16 -> bf16 -> fp32; fp8 -> fp16 -> bf16 -> fp32;
+        bf16 -> fp16 -> fp32; fp16 -> fp32 -> bf16; tf32 -> fp32 -> bf16 -> fp16; fp32 -> bf16 -> fp16;
+        fp64 -> fp32 -> bf16 -> fp16. Callers should report the returned precision when it differs.
+        """
+        used = self.resolve_precision(precision)
+        return self.peak_flops[used].value, used
+
+    def ridge_point(self, precision: str) -> float:
+        """Arithmetic intensity (FLOP per byte of DRAM traffic) above which a kernel is compute-bound."""
+        return self.peak(precision)[0] / self.memory_bandwidth.value
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as plain JSON-ready types (dicts, lists, numbers, strings), sources included."""
+        out = dataclasses.asdict(self)
+        out["peak_flops"] = dict(out["peak_flops"])
+        out["caches"] = list(out["caches"])
+        out["ceilings"] = {
+            name: {
+                "compute": [list(p) for p in c["compute"]],
+                "memory": [list(p) for p in c["memory"]],
+                "source": c["source"],
+            }
+            for name, c in out["ceilings"].items()
+        }
+        if out["calibration"] is not None:
+            out["calibration"]["warnings"] = list(out["calibration"]["warnings"])
+        return out
+
+    def to_toml(self) -> str:
+        """This device as a stand-alone device file (top-level fields), which :func:`load_device` reads back."""
+        lines = [
+            f"key = {_toml_str(self.key)}",
+            f"name = {_toml_str(self.name)}",
+            f"kind = {_toml_str(self.kind)}",
+            f"overlap = {_toml_str(self.overlap)}",
+        ]
+        if self.engine is not None:
+            lines.append(f"engine = {_toml_str(self.engine)}")
+        for prec, pk in self.peak_flops.items():
+            lines += [
+                "",
+                f"[peak_flops.{prec}]",
+                f"value = {_toml_num(pk.value)}",
+                f"dense = {'true' if pk.dense else 'false'}",
+            ]
+            if pk.sparse_value is not None:
+                lines.append(f"sparse_value = {_toml_num(pk.sparse_value)}")
+            lines.append(f"source = {_toml_str(pk.source)}")
+        for fname in (
+            "memory_bandwidth",
+            "memory_capacity",
+            "launch_overhead",
+            "run_overhead",
+            "dram_overlap",
+            "network_factor",
+        ):
+            item = getattr(self, fname)
+            if item is not None:
+                lines += ["", f"[{fname}]", f"value = {_toml_num(item.value)}", f"source = {_toml_str(item.source)}"]
+        for cache in self.caches:
+            lines += [
+                "",
+                "[[caches]]",
+                f"level = {_toml_str(cache.level)}",
+                f"size = {_toml_num(cache.size)}",
+                f"scope = {_toml_str(cache.scope)}",
+            ]
+            if cache.bandwidth is not None:
+                lines.append(f"bandwidth = {_toml_num(cache.bandwidth)}")
+            lines.append(f"source = {_toml_str(cache.source)}")
+        if self.calibration is not None:
+            cal = self.calibration
+            lines += [
+                "",
+                "[calibration]",
+                f"provider = {_toml_str(cal.provider)}",
+                f"threads = {cal.threads}",
+                f"onnxruntime = {_toml_str(cal.onnxruntime)}",
+                f"cpu = {_toml_str(cal.cpu)}",
+                f"date = {_toml_str(cal.date)}",
+                f"duration_s = {_toml_num(cal.duration_s)}",
+            ]
+            if cal.profiler_overhead is not None:
+                lines.append(f"profiler_overhead = {_toml_num(cal.profiler_overhead)}")
+            if cal.reference_time_s is not None:
+                lines.append(f"reference_time_s = {_toml_num(cal.reference_time_s)}")
+            lines.append("warnings = [" + ", ".join(_toml_str(w) for w in cal.warnings) + "]")
+            lines.append(f"suite = {cal.suite}")
+        for name, ceiling in self.ceilings.items():
+            lines += ["", f"[ceilings.{name}]"]
+            for table in ("compute", "memory"):
+                points = getattr(ceiling, table)
+                if points:
+                    lines.append(
+                        f"{table} = [" + ", ".join(f"[{_toml_num(w)}, {_toml_num(e)}]" for w, e in points) + "]"
+                    )
+            lines.append(f"source = {_toml_str(ceiling.source)}")
+        return "\n".join(lines) + "\n"
+
+
+def _toml_str(text: str) -> str:
+    out = ['"']
+    for ch in text:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _toml_num(value: float) -> str:
+    if float(value).is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return repr(float(value))

@@ -1,0 +1,356 @@
+"""Predicted against measured: one model analyzed, timed and profiled on this machine, compared per kernel.
+
+The unit of comparison is the kernel onnxruntime runs. On a device profile whose engine is onnxruntime (a
+calibrated host) the prediction is made on the very graph that was profiled, node for node. Otherwise (a catalog
+device, or ``as_exported``) each kernel's prediction is the sum over the exported nodes it computes, so a fused
+Conv+BatchNormalization+Relu is compared as one kernel, as it runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from onnx import ModelProto
+
+from onnxroof.devices import Device
+from onnxroof.devices.resolve import HOST, resolve_device
+from onnxroof.load import load_graph
+from onnxroof.ort.agreement import Agreement, agreement, relative_error
+from onnxroof.ort.calibrate import host_device
+from onnxroof.ort.measure import Measurement, measure
+from onnxroof.ort.profile import NodeProfile, profile_nodes
+from onnxroof.ort.reference import ReferenceSampler, drift_warning
+from onnxroof.ort.sessions import runnable_model
+from onnxroof.predict.analysis import Analysis, analyze_graph
+
+WORST = 5  # how many of the worst mispredictions are named
+SPREAD_S = 5.0  # the whole-model samples are spread over this many seconds (see measure's spread_s)
+
+
+@dataclass(frozen=True)
+class KernelComparison:
+    """One measured kernel: its prediction, its measured time (the fast estimate over the profiled runs, read
+    like the calibration and the model's latency), and paper 001's reading of both points."""
+
+    name: str
+    op_type: str
+    covers: tuple[str, ...]
+    predicted_time_s: float
+    measured_time_s: float
+    flops: float
+    bytes: float
+    bound: str
+    explanation: str
+    engine_only: bool = False
+    floor_dominated: bool = False
+    shape_only: bool = False  # no FLOPs and no bytes: the kernel only relabels its input (Reshape, Flatten, ...)
+
+    @property
+    def ratio(self) -> float | None:
+        """Predicted over measured (1.0 is exact)."""
+        return self.predicted_time_s / self.measured_time_s if self.measured_time_s > 0 else None
+
+    @property
+    def arithmetic_intensity(self) -> float:
+        return self.flops / self.bytes if self.bytes else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        measured_perf = self.flops / self.measured_time_s if self.measured_time_s > 0 else None
+        predicted_perf = self.flops / self.predicted_time_s if self.predicted_time_s > 0 else None
+        return {
+            "name": self.name,
+            "op_type": self.op_type,
+            "covers": list(self.covers),
+            "predicted_time_s": self.predicted_time_s,
+            "measured_time_s": self.measured_time_s,
+            "ratio": self.ratio,
+            "error": relative_error(self.predicted_time_s, self.measured_time_s) if self.measured_time_s > 0 else None,
+            "arithmetic_intensity": self.arithmetic_intensity,
+            "predicted_flops_s": predicted_perf,
+            "measured_flops_s": measured_perf,
+            "bound": self.bound,
+            "explanation": self.explanation,
+            "engine_only": self.engine_only,
+            "floor_dominated": self.floor_dominated,
+            "shape_only": self.shape_only,
+        }
+
+
+@dataclass(frozen=True)
+class Validation:
+    """A model's prediction next to its measurement: per kernel, their agreement, and the whole model."""
+
+    analysis: Analysis
+    measurement: Measurement
+    profile: NodeProfile
+    kernels: tuple[KernelComparison, ...]
+    agreement: Agreement
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+    # the reference block's time at calibration over its time between the measurement's samples (1.0: the same)
+    machine_speed: float | None = None
+
+    @property
+    def predicted_time_s(self) -> float:
+        """The model's predicted latency on the machine as calibrated."""
+        return self.analysis.totals.predicted_time_s
+
+    @property
+    def measured_time_s(self) -> float:
+        """The model's measured latency on an idle machine: the fast estimate of its spread samples, the way the
+        calibration that the prediction rests on measured its ceilings (see measure.fast_estimate)."""
+        return self.measurement.fast_s
+
+    @property
+    def measured_median_s(self) -> float:
+        """The median of the samples, which on a shared machine also carries other processes' load."""
+        return self.measurement.median_s
+
+    @property
+    def predicted_at_speed_s(self) -> float:
+        """The predicted latency at the speed the machine ran at while the model was timed: the calibrated
+        prediction over ``machine_speed`` (the reference block's time at calibration over its time between the
+        model's samples), or the calibrated prediction where there is no reading. On a shared machine the
+        speed moves by tens of percent between phases, and the block's time moves with models' times."""
+        return self.predicted_time_s / self.machine_speed if self.machine_speed else self.predicted_time_s
+
+    @property
+    def model_error(self) -> float:
+        """Signed relative error of the model's predicted latency, at the machine's speed while timed, against its
+        measured latency."""
+        return relative_error(self.predicted_at_speed_s, self.measured_time_s)
+
+    @property
+    def uncorrected_error(self) -> float:
+        """Signed relative error of the prediction at the calibrated speed against the measured latency: what
+        the error would be if the machine ran as it did when calibrated."""
+        return relative_error(self.predicted_time_s, self.measured_time_s)
+
+    @property
+    def median_error(self) -> float:
+        """Signed relative error of the predicted latency, at the machine's speed while timed, against the
+        measured median."""
+        return relative_error(self.predicted_at_speed_s, self.measured_median_s)
+
+    def worst(self, count: int = WORST) -> list[KernelComparison]:
+        """The kernels whose misprediction costs the most time, largest first."""
+        return sorted(self.kernels, key=lambda k: -abs(k.predicted_time_s - k.measured_time_s))[:count]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The analysis JSON with ``measured_time_s`` next to ``predicted_time_s`` in totals and nodes, plus the
+        per-kernel comparison, the agreement statistics, the measurement and the profile's mapping."""
+        data = self.analysis.to_dict()
+        data["totals"]["measured_time_s"] = self.measured_time_s
+        data["totals"]["measured_median_s"] = self.measured_median_s
+        data["totals"]["predicted_at_speed_s"] = self.predicted_at_speed_s
+        data["totals"]["error"] = self.model_error
+        data["totals"]["uncorrected_error"] = self.uncorrected_error
+        measured = _measured_per_node(self.analysis, self.profile, self.kernels)
+        for node in data["nodes"]:
+            node["measured_time_s"], node["measured_kernel"] = measured.get(node["name"], (None, None))
+        data["validation"] = {
+            "agreement": self.agreement.to_dict(),
+            "model_error": self.model_error,
+            "machine_speed": self.machine_speed,
+            "worst": [k.name for k in self.worst()],
+            "kernels": [k.to_dict() for k in self.kernels],
+            "unmapped": [u.to_dict() for u in self.profile.unmapped],
+        }
+        data["measurement"] = self.measurement.to_dict()
+        data["warnings"] = list(data["warnings"]) + list(self.warnings)
+        return data
+
+
+def validate(
+    model: str | os.PathLike | ModelProto,
+    device: str | os.PathLike | Device = HOST,
+    *,
+    provider: str = "cpu",
+    threads: int = 1,
+    opt_level: str = "all",
+    as_exported: bool = False,
+    inputs: Mapping[str, tuple[int, ...] | str] | None = None,
+    dims: Mapping[str, int] | None = None,
+    repeat: int = 30,
+    runs: int = 20,
+    spread_s: float = SPREAD_S,
+    allow_fallback: bool = False,
+    timeout_s: float = 300.0,
+    stage: Callable[[str], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Validation:
+    """Analyze, time and profile ``model`` on this machine and compare every kernel's prediction with its time.
+
+    The whole model is timed in ``repeat`` samples spread over ``spread_s`` seconds; its measured latency is their
+    fast estimate (the median is kept alongside). On a calibrated host the reference block is timed again between
+    those samples: the machine's speed relative to its calibration (``machine_speed``) scales the prediction
+    that the measurement is compared with, and a speed off by more than 10% is reported (a warning)."""
+    say = stage or (lambda text: None)
+    dev = resolve_device(device, host=lambda: host_device(threads=threads, provider=provider, progress=progress))
+    warnings = _device_warnings(dev, threads, provider)
+    runnable = runnable_model(model, inputs, dims)  # weights read (or filled) once, for both sessions
+    say("timing the whole model")
+    calibrated_time = _reference_reading(dev, threads, provider)
+    reference = ReferenceSampler(threads, provider) if calibrated_time is not None else None
+    timing = measure(
+        runnable,
+        provider=provider,
+        threads=threads,
+        opt_level=opt_level,
+        repeat=repeat,
+        spread_s=spread_s,
+        allow_fallback=allow_fallback,
+        timeout_s=timeout_s,
+        progress=progress,
+        between=reference.sample if reference is not None else None,
+    )
+    say("profiling each kernel")
+    profile = profile_nodes(
+        runnable, provider=provider, threads=threads, opt_level=opt_level, runs=runs, allow_fallback=allow_fallback
+    )
+    speed = reference.speed(calibrated_time) if reference is not None and calibrated_time is not None else None
+    if speed is not None:
+        warnings.extend(filter(None, [drift_warning(speed, threads)]))
+    say("predicting")
+    engine_mode = dev.engine == "onnxruntime" and not as_exported
+    if engine_mode:
+        analysis = analyze_graph(load_graph(profile.engine_model), dev, engine=True)
+        analysis = _renamed(analysis, timing.model)
+    else:
+        analysis = analyze_graph(load_graph(model, inputs=inputs, dims=dims), dev)
+    kernels = compare(
+        analysis, profile, engine_graph=engine_mode, profiler_overhead_s=_profiler_overhead(dev), speed=speed or 1.0
+    )
+    counted = scored(kernels, engine_mode)
+    stats = agreement([k.predicted_time_s for k in counted], [k.measured_time_s for k in counted])
+    return Validation(analysis, timing, profile, tuple(kernels), stats, tuple(warnings), speed)
+
+
+def _reference_reading(device: Device, threads: int, provider: str) -> float | None:
+    """The reference block's time when ``device`` was calibrated on this machine (None for a device without a
+    reading, or calibrated on another provider or thread count)."""
+    c = device.calibration
+    if (
+        c is None
+        or c.reference_time_s is None
+        or c.threads != threads
+        or not c.provider.lower().startswith(provider.lower())
+    ):
+        return None
+    return c.reference_time_s
+
+
+def scored(kernels: Sequence[KernelComparison], engine_graph: bool) -> list[KernelComparison]:
+    """The kernels the agreement statistics are computed over. Shape-only kernels (Reshape, Flatten, ...) are left
+    out: the profiler reports several microseconds for them where a real run spends a fraction of one. On the
+    exported graph, engine-only kernels (NCHWc reorders) are left out too: that graph has no node for them."""
+    return [k for k in kernels if not k.shape_only and not (k.engine_only and not engine_graph)]
+
+
+def _profiler_overhead(device: Device) -> float:
+    """What onnxruntime's profiler adds to each kernel it times, beyond the per-node dispatch the prediction
+    already holds (calibrated hosts record it; 0 elsewhere)."""
+    c = device.calibration
+    extra = (c.profiler_overhead or 0.0) - device.launch_overhead.value if c is not None else 0.0
+    return max(extra, 0.0)
+
+
+def compare(
+    analysis: Analysis, profile: NodeProfile, engine_graph: bool, profiler_overhead_s: float = 0.0, speed: float = 1.0
+) -> list[KernelComparison]:
+    """Pair each timed kernel with its prediction: the same-named node of the analyzed engine graph, or the sum
+    over the exported nodes the kernel covers, plus ``profiler_overhead_s`` (what the profiler adds to every
+    kernel it times, so that both sides are read on the same clock), over ``speed`` (the machine's speed when
+    measured relative to its calibration). Sorted by measured time, longest first."""
+    nodes = {n.name: n for n in analysis.nodes}
+    out = []
+    for kernel in profile.nodes:
+        if kernel.fast_s is None:
+            continue
+        members = (
+            [nodes[kernel.name]]
+            if engine_graph and kernel.name in nodes
+            else [nodes[c] for c in kernel.covers if c in nodes]
+        )
+        predicted = (sum(n.prediction.predicted_time_s for n in members) + profiler_overhead_s) / speed
+        flops = sum(n.cost.flops for n in members)
+        moved = sum(n.cost.bytes_read + n.cost.bytes_written for n in members)
+        bound = members[0].prediction.bound if len(members) == 1 else _dominant_bound(members)
+        explanation = (
+            members[0].engine.describe() if engine_graph and members and members[0].engine else _as_exported(members)
+        )
+        out.append(
+            KernelComparison(
+                kernel.name,
+                _qualified(kernel.domain, kernel.op_type),
+                kernel.covers,
+                predicted,
+                kernel.fast_s,
+                flops,
+                moved,
+                bound,
+                explanation,
+                kernel.engine_only,
+                kernel.floor_dominated,
+                shape_only=bool(members) and flops == 0 and moved == 0,
+            )
+        )
+    return sorted(out, key=lambda k: -k.measured_time_s)
+
+
+def _as_exported(members: Sequence[Any]) -> str:
+    if not members:
+        return "no exported node: an engine-only kernel, predicted 0"
+    if len(members) == 1:
+        return "plain roofline of the exported node"
+    return f"plain roofline, sum of {len(members)} exported nodes run as one kernel"
+
+
+def _dominant_bound(members: Sequence[Any]) -> str:
+    times: dict[str, float] = {}
+    for n in members:
+        times[n.prediction.bound] = times.get(n.prediction.bound, 0.0) + n.prediction.predicted_time_s
+    return max(times, key=times.get) if times else "none"
+
+
+def _qualified(domain: str, op_type: str) -> str:
+    return f"{domain}::{op_type}" if domain else op_type
+
+
+def _measured_per_node(
+    analysis: Analysis, profile: NodeProfile, kernels: Sequence[KernelComparison]
+) -> dict[str, tuple[float, str]]:
+    """Node name -> (measured seconds, kernel name). A kernel's time goes to the node it is named after or, for
+    an exported graph, to the last node it covers (the one whose output it writes); the other nodes it covers
+    get 0 with the same kernel name, so that node times add up to the kernels'."""
+    names = {n.name for n in analysis.nodes}
+    out: dict[str, tuple[float, str]] = {}
+    for k in kernels:
+        if k.name in names:
+            out[k.name] = (k.measured_time_s, k.name)
+            continue
+        covered = [c for c in k.covers if c in names]
+        for c in covered:
+            out[c] = (0.0, k.name)
+        if covered:
+            out[covered[-1]] = (k.measured_time_s, k.name)
+    return out
+
+
+def _renamed(analysis: Analysis, name: str) -> Analysis:
+    return replace(analysis, model=name)
+
+
+def _device_warnings(dev: Device, threads: int, provider: str) -> list[str]:
+    """Say when the profile was calibrated for another thread count or provider than the one measured."""
+    c = dev.calibration
+    if c is None:
+        return []
+    out = []
+    if c.threads != threads:
+        out.append(f"device {dev.key} was calibrated at {c.threads} thread(s), the model runs at {threads}")
+    if not c.provider.lower().startswith(provider.lower()):
+        out.append(f"device {dev.key} was calibrated on {c.provider}, the model runs on {provider}")
+    return out

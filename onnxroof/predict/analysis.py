@@ -1,0 +1,582 @@
+"""The analysis pass: graph + device -> per-node cost -> per-node roofline prediction -> totals, by op type,
+unsupported. ``onnxroof.analyze`` (in ``onnxroof.api``) loads a model and calls :func:`analyze_graph`.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import itertools
+import operator
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, NamedTuple
+
+import numpy as np
+from onnx import TensorProto
+
+from onnxroof.costs import Cost, NodeView, compute_cost, weight_params
+from onnxroof.devices import PRECISIONS, Device
+from onnxroof.errors import UserError
+from onnxroof.ir import Graph, Node, Tensor, UnknownShape
+from onnxroof.predict import roofline
+from onnxroof.predict.engine import EngineNote, predict_engine
+from onnxroof.predict.roofline import Prediction
+
+# Element type a "what if" precision stores floating-point tensors in (paper 000's 8/16/32/64-bit study).
+PRECISION_DTYPE = {
+    "fp64": TensorProto.DOUBLE,
+    "fp32": TensorProto.FLOAT,
+    "tf32": TensorProto.FLOAT,  # TF32 computes at reduced precision but stores 32-bit floats
+    "fp16": TensorProto.FLOAT16,
+    "bf16": TensorProto.BFLOAT16,
+    "fp8": getattr(TensorProto, "FLOAT8E4M3FN", TensorProto.INT8),
+    "int8": TensorProto.INT8,
+}
+
+_FLOAT_PRECISION = {
+    TensorProto.FLOAT: "fp32",
+    TensorProto.FLOAT16: "fp16",
+    TensorProto.BFLOAT16: "bf16",
+    TensorProto.DOUBLE: "fp64",
+}
+for _name in ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ"):
+    if hasattr(TensorProto, _name):
+        _FLOAT_PRECISION[getattr(TensorProto, _name)] = "fp8"
+_INT8 = {TensorProto.INT8, TensorProto.UINT8}
+
+
+class UnsupportedOpWarning(UserWarning):
+    """An op has no cost function: it is charged its tensor bytes only."""
+
+
+class NodeResult(NamedTuple):
+    """One runtime node: its cost, the precision it computes at, and its place on the device's roofline.
+
+    A named tuple rather than a dataclass: immutable like a frozen one, and built per node (tens of thousands on a
+    large graph) without a Python-level __init__, at a third of a slotted dataclass's cost.
+    """
+
+    name: str
+    op_type: str
+    domain: str
+    precision: str
+    cost: Cost
+    prediction: Prediction
+    supported: bool = True
+    engine: EngineNote | None = None  # why an engine-aware prediction is what it is (calibrated hosts only)
+
+    def to_dict(self) -> dict[str, Any]:
+        c, p = self.cost, self.prediction
+        return {
+            "name": self.name,
+            "op_type": self.op_type,
+            "domain": self.domain,
+            "precision": p.precision,
+            "flops": c.flops,
+            "macs": c.macs,
+            "bytes_read": c.bytes_read,
+            "bytes_written": c.bytes_written,
+            "params": c.params,
+            "kernels": c.kernels,
+            "arithmetic_intensity": c.arithmetic_intensity,
+            "attainable_flops_s": roofline.attainable_flops(
+                c.arithmetic_intensity, p.peak_flops_s, p.bandwidth_bytes_s
+            ),
+            "ridge_point": p.ridge_point,
+            "bound": p.bound,
+            "compute_time_s": p.compute_time_s,
+            "memory_time_s": p.memory_time_s,
+            "overhead_time_s": p.overhead_time_s,
+            "predicted_time_s": p.predicted_time_s,
+            "supported": self.supported,
+            "note": c.note,
+            "engine": None if self.engine is None else {**asdict(self.engine), "explanation": self.engine.describe()},
+        }
+
+
+@dataclass(frozen=True)
+class Totals:
+    """The whole model: summed cost and time terms, distinct params, accumulated intensity (paper 000)."""
+
+    flops: float
+    macs: float
+    bytes_read: float
+    bytes_written: float
+    params: int
+    kernels: int
+    prediction: Prediction
+    time_by_bound: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def arithmetic_intensity(self) -> float:
+        moved = self.bytes_read + self.bytes_written
+        return self.flops / moved if moved else 0.0
+
+    @property
+    def predicted_time_s(self) -> float:
+        return self.prediction.predicted_time_s
+
+    @property
+    def bound(self) -> str:
+        return self.prediction.bound
+
+    def to_dict(self) -> dict[str, Any]:
+        p = self.prediction
+        return {
+            "flops": self.flops,
+            "macs": self.macs,
+            "bytes_read": self.bytes_read,
+            "bytes_written": self.bytes_written,
+            "params": self.params,
+            "kernels": self.kernels,
+            "arithmetic_intensity": self.arithmetic_intensity,
+            "attainable_flops_s": roofline.attainable_flops(
+                self.arithmetic_intensity, p.peak_flops_s, p.bandwidth_bytes_s
+            ),
+            "ridge_point": p.ridge_point,
+            "precision": p.precision,
+            "compute_time_s": p.compute_time_s,
+            "memory_time_s": p.memory_time_s,
+            "overhead_time_s": p.overhead_time_s,
+            "predicted_time_s": p.predicted_time_s,
+            "bound": p.bound,
+            "time_by_bound": dict(self.time_by_bound),
+        }
+
+
+@dataclass(frozen=True)
+class OpTypeTotals:
+    """Costs and time of every node of one op type (paper 000 Figs. 3-4, paper 004 Fig. 8)."""
+
+    op_type: str
+    count: int
+    flops: float
+    macs: float
+    bytes_read: float
+    bytes_written: float
+    params: int
+    predicted_time_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """Nodes that could not be costed exactly, by op and reason; they are still charged their tensor bytes."""
+
+    op_type: str
+    domain: str
+    count: int
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Everything ``onnxroof analyze`` reports; ``to_dict`` is the JSON contract."""
+
+    model: str
+    device: Device
+    precision: str
+    totals: Totals
+    nodes: tuple[NodeResult, ...]
+    by_op_type: tuple[OpTypeTotals, ...]
+    unsupported: tuple[Unsupported, ...]
+    folded_nodes: int = 0
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+    graph: str = "as-exported"  # or "onnxruntime-optimized": the graph the engine runs, after its fusions
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "graph": self.graph,
+            "device": {
+                "key": self.device.key,
+                "name": self.device.name,
+                "peak_flops_s": self.totals.prediction.peak_flops_s,
+                "memory_bandwidth_bytes_s": self.device.memory_bandwidth.value,
+                "launch_overhead_s": self.device.launch_overhead.value,
+                "run_overhead_s": self.device.run_overhead.value if self.device.run_overhead else 0.0,
+                "engine": self.device.engine,
+                "overlap": self.device.overlap,
+            },
+            "precision": self.precision,
+            "totals": self.totals.to_dict(),
+            "nodes": [n.to_dict() for n in self.nodes],
+            "by_op_type": [o.to_dict() for o in self.by_op_type],
+            "unsupported": [u.to_dict() for u in self.unsupported],
+            "folded_nodes": self.folded_nodes,
+            "warnings": list(self.warnings),
+        }
+
+
+# -------------------------------------------------------------------------------------------------------------
+
+
+def node_precision(op_type: str, inputs: Sequence[Tensor | None], outputs: Sequence[Tensor | None]) -> str:
+    """The precision a node computes at, from its dtypes: int8 when it consumes 8-bit integers (quantized ops),
+    else the first floating-point input's (or output's) type; fp32 for integer-only ops."""
+    if op_type != "DequantizeLinear" and any(t is not None and t.dtype in _INT8 for t in inputs):
+        return "int8"
+    for t in list(inputs) + list(outputs):
+        if t is not None and t.dtype in _FLOAT_PRECISION:
+            return _FLOAT_PRECISION[t.dtype]
+    return "fp32"
+
+
+def _retype(graph: Graph, dtype: int) -> Graph:
+    """The graph with every floating-point tensor stored as ``dtype`` (a what-if precision)."""
+    tensors = {
+        name: Tensor(t.name, dtype, t.shape, t.is_weight) if t.dtype in _FLOAT_PRECISION else t
+        for name, t in graph.tensors.items()
+    }
+    nodes = tuple(
+        Node(
+            n.name,
+            n.op_type,
+            n.domain,
+            n.inputs,
+            n.outputs,
+            n.attrs,
+            n.folded,
+            {k: _retype(g, dtype) for k, g in n.subgraphs.items()},
+        )
+        if n.subgraphs
+        else n
+        for n in graph.nodes
+    )
+    return Graph(
+        graph.name,
+        nodes,
+        tensors,
+        graph.constants,
+        graph.inputs,
+        graph.outputs,
+        graph.opset,
+        graph.ir_version,
+        graph.warnings,
+    )
+
+
+class _Coster:
+    """Costs the nodes of a graph and its subgraphs, collecting what could not be costed exactly."""
+
+    def __init__(self) -> None:
+        self.unsupported: Counter[tuple[str, str, str]] = Counter()
+
+    def view(
+        self, node: Node, graph: Graph, inputs: tuple[Tensor | None, ...], outputs: tuple[Tensor | None, ...]
+    ) -> NodeView:
+        constants = {i: graph.constants[name] for i, name in enumerate(node.inputs) if name in graph.constants}
+        subgraph_cost: Callable[[str], Cost] | None = None
+        if node.subgraphs:
+            subgraph_cost = lambda attr: self.graph_cost(node.subgraphs[attr])  # noqa: E731
+        return NodeView(node.name, node.op_type, node.domain, inputs, outputs, node.attrs, constants, subgraph_cost)
+
+    def cost(self, view: NodeView) -> tuple[Cost, str | None]:
+        """The node's cost and, when it could not be costed exactly, why (counted in ``unsupported``)."""
+        try:
+            cost, supported = compute_cost(view)
+        except UnknownShape as exc:
+            read = sum(t.nbytes for t in view.inputs if t is not None and t.known)
+            written = sum(t.nbytes for t in view.outputs if t is not None and t.known)
+            note = f"shape of {exc} unknown: charged known tensor bytes only"
+            cost = Cost(bytes_read=read, bytes_written=written, params=weight_params(view.inputs), kernels=1, note=note)
+            return cost, self.count(view.domain, view.op_type, _SHAPE_UNKNOWN)
+        return cost, None if supported else self.count(view.domain, view.op_type, _NO_COST_FUNCTION)
+
+    def count(self, domain: str, op_type: str, reason: str) -> str:
+        self.unsupported[(domain, op_type, reason)] += 1
+        return reason
+
+    def graph_cost(self, graph: Graph) -> Cost:
+        total = Cost()
+        for node in graph.nodes:
+            if not node.folded:
+                view = self.view(
+                    node, graph, tuple(map(graph.tensor, node.inputs)), tuple(map(graph.tensor, node.outputs))
+                )
+                total = total + self.cost(view)[0]
+        return total
+
+
+_SHAPE_UNKNOWN = "shape unknown"
+_NO_COST_FUNCTION = "no cost function"
+
+
+def _signature(node: Node, kind: Callable[[str], int], constants: Mapping[str, Any]) -> tuple | None:
+    """Everything a node's cost and prediction depend on, as a hashable key; None when it cannot be memoized.
+
+    A cost is a pure function of op, dtypes, shapes, weight flags, attributes and small constant values, so
+    nodes with equal signatures (the repeated blocks of a network) are costed once. ``kind`` gives a tensor's
+    (dtype, shape, weight flag) by name as a small int (see _KindIds). Subgraph ops are not memoized, and
+    neither are nodes that name one tensor twice (costs count a distinct tensor once).
+    """
+    if node.subgraphs:
+        return None
+    inputs = node.inputs
+    names = inputs + node.outputs
+    if len(set(names)) != len(names):  # a repeated name, or only several omitted inputs ('') that are harmless
+        distinct = set(names)
+        distinct.discard("")
+        if len(distinct) != len(names) - names.count(""):
+            return None
+    attrs = node.attrs
+    return (
+        node.op_type,
+        node.domain,
+        len(inputs),
+        tuple(map(kind, names)),
+        tuple([(k, _hashable(v)) for k, v in attrs.items()]) if attrs else (),
+        ()
+        if constants.keys().isdisjoint(inputs)
+        else tuple([(i, _hashable(constants[n])) for i, n in enumerate(inputs) if n in constants]),
+    )
+
+
+class _KindIds(dict):
+    """A small int per distinct (dtype, shape, weight flag), by tensor name: what a node's memo key holds for
+    each of its tensors. Ints hash and compare in a step where the tuples they stand for take several, and the
+    table is built in one pass over the graph's tensors. Names it lacks (an omitted input, an untyped tensor)
+    resolve as Graph.tensor resolves them."""
+
+    def __init__(self, graph: Graph) -> None:
+        self._ids: dict[tuple | None, int] = {}
+        self._fresh = itertools.count()  # ids are unique, not dense: an id already given is never reused
+        kinds = map(_KIND, graph.tensors.values())  # a tensor less its name
+        super().__init__(zip(graph.tensors.keys(), map(self._ids.setdefault, kinds, self._fresh)))
+        self.pop("", None)  # '' is an omitted input, whatever a graph may type under that name
+        self._tensor = graph.tensor
+
+    def __missing__(self, name: str) -> int:
+        tensor = self._tensor(name)
+        kind = self[name] = self._ids.setdefault(tensor and _KIND(tensor), next(self._fresh))
+        return kind
+
+
+_KIND = operator.itemgetter(slice(1, None))
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(value)
+    if isinstance(value, np.ndarray):
+        return (value.dtype.str, value.shape, value.tobytes())
+    return value
+
+
+def check_precision(precision: str | None) -> None:
+    """A UserError for a what-if precision onnxroof does not know (None, the tensors' own types, is fine)."""
+    if precision is not None and precision not in PRECISIONS:
+        raise UserError(f"unknown precision {precision!r}", "choose one of " + ", ".join(PRECISIONS))
+
+
+@contextmanager
+def collection_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a graph is built and costed.
+
+    Loading allocates a few objects per tensor and node and frees none of them until the end; on a graph of
+    tens of thousands of nodes the collector's repeated full passes over them cost 10-20% of the time. Whatever
+    cycles the pass leaves behind are collected once it resumes.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def analyze_graph(
+    graph: Graph,
+    device: Device,
+    *,
+    precision: str | None = None,
+    engine: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> Analysis:
+    """Cost every node of a loaded graph and place it on a device's roofline.
+
+    ``precision`` (fp64 ... int8) asks "what if every float tensor were stored and computed at P" instead of
+    following the tensors' own dtypes. With ``engine`` the graph is the one the device's engine runs (onnxruntime's
+    optimized graph on a calibrated host): each node is predicted under its op class's calibrated ceiling and the
+    memory level its data fits in, plus the engine's run overhead once; without it each node gets the plain
+    roofline of the device. ``progress(done, total)`` is called while nodes are costed.
+    """
+    check_precision(precision)
+    with collection_paused():
+        return _analyze_graph(graph, device, precision, engine, progress)
+
+
+def _analyze_graph(
+    graph: Graph,
+    dev: Device,
+    precision: str | None,
+    engine_mode: bool,
+    progress: Callable[[int, int], None] | None,
+) -> Analysis:
+    if precision is not None:
+        graph = _retype(graph, PRECISION_DTYPE[precision])
+
+    coster = _Coster()
+    results: list[NodeResult] = []
+    runtime = [n for n in graph.nodes if not n.folded]
+    # Nodes with equal signatures share one cost and prediction: each such group is costed once, and totals are
+    # summed over the groups (first node, count) rather than over every node of a large graph.
+    groups: list[NodeResult] = []
+    counts: list[int] = []
+    shared: list[tuple] = []
+    memo: dict[tuple, int] = {}
+    roofs: dict[str, roofline.Roof] = {}
+    subgraph_weights: list[Tensor] = []
+    kind = _KindIds(graph).__getitem__
+    for index, node in enumerate(runtime):
+        key = _signature(node, kind, graph.constants)
+        group = memo.get(key) if key is not None else None
+        if group is None:
+            ins = tuple(map(graph.tensor, node.inputs))
+            outs = tuple(map(graph.tensor, node.outputs))
+            view = coster.view(node, graph, ins, outs)
+            cost, reason = coster.cost(view)
+            prec = precision or node_precision(node.op_type, ins, outs)
+            if engine_mode:
+                prediction, note = predict_engine(view, cost, prec, dev)
+            else:
+                roof = roofs.get(prec) or roofs.setdefault(prec, roofline.roof_of(dev, prec))
+                prediction, note = roofline.predict_on(cost, roof), None
+            result = NodeResult(node.name, node.op_type, node.domain, prec, cost, prediction, reason is None, note)
+            if key is not None and reason != _SHAPE_UNKNOWN:  # unknown-shape notes name the node's tensors
+                memo[key] = len(groups)
+            groups.append(result)
+            shared.append(result[3:])  # what the group's other nodes share: all but name, op_type and domain
+            counts.append(1)
+        else:
+            counts[group] += 1
+            if not groups[group].supported:  # never for want of a shape: those nodes are not memoized
+                coster.count(node.domain, node.op_type, _NO_COST_FUNCTION)
+            result = _new_result((node.name, node.op_type, node.domain) + shared[group])
+        results.append(result)
+        if node.subgraphs:
+            subgraph_weights.extend(_subgraph_weights(node))
+        if progress is not None and (index % 256 == 0 or index == len(runtime) - 1):
+            progress(index + 1, len(runtime))
+
+    weighted = list(zip(groups, counts))
+    main_precision = precision or _dominant_precision(weighted)
+    run_overhead = dev.run_overhead.value if engine_mode and dev.run_overhead is not None else 0.0
+    params = weight_params(itertools.chain(_read_weights(runtime, graph.tensors), subgraph_weights))
+    totals = _totals(weighted, params, dev, main_precision, run_overhead)
+    unsupported = tuple(
+        Unsupported(op, domain, count, reason) for (domain, op, reason), count in sorted(coster.unsupported.items())
+    )
+    messages = list(graph.warnings)
+    for u in unsupported:
+        qualified = f"{u.domain}::{u.op_type}" if u.domain else u.op_type
+        message = f"{u.count} {qualified} node(s): {u.reason}; charged their tensor bytes only"
+        messages.append(message)
+        warnings.warn(message, UnsupportedOpWarning, stacklevel=3)  # the caller of analyze_graph()
+    # A group's nodes share its precision and prediction: the groups stand for every node.
+    for p in sorted({r.precision for r in groups} - {r.prediction.precision for r in groups}):
+        used = next(r.prediction.precision for r in groups if r.precision == p)
+        messages.append(f"{dev.key} lists no {p} peak: {p} nodes use its {used} peak")
+    return Analysis(
+        model=graph.name,
+        device=dev,
+        precision=precision or "as-typed",
+        totals=totals,
+        nodes=tuple(results),
+        by_op_type=_by_op_type(weighted),
+        unsupported=unsupported,
+        folded_nodes=len(graph.nodes) - len(runtime),
+        warnings=tuple(messages),
+        graph="onnxruntime-optimized" if engine_mode else "as-exported",
+    )
+
+
+_new_result = functools.partial(tuple.__new__, NodeResult)  # NodeResult from a tuple, without the generated __new__
+
+
+def _read_weights(runtime: Sequence[Node], tensors: Mapping[str, Tensor]) -> list[Tensor]:
+    """The weights that runtime nodes read, each once. The graph's tensors are walked in their stored order and
+    each weight's name probed in the set of names read: on a graph of tens of thousands of tensors that costs
+    half as much as looking every name read up by name, whose scattered accesses miss the cache."""
+    read = set(itertools.chain.from_iterable([n.inputs for n in runtime]))
+    return [t for name, t in tensors.items() if t.is_weight and name in read]
+
+
+def _subgraph_weights(node: Node) -> Iterator[Tensor]:
+    """The weights that the runtime nodes of a node's subgraphs read, their own or an enclosing graph's, at
+    every depth (a weight used only inside an If branch or a Loop body is a parameter all the same)."""
+    for subgraph in node.subgraphs.values():
+        for inner in subgraph.nodes:
+            if inner.folded:
+                continue
+            for name in inner.inputs:
+                t = subgraph.tensors.get(name)
+                if t is not None and t.is_weight:
+                    yield t
+            yield from _subgraph_weights(inner)
+
+
+Weighted = Sequence[tuple[NodeResult, int]]  # the first node of each group of equal nodes, and the group's size
+
+
+def _dominant_precision(groups: Weighted) -> str:
+    flops: Counter[str] = Counter()
+    for r, count in groups:
+        flops[r.precision] += r.cost.flops * count
+    return flops.most_common(1)[0][0] if flops else "fp32"
+
+
+def _totals(groups: Weighted, params: int, device: Device, precision: str, run_overhead_s: float = 0.0) -> Totals:
+    """Summed costs and times; ``run_overhead_s`` (an engine's fixed cost per run) is added once, as overhead."""
+    flops = macs = bytes_read = bytes_written = 0.0
+    kernels = 0
+    by_bound = dict.fromkeys(roofline.BOUNDS, 0.0)
+    for r, count in groups:
+        c = r.cost
+        flops += c.flops * count
+        macs += c.macs * count
+        bytes_read += c.bytes_read * count
+        bytes_written += c.bytes_written * count
+        kernels += c.kernels * count
+        if r.prediction.bound in by_bound:
+            by_bound[r.prediction.bound] += r.prediction.predicted_time_s * count
+    prediction = roofline.total([r.prediction for r, _ in groups], device, precision, [count for _, count in groups])
+    if run_overhead_s:
+        by_bound["overhead"] += run_overhead_s
+        prediction = replace(
+            prediction,
+            overhead_time_s=prediction.overhead_time_s + run_overhead_s,
+            predicted_time_s=prediction.predicted_time_s + run_overhead_s,
+        )
+    return Totals(flops, macs, bytes_read, bytes_written, params, kernels, prediction, by_bound)
+
+
+def _by_op_type(groups: Weighted) -> tuple[OpTypeTotals, ...]:
+    by_key: dict[str, list[tuple[NodeResult, int]]] = {}
+    for r, count in groups:
+        key = f"{r.domain}::{r.op_type}" if r.domain else r.op_type
+        by_key.setdefault(key, []).append((r, count))
+    rows = [
+        OpTypeTotals(
+            op_type=key,
+            count=sum(n for _, n in rs),
+            flops=sum(r.cost.flops * n for r, n in rs),
+            macs=sum(r.cost.macs * n for r, n in rs),
+            bytes_read=sum(r.cost.bytes_read * n for r, n in rs),
+            bytes_written=sum(r.cost.bytes_written * n for r, n in rs),
+            params=sum(r.cost.params * n for r, n in rs),
+            predicted_time_s=sum(r.prediction.predicted_time_s * n for r, n in rs),
+        )
+        for key, rs in by_key.items()
+    ]
+    return tuple(sorted(rows, key=lambda o: -o.predicted_time_s))

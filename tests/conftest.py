@@ -1,0 +1,58 @@
+"""Fixtures shared by the tests: the command line as a user runs it, and small model files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = Path(__file__).resolve().parents[1]
+
+RunCli = Callable[..., subprocess.CompletedProcess]
+
+
+@pytest.fixture
+def cli() -> RunCli:
+    """``cli("analyze", "zoo:resnet50")``: the command line in a separate process, from the checkout's root."""
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "onnxroof", *args], capture_output=True, text=True, cwd=ROOT, timeout=300
+        )
+
+    return run
+
+
+@pytest.fixture
+def conv_bn_relu(tmp_path: Path) -> Path:
+    """A model file: Conv 3x3 (8 -> 16 channels, 16x16) + BatchNormalization + Relu, which onnxruntime runs as one
+    fused kernel."""
+    rng = np.random.default_rng(0)
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((16, 8, 3, 3)).astype(np.float32), "w"),
+        numpy_helper.from_array(np.ones(16, np.float32), "scale"),
+        numpy_helper.from_array(np.zeros(16, np.float32), "bias"),
+        numpy_helper.from_array(np.zeros(16, np.float32), "mean"),
+        numpy_helper.from_array(np.ones(16, np.float32), "var"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["b"], name="bn"),
+        helper.make_node("Relu", ["b"], ["y"], name="relu"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "cbr",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])],
+        inits,
+    )
+    path = tmp_path / "cbr.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return path

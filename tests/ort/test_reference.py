@@ -1,0 +1,152 @@
+"""The reference kernel that tells whether a machine still runs at the speed it was calibrated at."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import onnx
+import pytest
+
+from onnxroof.ort.measure import MIN_SAMPLE_S
+from onnxroof.ort.reference import (
+    CHANNELS,
+    DRIFT_BOUND,
+    REFERENCE_INPUT,
+    ReferenceSampler,
+    drift_warning,
+    reference_model,
+)
+from onnxroof.ort.validate import validate
+from tests.helpers import CONV, calibrated_host, record_parking
+
+
+def test_the_reference_model_is_a_small_convolutional_block():
+    """Dense, depthwise and pointwise convolutions, elementwise, pooling and a Gemm: what models spend time in."""
+    model = reference_model()
+    onnx.checker.check_model(model, full_check=True)
+    ops = [n.op_type for n in model.graph.node]
+    groups = [next((a.i for a in n.attribute if a.name == "group"), 1) for n in model.graph.node if n.op_type == "Conv"]
+    assert sorted(groups) == [1, 1, 1, CHANNELS]  # three dense convolutions and one depthwise
+    assert {"Relu", "Add", "MaxPool", "GlobalAveragePool", "Gemm"} <= set(ops)
+    assert [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim] == REFERENCE_INPUT
+
+
+def test_the_reference_time_is_the_fast_estimate_of_one_run():
+    # A fake clock that advances 1 ms per read: a warm-up run reads 1 ms, so samples batch MIN_SAMPLE_S / 1 ms =
+    # 10 runs, and each batch (two clock reads around it) reads 1 ms, i.e. 0.1 ms per run.
+    assert MIN_SAMPLE_S == 0.01
+    ticks = iter(range(10**6))
+    sampler = ReferenceSampler(1, clock=lambda: next(ticks) * 1e-3)
+    assert sampler.batch == 10 and sampler.time_s() is None and sampler.speed(1.0) is None  # nothing timed yet
+    for _ in range(3):
+        sampler.sample()
+    assert len(sampler.samples) == 3
+    assert sampler.time_s() == pytest.approx(1e-4)
+    # Calibrated at 0.08 ms a run, the machine now runs at 0.08 / 0.1 = 0.8 of that speed.
+    assert sampler.speed(8e-5) == pytest.approx(0.8)
+
+
+def test_the_reference_time_on_this_machine_is_positive():
+    sampler = ReferenceSampler(1)
+    sampler.sample()
+    seconds = sampler.time_s()
+    assert seconds is not None and seconds > 0
+
+
+def test_drift_is_reported_beyond_the_bound_only():
+    assert drift_warning(1.0, 1) is None
+    assert drift_warning(1.0 - DRIFT_BOUND / 2, 1) is None
+    slower = drift_warning(0.6, 2)
+    assert slower is not None and "40% slower" in slower and "--threads 2" in slower
+    faster = drift_warning(1.25, 1)
+    assert faster is not None and "25% faster" in faster
+
+
+def test_validate_reports_the_machine_speed_against_the_calibration(conv_bn_relu: Path, tmp_path: Path):
+    path = conv_bn_relu
+    # A reference time no machine reaches: this one is far slower than "calibrated", and validate says so.
+    device = calibrated_host({"conv": CONV})
+    device = replace(device, calibration=replace(device.calibration, reference_time_s=1e-9))
+    v = validate(str(path), device, repeat=3, runs=3, spread_s=0.0)
+    assert v.machine_speed is not None and 0 < v.machine_speed < 0.01
+    assert any("slower than when it was calibrated" in w for w in v.warnings)
+    assert v.to_dict()["validation"]["machine_speed"] == v.machine_speed
+    # Without a reference reading there is nothing to compare.
+    assert validate(str(path), calibrated_host({"conv": CONV}), repeat=3, runs=3, spread_s=0.0).machine_speed is None
+
+
+def test_the_reference_is_timed_between_the_samples_of_the_measurement(conv_bn_relu: Path, tmp_path: Path, monkeypatch):
+    """Timed in the same moments as the model, the reference reads the machine's phase the model ran in."""
+    path = conv_bn_relu
+    device = calibrated_host({"conv": CONV})
+    device = replace(device, calibration=replace(device.calibration, reference_time_s=1.0))
+    calls: list[int] = []
+    original = ReferenceSampler.sample
+    monkeypatch.setattr(ReferenceSampler, "sample", lambda self: (calls.append(1), original(self))[1])
+    v = validate(str(path), device, repeat=4, runs=3, spread_s=0.0)
+    assert len(calls) == v.measurement.repeat == 4
+
+
+def test_the_reference_session_is_parked_between_runs_like_the_calibrations(monkeypatch) -> None:
+    """Both readings of the reference block must be taken alike; the calibration's sessions park when a run
+    returns (see runtime.session_options), so validation's does too."""
+    seen = record_parking(monkeypatch)
+    ReferenceSampler(1)
+    assert seen == [True]
+
+
+def test_the_prediction_compared_with_the_measurement_is_scaled_to_the_machine_speed(
+    conv_bn_relu: Path, tmp_path: Path
+):
+    """The block's time moves with models' times between a shared machine's phases, so the prediction the
+    measurement is compared with is the calibrated one over the speed (1/speed times the calibrated time)."""
+    from onnxroof.ort.validate import _profiler_overhead, compare
+    from onnxroof.report.validation import validation_table
+
+    path = conv_bn_relu
+    device = calibrated_host({"conv": CONV})
+    device = replace(device, calibration=replace(device.calibration, reference_time_s=1e-4))
+    v = validate(str(path), device, repeat=3, runs=3, spread_s=0.0)
+    speed = v.machine_speed
+    assert speed is not None and speed != 1.0
+    assert v.predicted_at_speed_s == pytest.approx(v.predicted_time_s / speed)
+    assert v.model_error == pytest.approx(v.predicted_time_s / speed / v.measured_time_s - 1)
+    assert v.uncorrected_error == pytest.approx(v.predicted_time_s / v.measured_time_s - 1)
+    totals = v.to_dict()["totals"]
+    assert totals["predicted_at_speed_s"] == v.predicted_at_speed_s and totals["error"] == v.model_error
+    assert totals["predicted_time_s"] == v.predicted_time_s and totals["uncorrected_error"] == v.uncorrected_error
+    # Each kernel's prediction is scaled alike.
+    overhead = _profiler_overhead(device)
+    as_calibrated = {k.name: k.predicted_time_s for k in compare(v.analysis, v.profile, True, overhead)}
+    assert as_calibrated and all(k.predicted_time_s == pytest.approx(as_calibrated[k.name] / speed) for k in v.kernels)
+    assert "predictions are scaled to that speed" in validation_table(v)
+
+
+def test_without_a_reference_reading_the_prediction_is_the_calibrated_one(conv_bn_relu: Path, tmp_path: Path):
+    v = validate(str(conv_bn_relu), calibrated_host({"conv": CONV}), repeat=3, runs=3, spread_s=0.0)
+    assert v.machine_speed is None
+    assert v.predicted_at_speed_s == v.predicted_time_s and v.model_error == v.uncorrected_error
+
+
+def test_the_calibration_summary_shows_the_reference_time():
+    from onnxroof.report.calibration import calibration_table
+
+    device = calibrated_host({"conv": CONV})
+    assert "reference block" not in calibration_table(device)  # no reading, no line
+    device = replace(device, calibration=replace(device.calibration, reference_time_s=1.9e-3))
+    assert "reference block: 1.9 ms a run" in calibration_table(device)
+
+
+def test_the_timed_model_parks_its_threads_when_the_reference_runs_between_its_samples(
+    conv_bn_relu: Path, tmp_path: Path, monkeypatch
+):
+    """Two sessions taking turns: a model's pool that kept spinning after its run would take the cores the
+    reference is timed on, and read the machine as slower than it is."""
+    from onnxroof.ort.measure import measure
+
+    path = str(conv_bn_relu)
+    seen = record_parking(monkeypatch)
+    measure(path, threads=2, repeat=3, warmup=1, between=lambda: None)
+    measure(path, threads=2, repeat=3, warmup=1)
+    assert seen == [True, False]

@@ -1,0 +1,394 @@
+"""Engine-aware prediction: op classes, memory levels, ceilings and the closed-form time of a node."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from onnxroof.costs import Cost
+from onnxroof.devices import (
+    OP_CLASSES,
+    CacheLevel,
+    Ceiling,
+    Sourced,
+    load_device,
+)
+from onnxroof.predict import engine, roofline
+from tests.helpers import CONV, ELEMENTWISE, INT32, INT64, T, W, calibrated_host, conv, make_node
+
+NCHWC = "com.microsoft.nchwc"
+MS = "com.microsoft"
+
+
+# ------------------------------------------------------------------------------------------------ op classes
+
+CASES = [
+    (conv(64, 64, 56, 3), "conv"),
+    (conv(64, 64, 56, 3, domain="", op="Conv"), "conv"),
+    (conv(64, 64, 56, 3, domain=MS, op="FusedConv"), "conv"),
+    (conv(256, 64, 56, 1), "conv1x1"),
+    (conv(512, 512, 7, 3), "conv_small"),  # 49 output positions
+    (conv(256, 256, 14, 3), "conv_mid"),  # 196 output positions
+    (conv(1024, 256, 14, 1), "conv_mid"),
+    (conv(3, 64, 224, 7, out_hw=112), "conv_stem"),  # a stem with a large kernel: its own class ...
+    (conv(3, 64, 224, 11, out_hw=55), "conv_stem"),
+    (conv(16, 64, 55, 3), "conv"),  # ... 16 input channels are past the stem
+    (conv(64, 192, 27, 5), "conv_wide"),  # a 5x5 kernel past the stem (AlexNet's second layer)
+    (conv(96, 256, 55, 5, out_hw=27), "conv_wide"),
+    (conv(24, 64, 14, 5), "conv_mid"),  # a 14x14 output ranks first: a 5x5 there is a mid-sized conv
+    (conv(48, 128, 7, 5), "conv_small"),
+    (conv(3, 32, 224, 3, out_hw=112), "conv_small"),  # a stem with a 3x3 kernel does not
+    (conv(64, 16, 56, 1), "conv_small"),  # 16 output channels
+    (conv(144, 144, 56, 3, group=144), "depthwise"),
+    (conv(256, 256, 56, 1, group=256), "batchnorm"),  # a BatchNormalization onnxruntime turned into a 1x1 dw conv
+    (conv(136, 136, 28, 1, group=4, domain=""), "conv_grouped"),
+    (conv(136, 136, 28, 1, group=4, domain=MS, op="FusedConv"), "conv_grouped"),
+    # NCHWc blocks a grouped conv only when each group fills whole blocks; each group then runs as a dense conv,
+    # classed by one group's channels: 48 -> 128 with a 5x5 kernel on 27x27 positions is a wide conv ...
+    (conv(96, 256, 27, 5, group=2), "conv_wide"),
+    (conv(384, 384, 13, 3, group=2), "conv_mid"),  # ... 169 positions a mid-sized one
+    (conv(64, 64, 28, 3, group=4), "conv_small"),  # ... and 16 output channels per group a small one
+    (make_node("Gemm", [T((197, 768)), W((3072, 768)), W((3072,))], [T((197, 3072))], transB=1), "gemm"),
+    (make_node("FusedGemm", [T((1, 9216)), W((4096, 9216)), W((4096,))], [T((1, 4096))], domain=MS), "gemm"),
+    (make_node("MatMul", [T((1, 197, 768)), W((768, 768))], [T((1, 197, 768))]), "gemm"),
+    (make_node("MatMul", [T((1, 12, 197, 64)), T((1, 12, 64, 197))], [T((1, 12, 197, 197))]), "matmul"),
+    (make_node("FusedMatMul", [T((1, 12, 197, 64)), T((1, 12, 197, 64))], [T((1, 12, 197, 197))], domain=MS), "matmul"),
+    (make_node("MaxPool", [T((1, 64, 112, 112))], [T((1, 64, 56, 56))], domain=NCHWC, kernel_shape=[3, 3]), "pool"),
+    (make_node("AveragePool", [T((1, 64, 28, 28))], [T((1, 64, 28, 28))], domain=NCHWC, kernel_shape=[3, 3]), "pool"),
+    (make_node("MaxPool", [T((1, 24, 112, 112))], [T((1, 24, 56, 56))], kernel_shape=[3, 3]), "pool_nchw"),
+    (make_node("GlobalAveragePool", [T((1, 2048, 7, 7))], [T((1, 2048, 1, 1))], domain=NCHWC), "global_pool"),
+    (
+        make_node(
+            "BatchNormalization", [T((1, 64, 56, 56)), W((64,)), W((64,)), W((64,)), W((64,))], [T((1, 64, 56, 56))]
+        ),
+        "batchnorm",
+    ),
+    (make_node("LayerNormalization", [T((1, 197, 768)), W((768,)), W((768,))], [T((1, 197, 768))]), "layernorm"),
+    (
+        make_node(
+            "SkipLayerNormalization",
+            [T((1, 197, 768)), T((1, 197, 768)), W((768,)), W((768,))],
+            [T((1, 197, 768))],
+            domain=MS,
+        ),
+        "layernorm",
+    ),
+    (
+        make_node("InstanceNormalization", [T((1, 32, 64, 64)), W((32,)), W((32,))], [T((1, 32, 64, 64))]),
+        "instancenorm",
+    ),
+    (make_node("LRN", [T((1, 96, 55, 55))], [T((1, 96, 55, 55))], size=5), "lrn"),
+    (make_node("Softmax", [T((1, 1000))], [T((1, 1000))]), "softmax"),
+    (make_node("Relu", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))]), "elementwise"),
+    (make_node("Add", [T((1, 197, 768)), T((1, 197, 768))], [T((1, 197, 768))]), "elementwise"),
+    (make_node("Sum", [T((1, 8, 4, 4)), T((1, 8, 4, 4)), T((1, 8, 4, 4))], [T((1, 8, 4, 4))]), "elementwise"),
+    (make_node("Add", [T((1, 197, 768)), W((768,))], [T((1, 197, 768))]), "elementwise"),  # a bias: still streams
+    (make_node("Mul", [T((1, 64, 28, 28)), W((64, 1, 1))], [T((1, 64, 28, 28))]), "broadcast"),
+    (make_node("Gelu", [T((1, 197, 3072))], [T((1, 197, 3072))], domain=MS), "activation"),
+    (make_node("Sigmoid", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))]), "activation"),
+    (make_node("SwiGLU", [T((1, 197, 3072)), T((1, 197, 3072))], [T((1, 197, 3072))]), "activation"),
+    (
+        make_node("TensorScatter", [T((1, 8, 64, 64)), T((1, 8, 1, 64)), T((1,), INT64)], [T((1, 8, 64, 64))]),
+        "movement",
+    ),
+    (make_node("BitCast", [T((1, 1024))], [T((1, 1024), INT32)], to=INT32), engine.SHAPE),
+    (make_node("Concat", [T((1, 64, 28, 28)), T((1, 64, 28, 28))], [T((1, 128, 28, 28))], axis=1), "movement"),
+    (make_node("Split", [T((1, 197, 2304))], [T((1, 197, 768))] * 3, axis=-1), "movement"),
+    (make_node("Transpose", [T((1, 197, 12, 64))], [T((1, 12, 197, 64))], perm=[0, 2, 1, 3]), "transpose"),
+    (make_node("ReorderInput", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))], domain=NCHWC), "reorder"),
+    (make_node("ReorderOutput", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))], domain=NCHWC, channels=64), "reorder"),
+    # Planes under 20x20 = 400 positions make an output reorder short-rowed; the input reorder and an NHWC output
+    # (channels_last) are not.
+    (
+        make_node("ReorderOutput", [T((1, 768, 14, 14))], [T((1, 768, 14, 14))], domain=NCHWC, channels=768),
+        "reorder_short",
+    ),
+    (
+        make_node("ReorderOutput", [T((1, 64, 19, 19))], [T((1, 64, 19, 19))], domain=NCHWC, channels=64),
+        "reorder_short",
+    ),
+    (make_node("ReorderOutput", [T((1, 64, 20, 20))], [T((1, 64, 20, 20))], domain=NCHWC, channels=64), "reorder"),
+    (make_node("ReorderInput", [T((1, 768, 14, 14))], [T((1, 768, 14, 14))], domain=NCHWC), "reorder"),
+    (
+        make_node(
+            "ReorderOutput", [T((1, 768, 14, 14))], [T((1, 14, 14, 768))], domain=NCHWC, channels=768, channels_last=1
+        ),
+        "reorder",
+    ),
+    (make_node("Upsample", [T((1, 64, 32, 32))], [T((1, 64, 64, 64))], domain=NCHWC, scales=[2, 2]), "resize"),
+    (make_node("Resize", [T((1, 64, 32, 32)), None, W((4,))], [T((1, 64, 64, 64))]), "resize"),
+    (make_node("ReduceMean", [T((1, 197, 768))], [T((1, 197, 1))], axes=[2]), "reduce"),
+    (make_node("Reshape", [T((1, 197, 768)), W((2,), INT64)], [T((197, 768))]), engine.SHAPE),
+    (make_node("Flatten", [T((1, 512, 1, 1))], [T((1, 512))]), engine.SHAPE),
+    (make_node("NonMaxSuppression", [T((1, 100, 4)), T((1, 1, 100))], [T((10, 3), INT64)]), engine.OTHER),
+]
+
+
+@pytest.mark.parametrize(
+    ("view", "expected"), CASES, ids=[f"{v.domain or 'ai.onnx'}::{v.op_type}->{c}" for v, c in CASES]
+)
+def test_op_class(view, expected):
+    assert engine.op_class(view) == expected
+
+
+def test_every_ceiling_class_has_a_case():
+    assert set(OP_CLASSES) <= {expected for _, expected in CASES}
+
+
+def test_conv_class_without_weight_shape_falls_back_to_attributes():
+    view = make_node(
+        "Conv", [T((1, 64, 56, 56)), W((64, 64, 1, 1), name="w"), None], [T((1, 64, 56, 56))], kernel_shape=[1, 1]
+    )
+    assert engine.op_class(view) == "conv1x1"
+    unknown = make_node("Conv", [T(None), T(None), None], [T(None)], kernel_shape=[3, 3])
+    assert engine.op_class(unknown) == "conv"
+
+
+# ------------------------------------------------------------------------------------------------ memory levels
+
+
+def test_memory_level_picks_the_smallest_level_that_holds_the_working_set():
+    dev = calibrated_host()
+    assert engine.memory_level(dev, 0) == ("L1d", 100e9)
+    assert engine.memory_level(dev, 32 * 1024) == ("L1d", 100e9)  # fits exactly
+    assert engine.memory_level(dev, 32 * 1024 + 1) == ("L2", 50e9)
+    assert engine.memory_level(dev, 1024 * 1024) == ("L2", 50e9)
+    # L3 has no measured bandwidth: skipped, the next level is DRAM
+    assert engine.memory_level(dev, 1024 * 1024 + 1) == ("DRAM", 10e9)
+
+
+def test_private_caches_count_once_per_calibrated_thread():
+    dev = calibrated_host(threads=2)
+    assert engine.memory_level(dev, 64 * 1024) == ("L1d", 100e9)
+    assert engine.memory_level(dev, 64 * 1024 + 1) == ("L2", 50e9)
+
+
+def test_working_set_and_weight_bytes():
+    view = conv(64, 64, 28, 3)
+    cost = Cost(flops=1e7, bytes_read=400_000, bytes_written=200_000)
+    assert engine.working_set(view, cost) == 600_000
+    assert engine.weight_bytes(view, cost) == (64 * 64 * 9 + 64) * 4  # both weights, each once
+    assert engine.weight_bytes(view, Cost(bytes_read=1000)) == 1000  # never more than the node reads
+
+
+# ------------------------------------------------------------------------------------------------ ceilings
+
+
+def test_ceiling_interpolates_in_log_work_and_clamps():
+    assert CONV.compute_efficiency(1e5) == 0.5
+    assert CONV.compute_efficiency(1e9) == 0.9
+    assert CONV.compute_efficiency(1e7) == pytest.approx(0.7)  # halfway in log10: 0.5 + 0.4 * 0.5
+    assert CONV.memory_efficiency(123.0) == 1.0  # no memory table: efficiency 1
+
+
+def test_ceiling_falls_back_to_a_related_class():
+    dev = calibrated_host({"conv": CONV})
+    assert engine.ceiling_for(dev, "conv1x1") == ("conv", CONV)
+    assert engine.ceiling_for(dev, "conv_grouped") == ("conv", CONV)  # via conv_small
+    assert engine.ceiling_for(dev, "lrn") is None
+
+
+# ------------------------------------------------------------------------------------------------ prediction
+
+
+def test_compute_bound_conv_closed_form():
+    dev = calibrated_host({"conv": CONV})
+    view = conv(64, 64, 28, 3)
+    cost = Cost(flops=1e7, bytes_read=400_000, bytes_written=200_000, kernels=1)
+    pred, note = engine.predict_engine(view, cost, "fp32", dev)
+    # eff_c = 0.7 at 1e7 FLOPs -> compute = 1e7 / (100e9 * 0.7) = 142.857 us
+    # working set 600 kB -> L2 (50 GB/s); weights 147,712 B at DRAM 10 GB/s, the other 452,288 B at 50 GB/s:
+    # memory = 452288 / 50e9 + 147712 / 10e9 = 9.046 + 14.771 = 23.817 us
+    # serial: max(142.857, 23.817) + 1 us overhead = 143.857 us
+    weights = (64 * 64 * 9 + 64) * 4
+    assert pred.compute_time_s == pytest.approx(1e7 / 70e9)
+    assert pred.memory_time_s == pytest.approx((600_000 - weights) / 50e9 + weights / 10e9)
+    assert pred.overhead_time_s == 1e-6
+    assert pred.predicted_time_s == pytest.approx(1e7 / 70e9 + 1e-6)
+    assert pred.bound == "compute"
+    assert pred.peak_flops_s == pytest.approx(70e9)  # the conv ceiling, not the device peak
+    assert note.op_class == "conv" and note.ceiling == "conv"
+    assert note.level == "L2" and note.level_bandwidth == 50e9 and note.weight_bytes == weights
+    assert "70% of peak" in note.describe() and "L2" in note.describe()
+
+
+def test_a_conv_served_from_dram_adds_the_traffic_its_compute_does_not_hide():
+    dev = replace(
+        calibrated_host({"conv": CONV, "elementwise": ELEMENTWISE}), dram_overlap=Sourced(0.25, "calibrated: test")
+    )
+    view = conv(64, 64, 112, 3, out_hw=56)
+    cost = Cost(flops=1e9, bytes_read=3e6, bytes_written=1e6, kernels=1)
+    pred, note = engine.predict_engine(view, cost, "fp32", dev)
+    # eff_c = 0.9 past 1e8 FLOPs -> compute = 1e9 / 90e9 = 11.111 ms. The 4 MB working set is past L2 (1 MiB, the
+    # last level with a bandwidth): all of it at DRAM's 10 GB/s -> memory = 400 us, a quarter of it hidden:
+    # max(11.111 ms, 400 us) + 1 us overhead + 0.75 * 400 us = 11.412 ms.
+    assert note.level == "DRAM" and pred.memory_time_s == pytest.approx(400e-6)
+    assert note.exposed_memory_s == pytest.approx(300e-6)
+    assert pred.predicted_time_s == pytest.approx(1e9 / 90e9 + 1e-6 + 300e-6)
+    assert pred.bound == "compute" and "300 us of DRAM traffic not hidden by compute" in note.describe()
+    # The same conv with its data in L2, a memory-bound kernel in DRAM, or a device without the figure: max() alone.
+    in_cache = Cost(flops=1e9, bytes_read=400_000, bytes_written=200_000, kernels=1)
+    assert engine.predict_engine(view, in_cache, "fp32", dev)[1].exposed_memory_s == 0.0
+    relu = make_node("Relu", [T((1, 64, 112, 112))], [T((1, 64, 112, 112))])
+    streaming = Cost(flops=802816, bytes_read=3211264, bytes_written=3211264, kernels=1)
+    assert engine.predict_engine(relu, streaming, "fp32", dev)[1].exposed_memory_s == 0.0
+    plain, _ = engine.predict_engine(view, cost, "fp32", calibrated_host({"conv": CONV}))
+    assert plain.predicted_time_s == pytest.approx(1e9 / 90e9 + 1e-6)
+    # A level no faster than DRAM serves the data at DRAM bandwidth: the same traffic is exposed there.
+    slow_l3 = CacheLevel("L3", 8 * 1024 * 1024, 10e9, "calibrated: test", "shared")
+    same_speed = replace(dev, caches=(*dev.caches[:2], slow_l3))
+    _, via_l3 = engine.predict_engine(view, cost, "fp32", same_speed)
+    assert via_l3.level == "L3" and via_l3.exposed_memory_s == pytest.approx(300e-6)
+
+
+def test_the_network_factor_scales_a_kernels_work_but_not_its_dispatch():
+    """A factor f multiplies compute, memory and the traffic not hidden; the per-node overhead is paid as is."""
+    dev = replace(
+        calibrated_host({"conv": CONV, "elementwise": ELEMENTWISE}),
+        dram_overlap=Sourced(0.25, "calibrated: test"),
+        network_factor=Sourced(1.5, "calibrated: test"),
+    )
+    view = conv(64, 64, 112, 3, out_hw=56)
+    cost = Cost(flops=1e9, bytes_read=3e6, bytes_written=1e6, kernels=1)
+    pred, note = engine.predict_engine(view, cost, "fp32", dev)
+    # As in the DRAM conv above, times 1.5: compute 1.5 * 1e9 / 90e9 = 16.667 ms, memory 1.5 * 400 us = 600 us,
+    # a quarter of it hidden: 16.667 ms + 1 us + 0.75 * 600 us.
+    assert pred.compute_time_s == pytest.approx(1.5e9 / 90e9) and pred.memory_time_s == pytest.approx(600e-6)
+    assert pred.predicted_time_s == pytest.approx(1.5e9 / 90e9 + 1e-6 + 450e-6)
+    assert pred.peak_flops_s == pytest.approx(90e9 / 1.5)  # the roof the kernel runs under in a network
+    assert note.network_factor == 1.5 and "x1.5 in a network" in note.describe()
+    # A shape-only node is dispatch alone: no factor.
+    reshape = make_node("Reshape", [T((1, 64, 8, 8)), T((2,), INT64)], [T((64, 64))])
+    flat, _ = engine.predict_engine(reshape, Cost(flops=0, bytes_read=0, bytes_written=0, kernels=1), "fp32", dev)
+    assert flat.predicted_time_s == pytest.approx(1e-6)
+
+
+def test_memory_bound_elementwise_closed_form():
+    dev = calibrated_host({"elementwise": ELEMENTWISE})
+    view = make_node("Relu", [T((1, 64, 16, 16))], [T((1, 64, 16, 16))])
+    cost = Cost(flops=16384, bytes_read=65536, bytes_written=65536, kernels=1)
+    pred, note = engine.predict_engine(view, cost, "fp32", dev)
+    # 131,072 B -> L2 (over L1's 32 KiB) at 50 GB/s; eff_m = 0.5 + 0.5 * log(131072/1e4) / log(1e6/1e4) = 0.7794
+    eff = 0.5 + 0.5 * math.log(131072 / 1e4) / math.log(1e6 / 1e4)
+    assert note.memory_efficiency == pytest.approx(eff)
+    assert pred.memory_time_s == pytest.approx(131072 / (50e9 * eff))  # 3.364 us
+    assert pred.compute_time_s == pytest.approx(16384 / 100e9)  # no compute ceiling for the class: full peak
+    assert pred.predicted_time_s == pytest.approx(131072 / (50e9 * eff) + 1e-6)
+    assert pred.bound == "memory"
+
+
+def test_fallback_ceiling_is_named_in_the_note():
+    dev = calibrated_host({"conv": CONV})
+    pred, note = engine.predict_engine(
+        conv(256, 64, 56, 1), Cost(flops=1e8, bytes_read=1e6, bytes_written=1e5), "fp32", dev
+    )
+    assert note.op_class == "conv1x1" and note.ceiling == "conv"
+    assert pred.compute_time_s == pytest.approx(1e8 / 90e9)
+    assert "via conv" in note.describe()
+
+
+def test_a_stem_falls_back_to_the_conv_ceiling_on_a_profile_without_its_own():
+    # A profile calibrated before stems had a class of their own predicts them as it did, under the conv ceiling:
+    # 3->64 7x7 to 112x112, 1e8 FLOPs at 90% of a 100 GFLOP/s peak.
+    dev = calibrated_host({"conv": CONV})
+    stem = conv(3, 64, 224, 7, out_hw=112)
+    pred, note = engine.predict_engine(stem, Cost(flops=1e8, bytes_read=1e6, bytes_written=1e5), "fp32", dev)
+    assert note.op_class == "conv_stem" and note.ceiling == "conv"
+    assert pred.compute_time_s == pytest.approx(1e8 / 90e9)
+
+
+def test_shape_only_nodes_pay_the_per_node_overhead_only():
+    dev = calibrated_host({"conv": CONV})
+    view = make_node("Reshape", [T((1, 197, 768)), W((2,), INT64)], [T((197, 768))])
+    pred, note = engine.predict_engine(view, Cost(), "fp32", dev)
+    assert pred.predicted_time_s == 1e-6
+    assert pred.bound == "overhead"
+    assert note.op_class == engine.SHAPE and note.describe().startswith("shape-only")
+
+
+def test_class_without_ceiling_uses_the_plain_roofline():
+    dev = calibrated_host()
+    view = make_node("LRN", [T((1, 96, 55, 55))], [T((1, 96, 55, 55))], size=5)
+    cost = Cost(flops=1e6, bytes_read=1e6, bytes_written=1e6, kernels=1)
+    pred, note = engine.predict_engine(view, cost, "fp32", dev)
+    # 2 MB does not fit the 1 MiB L2 and L3 has no bandwidth: DRAM, 2e6 / 10e9 = 200 us
+    assert note.ceiling is None and note.level == "DRAM"
+    assert pred.predicted_time_s == pytest.approx(2e6 / 10e9 + 1e-6)
+    assert "no ceiling" in note.describe()
+
+
+def test_a_datasheet_device_predicts_the_plain_serial_roofline():
+    dev = load_device("colab-xeon-1core")
+    view = conv(64, 64, 28, 3)
+    cost = Cost(flops=2e8, bytes_read=3e6, bytes_written=2e5, kernels=1)
+    pred, note = engine.predict_engine(view, cost, "fp32", dev)
+    plain = roofline.predict(cost, dev, "fp32")
+    assert note.level == "DRAM" and note.ceiling is None
+    assert pred.compute_time_s == pytest.approx(plain.compute_time_s)
+    assert pred.memory_time_s == pytest.approx(plain.memory_time_s)
+    assert pred.predicted_time_s == pytest.approx(plain.predicted_time_s)
+
+
+def test_model_time_adds_the_run_overhead_once():
+    dev = calibrated_host()
+    assert engine.model_time([1e-3, 2e-3], dev) == pytest.approx(3e-3 + 5e-6)
+    assert engine.model_time([], load_device("colab-xeon-1core")) == 0.0
+
+
+def test_an_activation_other_than_relu_is_a_second_pass_over_the_output():
+    dev = calibrated_host({"conv": CONV, "elementwise": ELEMENTWISE})
+    cost = Cost(flops=1e7, bytes_read=400_000, bytes_written=200_000, kernels=1)
+    relu = make_node(
+        "Conv",
+        [T((1, 64, 28, 28)), W((64, 64, 3, 3)), W((64,))],
+        [T((1, 64, 28, 28))],
+        domain=NCHWC,
+        kernel_shape=[3, 3],
+        activation="Relu",
+    )
+    clip = make_node(
+        "Conv",
+        [T((1, 64, 28, 28)), W((64, 64, 3, 3)), W((64,))],
+        [T((1, 64, 28, 28))],
+        domain=NCHWC,
+        kernel_shape=[3, 3],
+        activation="Clip",
+        activation_params=[0.0, 6.0],
+    )
+    assert engine.epilogue_activation(relu) is None and engine.epilogue_activation(clip) == "Clip"
+    base, _ = engine.predict_engine(relu, cost, "fp32", dev)
+    pred, note = engine.predict_engine(clip, cost, "fp32", dev)
+    # the output (200,704 B) is read and written again: 401,408 B moved, in L2 (50 GB/s) at the elementwise
+    # ceiling's 0.5 + 0.5 * log(401408/1e4) / log(100) = 0.9009 -> 8.91 us on top of the Relu conv's time
+    eff = 0.5 + 0.5 * math.log(401408 / 1e4) / math.log(100)
+    assert pred.epilogue_time_s == pytest.approx(401408 / (50e9 * eff))
+    assert pred.predicted_time_s == pytest.approx(base.predicted_time_s + 401408 / (50e9 * eff))
+    assert base.epilogue_time_s == 0.0
+    assert note.epilogue == "Clip" and "second pass" in note.describe()
+    plain = make_node("Relu", [T((1, 64, 28, 28))], [T((1, 64, 28, 28))])
+    assert engine.epilogue_activation(plain) is None
+    assert engine.epilogue_time(relu, dev) == 0.0
+
+
+def test_a_calibrated_epilogue_ceiling_replaces_the_elementwise_one_for_the_second_pass():
+    epilogue = Ceiling(compute=(), memory=((1e5, 0.2), (1e7, 0.8)), source="calibrated: test epilogue")
+    dev = calibrated_host({"conv": CONV, "elementwise": ELEMENTWISE, "epilogue": epilogue})
+    clip = make_node(
+        "Conv",
+        [T((1, 64, 28, 28)), W((64, 64, 3, 3)), W((64,))],
+        [T((1, 64, 28, 28))],
+        domain=NCHWC,
+        kernel_shape=[3, 3],
+        activation="Clip",
+        activation_params=[0.0, 6.0],
+    )
+    # 401,408 B moved in L2 (50 GB/s) at the epilogue ceiling's 0.2 + 0.6 * log(401408/1e5) / log(100) = 0.3808
+    eff = 0.2 + 0.6 * math.log(401408 / 1e5) / math.log(100)
+    assert engine.epilogue_bytes(clip) == 401408
+    assert engine.epilogue_time(clip, dev) == pytest.approx(401408 / (50e9 * eff))
+    pred, _ = engine.predict_engine(clip, Cost(flops=1e7, bytes_read=400_000, bytes_written=200_000), "fp32", dev)
+    assert pred.epilogue_time_s == pytest.approx(401408 / (50e9 * eff))
+    # without an elementwise ceiling either, the pass streams at the level's full bandwidth
+    assert engine.epilogue_time(clip, calibrated_host({"conv": CONV})) == pytest.approx(401408 / 50e9)

@@ -1,0 +1,208 @@
+"""The package's shape: dependencies between stages point one way, no module reaches into another module's
+private names, no module grows past a size a reader can hold, and ``import onnxroof`` stays light.
+
+The stages, lowest first (a module may import from its own stage and from the stages below it):
+
+    errors, atomic          the user error and atomic file writes
+    ir, devices             the analysis graph; the device schema and files (data: they import nothing above)
+    load                    file -> Graph
+    costs                   per-op cost functions
+    predict                 roofline, engine model, analysis
+    ort                     everything that runs onnxruntime (measure, profile, calibrate, validate)
+    report                  renderers of what predict and ort produce
+    api, cli                the front doors
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "onnxroof"
+
+STAGES: dict[str, int] = {
+    "onnxroof": 0,  # the package itself: a lazy facade that imports nothing when loaded
+    "onnxroof.errors": 0,
+    "onnxroof.atomic": 0,
+    "onnxroof.ir": 1,
+    "onnxroof.devices": 1,
+    "onnxroof.load": 2,
+    "onnxroof.costs": 3,
+    "onnxroof.predict": 4,
+    "onnxroof.ort": 5,
+    "onnxroof.report": 6,
+    "onnxroof.api": 7,
+    "onnxroof.cli": 8,
+    "onnxroof.__main__": 9,
+}
+MAX_LINES = 600
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def stage_of(module: str) -> str:
+    """The stage a module belongs to: the longest STAGES key that is the module or a package above it."""
+    candidates = [s for s in STAGES if module == s or module.startswith(s + ".")]
+    return max(candidates, key=len)
+
+
+def is_module(dotted: str) -> bool:
+    """Whether ``dotted`` names a module or package of this checkout."""
+    path = ROOT.joinpath(*dotted.split("."))
+    return (
+        path.with_suffix(".py").exists()
+        or (path / "__init__.py").exists()
+        or any(path.parent.glob(path.name + ".*.so"))
+    )
+
+
+def imports(tree: ast.AST, module: str) -> list[tuple[int, str, list[str]]]:
+    """(line, imported module, names taken from it) for every import of a module of this checkout, at any depth
+    (imports inside functions count: they are dependencies all the same)."""
+    found = []
+    package = module if (ROOT.joinpath(*module.split(".")) / "__init__.py").exists() else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [
+                (node.lineno, a.name, []) for a in node.names if a.name.split(".")[0] in ("onnxroof", "model_zoo")
+            ]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
+            if base.split(".")[0] in ("onnxroof", "model_zoo"):
+                found.append((node.lineno, base, [a.name for a in node.names]))
+    return found
+
+
+def python_files(*folders: str) -> list[Path]:
+    return sorted(p for folder in folders for p in (ROOT / folder).rglob("*.py"))
+
+
+def layer_violations(source: str, module: str) -> list[str]:
+    """The imports in ``source`` (the text of ``module``) of a module in a stage above the module's own."""
+    own = stage_of(module)
+    violations = []
+    for line, target, names in imports(ast.parse(source), module):
+        if target.split(".")[0] != "onnxroof":
+            continue
+        for imported in [f"{target}.{n}" if is_module(f"{target}.{n}") else target for n in names] or [target]:
+            other = stage_of(imported)
+            if other != own and imported != "onnxroof" and STAGES[other] >= STAGES[own]:
+                violations.append(f"{line}: {own} imports {imported} ({other})")
+    return violations
+
+
+def test_dependencies_point_one_way():
+    violations = [
+        f"{path.relative_to(ROOT)}:{v}"
+        for path in python_files("onnxroof")
+        for v in layer_violations(path.read_text(encoding="utf-8"), module_name(path))
+    ]
+    assert violations == []
+
+
+def test_the_zoo_needs_nothing_of_onnxroof():
+    """Loading builds zoo:NAME models, so the zoo sits below every stage."""
+    for path in python_files("model_zoo"):
+        for line, target, _ in imports(ast.parse(path.read_text(encoding="utf-8")), module_name(path)):
+            assert target.split(".")[0] != "onnxroof", f"{path.relative_to(ROOT)}:{line} imports {target}"
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_reaches(source: str, module: str) -> list[str]:
+    """Private names ``source`` (the text of ``module``) takes from other modules of this checkout: imported by
+    name, or read as an attribute of a module it imported. A package's private names are its modules' to
+    share (the native reader takes the package's compiled extension, ``_wire``)."""
+    tree = ast.parse(source)
+    found = []
+    bound_modules: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in ("onnxroof", "model_zoo"):
+                    if any(_private(part) for part in alias.name.split(".")):
+                        found.append(f"{node.lineno}: import {alias.name}")
+                    bound_modules.add(alias.asname or alias.name.split(".")[0])
+    for line, target, names in imports(tree, module):
+        for name in names:
+            qualified = f"{target}.{name}"
+            if _private(name) and module.rpartition(".")[0] != target:
+                found.append(f"{line}: from {target} import {name}")
+            if is_module(qualified):
+                bound_modules.add(name)
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and _private(node.attr)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in bound_modules
+        ):
+            found.append(f"{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_module_reaches_into_another_modules_private_names():
+    violations = [
+        f"{path.relative_to(ROOT)}:{v}"
+        for path in python_files("onnxroof", "tools", "model_zoo")
+        for v in private_reaches(path.read_text(encoding="utf-8"), module_name(path))
+    ]
+    assert violations == []
+
+
+def test_no_python_file_of_the_package_is_longer_than_a_reader_can_hold():
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in python_files("onnxroof")
+        if (n := len(p.read_text().splitlines())) > MAX_LINES
+    }
+    assert long == {}
+
+
+@pytest.mark.parametrize("heavy", ["onnxruntime", "sympy", "matplotlib", "onnx", "numpy"])
+def test_importing_onnxroof_loads_no_heavy_library(heavy: str):
+    code = f"import sys, onnxroof; sys.exit(any(m == {heavy!r} or m.startswith({heavy!r} + '.') for m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
+
+
+def test_the_help_loads_no_heavy_library():
+    """``onnxroof --help`` is instant: the command modules import their libraries when they run."""
+    code = (
+        "import sys, contextlib, io\nfrom onnxroof.cli import build_parser\nbuild_parser()\n"
+        "sys.exit(any(m.split('.')[0] in ('onnxruntime', 'sympy', 'onnx', 'numpy') for m in sys.modules))"
+    )
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
+
+
+def test_the_checks_above_catch_what_they_look_for():
+    """Each check flags what it looks for, so that an empty list above means something."""
+    assert stage_of("onnxroof.load.graph") == "onnxroof.load"
+    assert stage_of("onnxroof.ort.calibrate") == "onnxroof.ort"
+    upward = "from onnxroof.ort.measure import measure\nimport onnxroof.cli\nfrom onnxroof.ir import Graph\n"
+    assert layer_violations(upward, "onnxroof.load.graph") == [
+        "1: onnxroof.load imports onnxroof.ort.measure (onnxroof.ort)",
+        "2: onnxroof.load imports onnxroof.cli (onnxroof.cli)",
+    ]
+    assert layer_violations("from onnxroof.load import graph\n", "onnxroof.predict.analysis") == []
+    reaching = (
+        "from onnxroof.load.graph import _build\nfrom onnxroof.load import graph\ngraph._assemble\ngraph.__doc__\n"
+    )
+    assert private_reaches(reaching, "onnxroof.predict.probe") == [
+        "1: from onnxroof.load.graph import _build",
+        "3: graph._assemble",
+    ]
+    assert private_reaches("from onnxroof.load import _wire\n", "onnxroof.load.native") == []
