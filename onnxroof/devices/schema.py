@@ -211,9 +211,10 @@ class FrozenMap(dict):
     def _read_only(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"{type(self).__name__} is read-only")
 
-    __setitem__ = __delitem__ = __ior__ = _read_only  # type: ignore[assignment]
-    clear = pop = popitem = setdefault = update = _read_only  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
 
+    # dict declares __hash__ = None (a mutable mapping is unhashable); this read-only one is hashable.
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(tuple(self.items()))
 

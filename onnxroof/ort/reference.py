@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 from onnxroof.ort.measure import fast_estimate, time_runs
 
@@ -22,7 +22,7 @@ CHANNELS = 64  # the block's width: at 56 x 56 it runs in 1.7-3 ms on one core o
 REFERENCE_INPUT = [1, 32, 56, 56]  # NCHW
 
 
-def reference_model():
+def reference_model() -> ModelProto:
     """A small convolutional block, the kernel every calibration and validation times: 3x3 conv, ReLU, depthwise
     3x3, 1x1 conv, residual Add, 2x2 max pool, 3x3 conv, ReLU, global average pool and a 1000-way Gemm.
 
@@ -46,15 +46,15 @@ def reference_model():
         "b5": (1000,),
     }
     weights = [numpy_helper.from_array((0.1 * rng.standard_normal(s)).astype(np.float32), n) for n, s in shapes.items()]
-    same = {"pads": [1, 1, 1, 1]}
+    pads = [1, 1, 1, 1]  # a 3x3 convolution with these keeps its input's height and width
     nodes = [
-        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], **same),
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=pads),
         helper.make_node("Relu", ["c1"], ["r1"]),
-        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], group=c, **same),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], group=c, pads=pads),
         helper.make_node("Conv", ["c2", "w3", "b3"], ["c3"]),
         helper.make_node("Add", ["c3", "r1"], ["a"]),
         helper.make_node("MaxPool", ["a"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
-        helper.make_node("Conv", ["p", "w4", "b4"], ["c4"], **same),
+        helper.make_node("Conv", ["p", "w4", "b4"], ["c4"], pads=pads),
         helper.make_node("Relu", ["c4"], ["r4"]),
         helper.make_node("GlobalAveragePool", ["r4"], ["g"]),
         helper.make_node("Flatten", ["g"], ["f"]),

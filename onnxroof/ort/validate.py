@@ -24,7 +24,7 @@ from onnxroof.ort.measure import Measurement, measure
 from onnxroof.ort.profile import NodeProfile, profile_nodes
 from onnxroof.ort.reference import ReferenceSampler, drift_warning
 from onnxroof.ort.sessions import runnable_model
-from onnxroof.predict.analysis import Analysis, analyze_graph
+from onnxroof.predict.analysis import Analysis, NodeResult, analyze_graph
 
 WORST = 5  # how many of the worst mispredictions are named
 SPREAD_S = 5.0  # the whole-model samples are spread over this many seconds (see measure's spread_s)
@@ -300,7 +300,7 @@ def compare(
     return sorted(out, key=lambda k: -k.measured_time_s)
 
 
-def _as_exported(members: Sequence[Any]) -> str:
+def _as_exported(members: Sequence[NodeResult]) -> str:
     if not members:
         return "no exported node: an engine-only kernel, predicted 0"
     if len(members) == 1:
@@ -308,11 +308,11 @@ def _as_exported(members: Sequence[Any]) -> str:
     return f"plain roofline, sum of {len(members)} exported nodes run as one kernel"
 
 
-def _dominant_bound(members: Sequence[Any]) -> str:
+def _dominant_bound(members: Sequence[NodeResult]) -> str:
     times: dict[str, float] = {}
     for n in members:
         times[n.prediction.bound] = times.get(n.prediction.bound, 0.0) + n.prediction.predicted_time_s
-    return max(times, key=times.get) if times else "none"
+    return max(times, key=times.__getitem__) if times else "none"
 
 
 def _qualified(domain: str, op_type: str) -> str:

@@ -27,7 +27,7 @@ from onnxroof.predict.engine import EngineNote, predict_engine
 from onnxroof.predict.roofline import Prediction
 
 # Element type a "what if" precision stores floating-point tensors in (paper 000's 8/16/32/64-bit study).
-PRECISION_DTYPE = {
+PRECISION_DTYPE: dict[str, int] = {
     "fp64": TensorProto.DOUBLE,
     "fp32": TensorProto.FLOAT,
     "tf32": TensorProto.FLOAT,  # TF32 computes at reduced precision but stores 32-bit floats
@@ -37,7 +37,7 @@ PRECISION_DTYPE = {
     "int8": TensorProto.INT8,
 }
 
-_FLOAT_PRECISION = {
+_FLOAT_PRECISION: dict[int, str] = {
     TensorProto.FLOAT: "fp32",
     TensorProto.FLOAT16: "fp16",
     TensorProto.BFLOAT16: "bf16",
@@ -46,7 +46,7 @@ _FLOAT_PRECISION = {
 for _name in ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ"):
     if hasattr(TensorProto, _name):
         _FLOAT_PRECISION[getattr(TensorProto, _name)] = "fp8"
-_INT8 = {TensorProto.INT8, TensorProto.UINT8}
+_INT8: frozenset[int] = frozenset({TensorProto.INT8, TensorProto.UINT8})
 
 
 class UnsupportedOpWarning(UserWarning):
@@ -530,10 +530,11 @@ Weighted = Sequence[tuple[NodeResult, int]]  # the first node of each group of e
 
 
 def _dominant_precision(groups: Weighted) -> str:
-    flops: Counter[str] = Counter()
+    """The precision that computes the most FLOPs (the first one seen among equals); fp32 for an empty graph."""
+    flops: dict[str, float] = {}
     for r, count in groups:
-        flops[r.precision] += r.cost.flops * count
-    return flops.most_common(1)[0][0] if flops else "fp32"
+        flops[r.precision] = flops.get(r.precision, 0.0) + r.cost.flops * count
+    return max(flops, key=flops.__getitem__) if flops else "fp32"
 
 
 def _totals(groups: Weighted, params: int, device: Device, precision: str, run_overhead_s: float = 0.0) -> Totals:
