@@ -1,13 +1,13 @@
 """Benchmark: analysis wall time and peak memory, next to the floor of onnx.load + infer_shapes on the same file.
 
 Prints one table. Each comparison is timed in a process of its own that alternates its two sides run by run
-(the floor and onnxroof; onnxroof and onnx-tool), so that a machine whose speed drifts (a shared one does, by
-tens of percent within a minute) slows both alike and the ratio stays fair, and so that neither side runs after
-a third that leaves a large heap behind; each time is the best of ``--repeat`` runs. Peak memory comes from a
+(the floor and onnxroof; onnxroof and onnx-tool), so that a drift in the machine's speed (a shared machine's
+neighbours come and go) slows both alike and the ratio stays fair, and so that neither side runs after a third
+that leaves a large heap behind; each time is the best of ``--repeat`` runs. Peak memory comes from a
 fresh process per mode that runs it once, so that each peak RSS is its own. Goals: analysis at most 2x the
 floor, time linear in node count, memory independent of weight bytes (the generated graphs reference gigabytes
 of external weights that are not on disk), and at most half the time of onnx-tool's model_profile on a real
-model with weights inline (measured when onnx-tool is installed).
+model with weights inline (compared when onnx-tool is installed).
 
 usage: python tools/bench_analyze.py [--nodes 5000,25000,50000] [--zoo resnet50,vit_b_16] [--repeat 5]
 """

@@ -191,8 +191,8 @@ def _calibration(table: Any, where: str) -> Calibration:
     here = f"{where}, calibration"
     if not isinstance(table, Mapping):
         raise _fail(here, f"must be a table, got {table!r}")
-    # reference_flops_s: suites 1-3 timed a lone MatMul as the reference; its rate says nothing of the block's time
-    # that replaced it, so such a file is read without a reference reading.
+    # reference_flops_s is accepted and ignored: files written by suites 1-3 hold it, a lone MatMul's rate, which
+    # says nothing of the reference block's time, so such a file reads without a reference reading.
     _check_keys(
         table,
         (

@@ -113,7 +113,8 @@ class Validation:
         """The predicted latency at the speed the machine ran at while the model was timed: the calibrated
         prediction over ``machine_speed`` (the reference block's time at calibration over its time between the
         model's samples), or the calibrated prediction where there is no reading. On a shared machine the
-        speed moves by tens of percent between phases, and the block's time moves with models' times."""
+        speed moves between phases, and the block, a mix of the kernels models spend their time in, moves with
+        them."""
         return self.predicted_time_s / self.machine_speed if self.machine_speed else self.predicted_time_s
 
     @property
@@ -186,7 +187,8 @@ def validate(
     The whole model is timed in ``repeat`` samples spread over ``spread_s`` seconds; its measured latency is their
     fast estimate (the median is kept alongside). On a calibrated host the reference block is timed again between
     those samples: the machine's speed relative to its calibration (``machine_speed``) scales the prediction
-    that the measurement is compared with, and a speed off by more than 10% is reported (a warning)."""
+    that the measurement is compared with, and a speed off by more than reference.DRIFT_BOUND is reported (a
+    warning)."""
     say = stage or (lambda text: None)
     dev = resolve_device(device, host=lambda: host_device(threads=threads, provider=provider, progress=progress))
     warnings = _device_warnings(dev, threads, provider)
@@ -244,8 +246,9 @@ def _reference_reading(device: Device, threads: int, provider: str) -> float | N
 
 def scored(kernels: Sequence[KernelComparison], engine_graph: bool) -> list[KernelComparison]:
     """The kernels the agreement statistics are computed over. Shape-only kernels (Reshape, Flatten, ...) are left
-    out: the profiler reports several microseconds for them where a real run spends a fraction of one. On the
-    exported graph, engine-only kernels (NCHWc reorders) are left out too: that graph has no node for them."""
+    out: they move no data, so the time the profiler reports for them is its own per-kernel bookkeeping, which
+    no prediction of their work accounts for. On the exported graph, engine-only kernels (NCHWc reorders) are
+    left out too: that graph has no node for them."""
     return [k for k in kernels if not k.shape_only and not (k.engine_only and not engine_graph)]
 
 
