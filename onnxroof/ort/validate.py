@@ -223,7 +223,7 @@ def validate(
     else:
         analysis = analyze_graph(load_graph(model, inputs=inputs, dims=dims), dev)
     kernels = compare(
-        analysis, profile, engine_graph=engine_mode, profiler_overhead_s=_profiler_overhead(dev), speed=speed or 1.0
+        analysis, profile, engine_graph=engine_mode, profiler_overhead_s=profiler_overhead(dev), speed=speed or 1.0
     )
     counted = scored(kernels, engine_mode)
     stats = agreement([k.predicted_time_s for k in counted], [k.measured_time_s for k in counted])
@@ -252,7 +252,7 @@ def scored(kernels: Sequence[KernelComparison], engine_graph: bool) -> list[Kern
     return [k for k in kernels if not k.shape_only and not (k.engine_only and not engine_graph)]
 
 
-def _profiler_overhead(device: Device) -> float:
+def profiler_overhead(device: Device) -> float:
     """What onnxruntime's profiler adds to each kernel it times, beyond the per-node dispatch the prediction
     already holds (calibrated hosts record it; 0 elsewhere)."""
     c = device.calibration

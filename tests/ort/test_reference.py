@@ -101,7 +101,7 @@ def test_the_prediction_compared_with_the_measurement_is_scaled_to_the_machine_s
 ):
     """The block's time moves with models' times between a shared machine's phases, so the prediction the
     measurement is compared with is the calibrated one over the speed (1/speed times the calibrated time)."""
-    from onnxroof.ort.validate import _profiler_overhead, compare
+    from onnxroof.ort.validate import compare, profiler_overhead
     from onnxroof.report.validation import validation_table
 
     path = conv_bn_relu
@@ -117,7 +117,7 @@ def test_the_prediction_compared_with_the_measurement_is_scaled_to_the_machine_s
     assert totals["predicted_at_speed_s"] == v.predicted_at_speed_s and totals["error"] == v.model_error
     assert totals["predicted_time_s"] == v.predicted_time_s and totals["uncorrected_error"] == v.uncorrected_error
     # Each kernel's prediction is scaled alike.
-    overhead = _profiler_overhead(device)
+    overhead = profiler_overhead(device)
     as_calibrated = {k.name: k.predicted_time_s for k in compare(v.analysis, v.profile, True, overhead)}
     assert as_calibrated and all(k.predicted_time_s == pytest.approx(as_calibrated[k.name] / speed) for k in v.kernels)
     assert "predictions are scaled to that speed" in validation_table(v)
