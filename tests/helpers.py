@@ -1,4 +1,5 @@
-"""Small builders shared by the tests: tensors and node views for cost functions, and tiny ONNX models."""
+"""Small builders shared by the tests: tensors and node views for cost functions, tiny ONNX models, a hand-made
+calibrated host, and where onnx's bundled light models are."""
 
 from __future__ import annotations
 
