@@ -20,7 +20,6 @@ from onnxroof.ort import measure as measure_module
 from onnxroof.ort.measure import (
     MIN_SAMPLE_S,
     SPREAD_BOUND,
-    Measurement,
     checked_run,
     fast_estimate,
     load_warnings,
@@ -196,7 +195,8 @@ def test_materialize_weight_fills() -> None:
 
 
 def test_time_runs_stops_at_the_timeout() -> None:
-    """A fake clock: each run takes 1 s, the timeout allows about five."""
+    """A fake clock: each run takes 1 s. With a 5.5 s timeout the warm-up run ends at 1 s and one-run samples
+    end at 2, 3, 4, 5 and 6 s; the sample that would start at 6 s is past the deadline, so five are taken."""
     now = [0.0]
 
     def clock() -> float:
@@ -208,7 +208,7 @@ def test_time_runs_stops_at_the_timeout() -> None:
     timing = measure_module.time_runs(
         run_once, warmup=1, repeat=50, batch=None, timeout_s=5.5, progress=None, clock=clock
     )
-    assert 3 <= len(timing.samples) < 50
+    assert len(timing.samples) == 5
     assert any("timeout" in w for w in timing.warnings)
 
     now[0] = 0.0
@@ -239,8 +239,6 @@ def test_bad_settings_are_user_errors() -> None:
 
 def test_measurement_statistics_and_provider() -> None:
     result = measure(tiny_model(), warmup=2, repeat=5)
-    assert isinstance(result, Measurement)
-    assert result.min_s <= result.median_s <= result.p90_s <= result.max_s
     assert result.fast_s == result.min_s  # 5 samples: the fastest eighth is the fastest one
     assert len(result.samples_s) == result.repeat == 5
     # The statistics are those of the samples it reports.
