@@ -29,7 +29,7 @@ def reference_model() -> ModelProto:
     3x3, 1x1 conv, residual Add, 2x2 max pool, 3x3 conv, ReLU, global average pool and a 1000-way Gemm.
 
     It mixes what models spend their time in (dense, depthwise and pointwise convolutions, elementwise, pooling, a
-    matrix-vector product) because a shared machine's phases slow those unequally: a lone kernel, one MatMul say,
+    matrix-vector product) because a shared machine's phases slow those unequally: a lone kernel such as one MatMul
     follows only its own kind of work, and scaling a whole model's prediction by it would misjudge the machine."""
     c = CHANNELS
     rng = np.random.default_rng(0)
