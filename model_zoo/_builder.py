@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from math import prod
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import onnx
@@ -153,7 +153,7 @@ class GraphBuilder:
         name: str,
         *,
         outputs: int | Sequence[str] = 1,
-        **attrs: object,
+        **attrs: Any,
     ) -> str:
         """Append a node named ``name`` (made unique); returns its first output's name.
 
@@ -168,7 +168,7 @@ class GraphBuilder:
         name: str,
         *,
         outputs: int | Sequence[str] = 1,
-        **attrs: object,
+        **attrs: Any,
     ) -> list[str]:
         """Like :meth:`node` but returns all output names (Split, LSTM)."""
         node_name = self.unique(name)

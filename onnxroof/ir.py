@@ -64,8 +64,8 @@ class UnknownShape(Exception):
 class Tensor(NamedTuple):
     """A value in the graph: its name, element type, static shape (None when unknown) and whether it is a weight.
 
-    A named tuple rather than a dataclass: immutable like one, and a large graph builds one per tensor, which a
-    named tuple does at half the cost.
+    A named tuple rather than a dataclass: immutable like one, and built by a C-level constructor with no
+    Python-level __init__, which matters because a large graph builds one per tensor.
     """
 
     name: str
@@ -104,8 +104,9 @@ class Tensor(NamedTuple):
 class Node:
     """One node of the graph, with attributes as plain Python values and its subgraphs (If/Loop/Scan) loaded.
 
-    Read-only by convention. Not a frozen dataclass: a frozen one costs four times as much to construct, and
-    building one per node is a large share of loading a graph of tens of thousands of nodes.
+    Read-only by convention. Not a frozen dataclass: a frozen one's __init__ must set every field through
+    object.__setattr__ (the dataclasses documentation notes the cost), and loading a graph of tens of thousands
+    of nodes builds one per node.
     """
 
     name: str

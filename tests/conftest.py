@@ -1,9 +1,10 @@
-"""Fixtures shared by the tests: the command line as a user runs it, and small model files."""
+"""Fixtures shared by the tests: the command line as a user runs it, small model files, and empty directories."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -56,3 +57,15 @@ def conv_bn_relu(tmp_path: Path) -> Path:
     path = tmp_path / "cbr.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
     return path
+
+
+@pytest.fixture
+def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """(working directory, temporary directory): both empty, both in ``tmp_path``, both in use for the test, so that
+    it can check that what it ran left no file behind."""
+    work, temp = tmp_path / "cwd", tmp_path / "tmp"
+    work.mkdir()
+    temp.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    return work, temp

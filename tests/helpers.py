@@ -1,12 +1,15 @@
-"""Small builders shared by the tests: tensors and node views for cost functions, and tiny ONNX models."""
+"""Small builders shared by the tests: tensors and node views for cost functions, tiny ONNX models, a hand-made
+calibrated host, and where onnx's bundled light models are."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-from onnx import TensorProto
+import onnx
+from onnx import TensorProto, helper, numpy_helper
 
 from onnxroof.costs import Cost, NodeView
 from onnxroof.devices import CacheLevel, Calibration, Ceiling, Device, FrozenMap, Peak, Sourced
@@ -19,6 +22,10 @@ UINT8 = TensorProto.UINT8
 INT32 = TensorProto.INT32
 INT64 = TensorProto.INT64
 BOOL = TensorProto.BOOL
+
+# onnx's bundled "light" models (real architectures, weights as ConstantOfShape), where the onnx package has them.
+LIGHT_DIR = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+IR_VERSION = 8  # what onnxruntime loads; onnx's own default can be newer than the installed onnxruntime reads
 
 
 def T(shape: Sequence[int] | None, dtype: int = FLOAT, weight: bool = False, name: str | None = None) -> Tensor:
@@ -130,3 +137,29 @@ def record_parking(monkeypatch: Any) -> list[bool]:
 
     monkeypatch.setattr(sessions, "make_session", recording)
     return seen
+
+
+def tiny_model(shape: tuple[int, ...] = (4, 8)) -> onnx.ModelProto:
+    """y = Relu(x + b) on a float input of ``shape``, ``b`` an initializer of ones over the last axis."""
+    b = numpy_helper.from_array(np.ones(shape[-1:], np.float32), "b")
+    nodes = [helper.make_node("Add", ["x", "b"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
+    graph = helper.make_graph(
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(shape))],
+        [b],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
+
+
+def cuda_works() -> bool:
+    """Whether onnxruntime really runs on a GPU here (onnxruntime-gpu lists the CUDA provider even without one)."""
+    from onnxroof.errors import UserError
+    from onnxroof.ort.sessions import make_session
+
+    try:
+        make_session(tiny_model(), "cuda")
+    except UserError:
+        return False
+    return True

@@ -57,7 +57,7 @@ def test_each_round_is_read_at_the_calibrated_speed_through_its_reference_readin
 
 
 def test_the_json_row_carries_measured_latency_and_error():
-    out = accuracy._row_dict(_row())
+    out = accuracy.row_dict(_row())
     assert out["model"] == "zoo:test"
     assert out["measured_time_s"] == pytest.approx(0.011)
     assert out["predicted_time_s"] == 0.0099 and out["machine_speed"] == 0.95

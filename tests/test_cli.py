@@ -11,6 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from onnxroof.cli import main
+from onnxroof.devices import catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -101,8 +102,9 @@ def test_verbose_shows_the_traceback(cli):
 def test_devices_zoo_and_ops_listings(cli):
     devices = cli("devices")
     assert devices.returncode == 0 and "h100-sxm" in devices.stdout and "colab-xeon-1core" in devices.stdout
-    sources = json.loads(cli("devices", "--format", "json").stdout)
-    assert sources["v100-sxm2"]["launch_overhead"]["source"]
+    # The JSON listing is the catalog, every number with its source.
+    listed = json.loads(cli("devices", "--format", "json").stdout)
+    assert listed == json.loads(json.dumps({key: d.to_dict() for key, d in catalog().items()}))
     zoo = cli("zoo")
     assert zoo.returncode == 0 and "zoo:unet" in zoo.stdout
     ops = cli("ops")

@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.rounds} round(s) of {args.repeat} samples over {args.spread:g} s"
         )
         _print_table(rows)
-        dump[str(threads)] = {"device": device.key, "models": [_row_dict(r) for r in rows]}
+        dump[str(threads)] = {"device": device.key, "models": [row_dict(r) for r in rows]}
         if args.json:  # rewritten after each thread count, so that an interrupted run keeps what it finished
             from onnxroof import atomic
 
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _row_dict(row: Row) -> dict[str, Any]:
+def row_dict(row: Row) -> dict[str, Any]:
     from onnxroof.ort.agreement import relative_error
 
     v = row.validation

@@ -1,13 +1,13 @@
 """Benchmark: analysis wall time and peak memory, next to the floor of onnx.load + infer_shapes on the same file.
 
 Prints one table. Each comparison is timed in a process of its own that alternates its two sides run by run
-(the floor and onnxroof; onnxroof and onnx-tool), so that a machine whose speed drifts (a shared one does, by
-tens of percent within a minute) slows both alike and the ratio stays fair, and so that neither side runs after
-a third that leaves a large heap behind; each time is the best of ``--repeat`` runs. Peak memory comes from a
+(the floor and onnxroof; onnxroof and onnx-tool), so that a drift in the machine's speed (a shared machine's
+neighbours come and go) slows both alike and the ratio stays fair, and so that neither side runs after a third
+that leaves a large heap behind; each time is the best of ``--repeat`` runs. Peak memory comes from a
 fresh process per mode that runs it once, so that each peak RSS is its own. Goals: analysis at most 2x the
 floor, time linear in node count, memory independent of weight bytes (the generated graphs reference gigabytes
 of external weights that are not on disk), and at most half the time of onnx-tool's model_profile on a real
-model with weights inline (measured when onnx-tool is installed).
+model with weights inline (compared when onnx-tool is installed).
 
 usage: python tools/bench_analyze.py [--nodes 5000,25000,50000] [--zoo resnet50,vit_b_16] [--repeat 5]
 """
@@ -20,6 +20,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from onnx import ModelProto
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,7 +69,7 @@ print(json.dumps({{"seconds": best, "peak_rss_mb": peak_kb / 1024}}))
 """
 
 
-def measure(modes: list[str], path: Path, repeat: int) -> dict | None:
+def measure(modes: list[str], path: Path, repeat: int) -> dict[str, Any] | None:
     """Best-of-``repeat`` seconds of each mode (run alternately in one fresh process; a mode that cannot be
     imported is left out) and that process's peak RSS; None when the process fails."""
     code = _MEASURE.format(root=str(ROOT))
@@ -76,8 +80,9 @@ def measure(modes: list[str], path: Path, repeat: int) -> dict | None:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def chain_model(nodes: int, width: int = 256):
-    """A chain of MatMul -> Add -> Relu -> Mul blocks (4 nodes each) whose weights are external and absent."""
+def chain_model(nodes: int, width: int = 256) -> tuple[ModelProto, int]:
+    """A chain of MatMul -> Add -> Relu -> Mul blocks (4 nodes each) whose weights are external and absent, and
+    the bytes of weights it references."""
     from onnx import TensorProto, helper
 
     def external(name: str, dims: list[int], offset: int) -> TensorProto:
@@ -176,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             floor, ours = times["seconds"]["floor"], times["seconds"]["ours"]
             python = python_times["seconds"].get("ours_python") if python_times else None
             tool = tool_times["seconds"].get("onnx_tool") if tool_times else None
-            versus = tool_times["seconds"]["ours"] / tool if tool else None  # both from the one process
+            versus = tool_times["seconds"]["ours"] / tool if tool_times and tool else None  # both from one process
             tool_text = f"{tool:.3f}" if tool else ("n/a" if with_tool else "-")
             versus_text = f"{versus:.2f}" if versus else "-"
             python_text = f"{python:.3f}" if python else "-"

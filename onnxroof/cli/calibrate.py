@@ -17,8 +17,8 @@ op class the efficiency its kernels reach (convolutions by kind, pooling, normal
 elementwise, data movement, the pass a fused Clip makes over a convolution's output), and how much of a
 convolution's DRAM traffic its computation hides when its data is larger than the caches (a batch-32
 convolution). The result is a device file, cached per CPU model, onnxruntime version, provider and thread
-count; '--device host' anywhere uses it (and calibrates first when there is none, or when an older version of
-the benchmark suite measured it).
+count; '--device host' anywhere uses it, and calibrates first when there is none or when the cached one comes
+from an earlier version of the benchmark suite.
 
 examples:
   onnxroof calibrate --threads 1

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import difflib
 import functools
+import itertools
 import math
+import os
+import sys
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10
+else:  # Python 3.10: the same parser, released on its own
     import tomli as tomllib
-
-import itertools
 
 from onnxroof import atomic
 from onnxroof.devices.schema import (
@@ -190,8 +191,8 @@ def _calibration(table: Any, where: str) -> Calibration:
     here = f"{where}, calibration"
     if not isinstance(table, Mapping):
         raise _fail(here, f"must be a table, got {table!r}")
-    # reference_flops_s: suites 1-3 timed a lone MatMul as the reference; its rate says nothing of the block's time
-    # that replaced it, so such a file is read without a reference reading.
+    # reference_flops_s is accepted and ignored: files written by suites 1-3 hold it, a lone MatMul's rate, which
+    # says nothing of the reference block's time, so such a file reads without a reference reading.
     _check_keys(
         table,
         (
@@ -209,10 +210,7 @@ def _calibration(table: Any, where: str) -> Calibration:
         ),
         here,
     )
-    threads, suite = table.get("threads"), table.get("suite", 1)
-    for name, value in (("threads", threads), ("suite", suite)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise _fail(here, f"field {name!r} must be a positive integer, got {value!r}")
+    threads, suite = _count(table.get("threads"), "threads", here), _count(table.get("suite", 1), "suite", here)
     warnings = table.get("warnings", [])
     if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
         raise _fail(here, f"field 'warnings' must be an array of strings, got {warnings!r}")
@@ -230,6 +228,13 @@ def _calibration(table: Any, where: str) -> Calibration:
         reference_time_s=reference,
         suite=suite,
     )
+
+
+def _count(value: Any, name: str, where: str) -> int:
+    """``value`` when it is a positive integer (a TOML integer, not a boolean), else a UserError naming the field."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _fail(where, f"field {name!r} must be a positive integer, got {value!r}")
+    return value
 
 
 def device_from_dict(key: str, data: Mapping[str, Any], *, origin: str | None = None) -> Device:
@@ -325,12 +330,12 @@ def _looks_like_path(spec: str) -> bool:
     return spec.endswith(".toml") or "/" in spec or "\\" in spec
 
 
-def load_device(spec: str | Path) -> Device:
+def load_device(spec: str | os.PathLike[str]) -> Device:
     """A device by catalog key (``"v100-sxm2"``; case and ``_``/``-`` are forgiven) or from a .toml device file.
 
-    A string counts as a path when it ends in ``.toml`` or contains a path separator; a Path always does.
+    A string counts as a path when it ends in ``.toml`` or contains a path separator; a path object always does.
     """
-    if isinstance(spec, Path) or _looks_like_path(str(spec)):
+    if isinstance(spec, os.PathLike) or _looks_like_path(spec):
         return _load_file(Path(spec))
     devices = _bundled()
     name = str(spec).strip()
@@ -373,6 +378,6 @@ def _load_file(path: Path) -> Device:
     return device_from_dict(key, data, origin=str(path))
 
 
-def save_device(device: Device, path: str | Path) -> None:
+def save_device(device: Device, path: str | os.PathLike[str]) -> None:
     """Write ``device`` as a device file at ``path``, atomically: a reader sees the old file or the new one."""
     atomic.write_text(path, device.to_toml())

@@ -47,7 +47,7 @@ OP_CLASSES: tuple[str, ...] = (
     "movement",  # copies: Concat, Split, Slice, Pad, Gather, Expand, Tile, ...
     "transpose",  # Transpose, DepthToSpace, SpaceToDepth
     "reorder",  # onnxruntime's NCHW <-> NCHWc layout conversions
-    "reorder_short",  # NCHWc -> NCHW onto a small output (under 20x20 positions): short rows, half the bandwidth
+    "reorder_short",  # NCHWc -> NCHW onto a small output (under 20x20 positions): short rows, slower per byte
     "resize",  # Resize, Upsample
     "reduce",  # ReduceSum/Mean/Max/..., ArgMax/ArgMin
 )
@@ -162,7 +162,7 @@ class Ceiling:
     (bytes a kernel moves, fraction of the bandwidth of the memory level its data sits in) points, each sorted
     by work. Efficiencies are interpolated in log(work) so that small kernels, which pay fixed costs a single
     peak ignores, get the lower efficiency measured on small kernels. A missing table means efficiency 1.
-    A memory efficiency may exceed 1 where the class streams faster than the bandwidth benchmark did.
+    A memory efficiency may exceed 1 where the class streams faster than its level's bandwidth benchmark.
     """
 
     compute: tuple[tuple[float, float], ...]
@@ -185,7 +185,7 @@ class Calibration:
     each node's reported kernel time (seconds), for comparing predictions with profiled per-node times;
     ``reference_time_s`` the time of a run of the reference block (``onnxroof.ort.reference``) then, to detect a
     machine that has since slowed down or sped up; ``suite`` the version of onnxroof's benchmark suite that measured
-    it (1 for files that predate the field), so that a cached profile lacking what a newer suite measures is
+    it (1 for a file without the field), so that a cached profile lacking what the current suite measures is
     redone."""
 
     provider: str
@@ -211,9 +211,10 @@ class FrozenMap(dict):
     def _read_only(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"{type(self).__name__} is read-only")
 
-    __setitem__ = __delitem__ = __ior__ = _read_only  # type: ignore[assignment]
-    clear = pop = popitem = setdefault = update = _read_only  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
 
+    # dict declares __hash__ = None (a mutable mapping is unhashable); this read-only one is hashable.
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(tuple(self.items()))
 

@@ -1,6 +1,6 @@
 """Mapping the nodes of the original graph to the nodes of the graph onnxruntime runs.
 
-How onnxruntime 1.31 names what it builds, and so how the mapping works:
+How onnxruntime's graph optimizer names what it builds, and so how the mapping works:
 
 * Nodes that survive keep their name, fused ones usually too: Conv+BatchNormalization stays a Conv with the
   Conv's name, Conv+activation becomes a FusedConv with the Conv's name. Gemm+activation becomes a FusedGemm
@@ -15,7 +15,8 @@ How onnxruntime 1.31 names what it builds, and so how the mapping works:
   original nodes are given those names before the session is created, and onnxruntime keeps them.
 * An NCHWc Conv that later absorbs an Add (a fourth input) and an activation keeps the name it got first.
 * Common subexpression elimination keeps one of several identical nodes (same op, attributes and inputs, with
-  weights compared by content): onnx's light models, whose weights are all alike, lose whole branches to it.
+  weights compared by content): a model whose weights are all alike (onnx's bundled light models) loses whole
+  branches to it.
 
 An original node maps to the engine node that has its name (or a name derived from it), else to the one that
 writes one of its output tensors (looking through reorders, or through the NCHWc name), else, when its outputs
@@ -270,7 +271,7 @@ def _drop_unfed(
     graph: _OriginalGraph, index: _EngineIndex, assigned: dict[int, int], exact: set[int], reasons: dict[int, str]
 ) -> None:
     """Take out of their fusion, in place, the nodes placed there through their consumers whose inputs the
-    fused node never sees: their work was merged into an identical node elsewhere, or dropped."""
+    fused node never sees: their work is merged into an identical node elsewhere, or dropped."""
     dropped: set[int] = set()
 
     def source(t: str) -> str:

@@ -28,16 +28,16 @@ from onnxroof.errors import UserError
 from onnxroof.ort.sessions import RunnableModel
 
 MIN_SAMPLE_S = 0.01
-"""A timed batch lasts at least this long: a single call costs tens of microseconds of binding overhead and
-scheduler jitter, which would swamp a model that runs in a few microseconds; 10 ms keeps both below ~1%."""
+"""A timed batch lasts at least this long, so that the fixed cost of one call (the Python binding, the clock
+reads, scheduler jitter) is a small share of a sample even for a model that runs in microseconds."""
 
 MIN_SAMPLES = 3
 """Fewer samples than this give no meaningful median or spread."""
 
 SPREAD_BOUND = 0.2
-"""Warn when (p90 - min) / median exceeds this. Batched runs of a deterministic model on a quiet machine agree
-within a few percent; a 20% spread means something else (other processes, frequency scaling, swapping) slowed a
-sizeable share of the samples, so even the median is in doubt."""
+"""Warn when (p90 - min) / median exceeds this. A deterministic model does the same work on every run, so on a
+quiet machine its batched samples differ by little; a wider spread means something else (other processes,
+frequency scaling, swapping) slowed a sizeable share of the samples, so even the median is in doubt."""
 
 OTHERS_LOAD_BOUND = 0.5
 """Warn when other processes keep busy more than this share of the cores the measurement does not use (half a
@@ -46,10 +46,11 @@ and the scheduler starts taking cores away from the measured threads."""
 
 OWN_CPU_BOUND = 0.9
 """With one thread on the CPU provider the process should be on a core for nearly all of the wall-clock time;
-below this share it was descheduled in favour of other work."""
+below this share it is being descheduled in favour of other work."""
 
 MIN_LOAD_WINDOW_S = 0.2
-"""/proc/stat counts in scheduler ticks (10 ms on most kernels): shorter measurements cannot tell load apart."""
+"""/proc/stat counts in clock ticks (USER_HZ, 1/100 s on most architectures, see proc(5)): shorter measurements
+cannot tell load apart."""
 
 _DISABLE_FILLS_NOTE = (
     "opt level disable: {count} ConstantOfShape weight(s) stored as initializers before timing, so that they "
@@ -283,8 +284,8 @@ def measure(
     notes = list(runnable.notes) + prepare_for_level(model, opt_level)
     feeds = load_feeds(feeds_path, runnable) if feeds_path is not None else random_feeds(runnable)
     # With a reference timed between the samples, two sessions take turns: the model's pool parks when a run
-    # returns, as the reference's does, or its threads keep spinning through the reference's runs (at 2 threads
-    # here the reference then read 0.3-0.7 of its calibrated speed while the models ran at theirs).
+    # returns, as the reference's does, or its threads would keep spinning through the reference's runs and take
+    # the cores the reference is timed on.
     session, actual = make_session(
         model, provider, threads, opt_level, allow_fallback=allow_fallback, park_when_idle=between is not None
     )
@@ -478,7 +479,7 @@ def time_runs(
                 before = clock()
                 sleep(wait)
                 idle += clock() - before
-                run_once()  # idling let caches, branch predictors and clocks go cold: warm them again, untimed
+                run_once()  # idling lets caches, branch predictors and clocks go cold: warm them again, untimed
         if clock() > deadline:
             break
         batch_start = clock()

@@ -13,24 +13,24 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 from onnxroof.ort.measure import fast_estimate, time_runs
 
 DRIFT_BOUND = 0.10  # a speed more than this far from 1.0 is reported
-CHANNELS = 64  # the block's width: at 56 x 56 it runs in 1.7-3 ms on one core of the development machine
+# The block's width and input: the size of a ResNet's first stage (64 channels at 56 x 56), small enough to time
+# between a measurement's samples without stretching it.
+CHANNELS = 64
 REFERENCE_INPUT = [1, 32, 56, 56]  # NCHW
 
 
-def reference_model():
+def reference_model() -> ModelProto:
     """A small convolutional block, the kernel every calibration and validation times: 3x3 conv, ReLU, depthwise
     3x3, 1x1 conv, residual Add, 2x2 max pool, 3x3 conv, ReLU, global average pool and a 1000-way Gemm.
 
     It mixes what models spend their time in (dense, depthwise and pointwise convolutions, elementwise, pooling, a
-    matrix-vector product) because a shared machine's phases slow those unequally. Over the rounds of an
-    accuracy run here, the models' log speed followed a lone 256^3 MatMul's with a slope of 0.68, so scaling by
-    it overcorrected; it follows this block's with a slope of 0.95 (correlation 0.95 over 54 rounds), and over
-    12 s windows the block's time correlated 0.97-0.99 with six models' times."""
+    matrix-vector product) because a shared machine's phases slow those unequally: a lone kernel such as one MatMul
+    follows only its own kind of work, and scaling a whole model's prediction by it would misjudge the machine."""
     c = CHANNELS
     rng = np.random.default_rng(0)
     shapes = {
@@ -46,15 +46,15 @@ def reference_model():
         "b5": (1000,),
     }
     weights = [numpy_helper.from_array((0.1 * rng.standard_normal(s)).astype(np.float32), n) for n, s in shapes.items()]
-    same = {"pads": [1, 1, 1, 1]}
+    pads = [1, 1, 1, 1]  # a 3x3 convolution with these keeps its input's height and width
     nodes = [
-        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], **same),
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=pads),
         helper.make_node("Relu", ["c1"], ["r1"]),
-        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], group=c, **same),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], group=c, pads=pads),
         helper.make_node("Conv", ["c2", "w3", "b3"], ["c3"]),
         helper.make_node("Add", ["c3", "r1"], ["a"]),
         helper.make_node("MaxPool", ["a"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
-        helper.make_node("Conv", ["p", "w4", "b4"], ["c4"], **same),
+        helper.make_node("Conv", ["p", "w4", "b4"], ["c4"], pads=pads),
         helper.make_node("Relu", ["c4"], ["r4"]),
         helper.make_node("GlobalAveragePool", ["r4"], ["g"]),
         helper.make_node("Flatten", ["g"], ["f"]),
@@ -76,8 +76,8 @@ class ReferenceSampler:
 
     A shared machine runs in phases of seconds to minutes (a neighbour's load on the host), and a whole model's
     time follows them: timed between the model's own samples, the reference reads the machine in the same
-    moments, where a separate window of its own would catch another phase (see reference_model for how closely
-    the block's time follows models')."""
+    moments, where a separate window of its own would catch another phase (see reference_model for why the
+    block mixes kernels)."""
 
     def __init__(self, threads: int, provider: str = "cpu", *, clock: Callable[[], float] = time.perf_counter) -> None:
         from onnxroof.ort.sessions import make_session
@@ -99,8 +99,8 @@ class ReferenceSampler:
         ).samples
 
     def time_s(self) -> float | None:
-        """Seconds per run of the reference over the samples taken so far, read as every timing here is (their fast
-        estimate); None before the first."""
+        """Seconds per run of the reference over the samples taken so far, read as every onnxroof timing is (their
+        fast estimate); None before the first."""
         return fast_estimate(self.samples) if self.samples else None
 
     def speed(self, calibrated_s: float) -> float | None:

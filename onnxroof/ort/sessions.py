@@ -235,8 +235,9 @@ def session_options(
     profiling and an optional path to save the optimized graph to (weights over 1 KiB kept out of it).
 
     ``park_when_idle`` stops the session's pool threads spinning as soon as a run returns (they spin within a
-    run as usual). An idle pool otherwise keeps polling for work: forty idle 2-thread sessions took a quarter of
-    a core, and a reference MatMul timed among a calibration's sessions ran at a third of its rate alone."""
+    run as usual). Without it an idle pool keeps polling for work, onnxruntime's default, so the idle sessions a
+    calibration keeps alive, or a model timed in turns with the reference block, would take CPU time from the
+    session being timed."""
     rt = ort()
     if opt_level not in OPT_LEVELS:
         raise UserError(f"unknown optimization level {opt_level!r}", "use one of " + ", ".join(OPT_LEVELS))

@@ -24,7 +24,7 @@ from onnxroof.ort.measure import Measurement, measure
 from onnxroof.ort.profile import NodeProfile, profile_nodes
 from onnxroof.ort.reference import ReferenceSampler, drift_warning
 from onnxroof.ort.sessions import runnable_model
-from onnxroof.predict.analysis import Analysis, analyze_graph
+from onnxroof.predict.analysis import Analysis, NodeResult, analyze_graph
 
 WORST = 5  # how many of the worst mispredictions are named
 SPREAD_S = 5.0  # the whole-model samples are spread over this many seconds (see measure's spread_s)
@@ -113,7 +113,8 @@ class Validation:
         """The predicted latency at the speed the machine ran at while the model was timed: the calibrated
         prediction over ``machine_speed`` (the reference block's time at calibration over its time between the
         model's samples), or the calibrated prediction where there is no reading. On a shared machine the
-        speed moves by tens of percent between phases, and the block's time moves with models' times."""
+        speed moves between phases, and the block, a mix of the kernels models spend their time in, moves with
+        them."""
         return self.predicted_time_s / self.machine_speed if self.machine_speed else self.predicted_time_s
 
     @property
@@ -186,7 +187,8 @@ def validate(
     The whole model is timed in ``repeat`` samples spread over ``spread_s`` seconds; its measured latency is their
     fast estimate (the median is kept alongside). On a calibrated host the reference block is timed again between
     those samples: the machine's speed relative to its calibration (``machine_speed``) scales the prediction
-    that the measurement is compared with, and a speed off by more than 10% is reported (a warning)."""
+    that the measurement is compared with, and a speed off by more than reference.DRIFT_BOUND is reported (a
+    warning)."""
     say = stage or (lambda text: None)
     dev = resolve_device(device, host=lambda: host_device(threads=threads, provider=provider, progress=progress))
     warnings = _device_warnings(dev, threads, provider)
@@ -221,7 +223,7 @@ def validate(
     else:
         analysis = analyze_graph(load_graph(model, inputs=inputs, dims=dims), dev)
     kernels = compare(
-        analysis, profile, engine_graph=engine_mode, profiler_overhead_s=_profiler_overhead(dev), speed=speed or 1.0
+        analysis, profile, engine_graph=engine_mode, profiler_overhead_s=profiler_overhead(dev), speed=speed or 1.0
     )
     counted = scored(kernels, engine_mode)
     stats = agreement([k.predicted_time_s for k in counted], [k.measured_time_s for k in counted])
@@ -244,12 +246,13 @@ def _reference_reading(device: Device, threads: int, provider: str) -> float | N
 
 def scored(kernels: Sequence[KernelComparison], engine_graph: bool) -> list[KernelComparison]:
     """The kernels the agreement statistics are computed over. Shape-only kernels (Reshape, Flatten, ...) are left
-    out: the profiler reports several microseconds for them where a real run spends a fraction of one. On the
-    exported graph, engine-only kernels (NCHWc reorders) are left out too: that graph has no node for them."""
+    out: they move no data, so the time the profiler reports for them is its own per-kernel bookkeeping, which
+    no prediction of their work accounts for. On the exported graph, engine-only kernels (NCHWc reorders) are
+    left out too: that graph has no node for them."""
     return [k for k in kernels if not k.shape_only and not (k.engine_only and not engine_graph)]
 
 
-def _profiler_overhead(device: Device) -> float:
+def profiler_overhead(device: Device) -> float:
     """What onnxruntime's profiler adds to each kernel it times, beyond the per-node dispatch the prediction
     already holds (calibrated hosts record it; 0 elsewhere)."""
     c = device.calibration
@@ -300,7 +303,7 @@ def compare(
     return sorted(out, key=lambda k: -k.measured_time_s)
 
 
-def _as_exported(members: Sequence[Any]) -> str:
+def _as_exported(members: Sequence[NodeResult]) -> str:
     if not members:
         return "no exported node: an engine-only kernel, predicted 0"
     if len(members) == 1:
@@ -308,11 +311,11 @@ def _as_exported(members: Sequence[Any]) -> str:
     return f"plain roofline, sum of {len(members)} exported nodes run as one kernel"
 
 
-def _dominant_bound(members: Sequence[Any]) -> str:
+def _dominant_bound(members: Sequence[NodeResult]) -> str:
     times: dict[str, float] = {}
     for n in members:
         times[n.prediction.bound] = times.get(n.prediction.bound, 0.0) + n.prediction.predicted_time_s
-    return max(times, key=times.get) if times else "none"
+    return max(times, key=times.__getitem__) if times else "none"
 
 
 def _qualified(domain: str, op_type: str) -> str:

@@ -27,7 +27,7 @@ from onnxroof.predict.engine import EngineNote, predict_engine
 from onnxroof.predict.roofline import Prediction
 
 # Element type a "what if" precision stores floating-point tensors in (paper 000's 8/16/32/64-bit study).
-PRECISION_DTYPE = {
+PRECISION_DTYPE: dict[str, int] = {
     "fp64": TensorProto.DOUBLE,
     "fp32": TensorProto.FLOAT,
     "tf32": TensorProto.FLOAT,  # TF32 computes at reduced precision but stores 32-bit floats
@@ -37,7 +37,7 @@ PRECISION_DTYPE = {
     "int8": TensorProto.INT8,
 }
 
-_FLOAT_PRECISION = {
+_FLOAT_PRECISION: dict[int, str] = {
     TensorProto.FLOAT: "fp32",
     TensorProto.FLOAT16: "fp16",
     TensorProto.BFLOAT16: "bf16",
@@ -46,7 +46,7 @@ _FLOAT_PRECISION = {
 for _name in ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ"):
     if hasattr(TensorProto, _name):
         _FLOAT_PRECISION[getattr(TensorProto, _name)] = "fp8"
-_INT8 = {TensorProto.INT8, TensorProto.UINT8}
+_INT8: frozenset[int] = frozenset({TensorProto.INT8, TensorProto.UINT8})
 
 
 class UnsupportedOpWarning(UserWarning):
@@ -57,7 +57,7 @@ class NodeResult(NamedTuple):
     """One runtime node: its cost, the precision it computes at, and its place on the device's roofline.
 
     A named tuple rather than a dataclass: immutable like a frozen one, and built per node (tens of thousands on a
-    large graph) without a Python-level __init__, at a third of a slotted dataclass's cost.
+    large graph) by a C-level constructor, with no Python-level __init__ to run.
     """
 
     name: str
@@ -382,9 +382,10 @@ def check_precision(precision: str | None) -> None:
 def collection_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector while a graph is built and costed.
 
-    Loading allocates a few objects per tensor and node and frees none of them until the end; on a graph of
-    tens of thousands of nodes the collector's repeated full passes over them cost 10-20% of the time. Whatever
-    cycles the pass leaves behind are collected once it resumes.
+    Loading allocates a few objects per tensor and node and frees none of them until the end. The collector runs
+    whenever allocations outnumber deallocations by its threshold, so a graph of tens of thousands of nodes sets
+    off pass after pass over objects that are all still alive. Whatever cycles the pass leaves behind are
+    collected once it resumes.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -506,8 +507,8 @@ _new_result = functools.partial(tuple.__new__, NodeResult)  # NodeResult from a 
 
 def _read_weights(runtime: Sequence[Node], tensors: Mapping[str, Tensor]) -> list[Tensor]:
     """The weights that runtime nodes read, each once. The graph's tensors are walked in their stored order and
-    each weight's name probed in the set of names read: on a graph of tens of thousands of tensors that costs
-    half as much as looking every name read up by name, whose scattered accesses miss the cache."""
+    each weight's name is probed in the set of names read, rather than every name read being looked up among
+    the tensors: one sequential pass instead of scattered lookups, on graphs of tens of thousands of tensors."""
     read = set(itertools.chain.from_iterable([n.inputs for n in runtime]))
     return [t for name, t in tensors.items() if t.is_weight and name in read]
 
@@ -530,10 +531,11 @@ Weighted = Sequence[tuple[NodeResult, int]]  # the first node of each group of e
 
 
 def _dominant_precision(groups: Weighted) -> str:
-    flops: Counter[str] = Counter()
+    """The precision that computes the most FLOPs (the first one seen among equals); fp32 for an empty graph."""
+    flops: dict[str, float] = {}
     for r, count in groups:
-        flops[r.precision] += r.cost.flops * count
-    return flops.most_common(1)[0][0] if flops else "fp32"
+        flops[r.precision] = flops.get(r.precision, 0.0) + r.cost.flops * count
+    return max(flops, key=flops.__getitem__) if flops else "fp32"
 
 
 def _totals(groups: Weighted, params: int, device: Device, precision: str, run_overhead_s: float = 0.0) -> Totals:

@@ -24,29 +24,28 @@ def measurement_table(m: Measurement, kernels: NodeProfile | None = None, top: i
 
 
 def _kernel_lines(p: NodeProfile, top: int) -> list[str]:
-    timed = [n for n in p.nodes if n.median_s is not None]
-    total = sum(n.median_s for n in timed) or 1.0
-    shown = sorted(timed, key=lambda n: -n.median_s)[: top or None]
+    timed = [(n, n.median_s) for n in p.nodes if n.median_s is not None]
+    total = sum(median for _, median in timed) or 1.0
+    shown = sorted(timed, key=lambda item: -item[1])[: top or None]
     lines = [
         f"  kernels: {len(timed)} timed, sum {seconds(p.kernel_sum_s)} of a {seconds(p.run_median_s)} profiled run; "
         f"{len(p.unmapped)} graph node(s) not run",
         "",
         f"  {'kernel':<34} {'op':<22} {'time':>9} {'share':>6}  covers",
     ]
-    for n in shown:
+    for n, median in shown:
         op = short_op(f"{n.domain}::{n.op_type}" if n.domain else n.op_type)
         flags = " engine-only" if n.engine_only else ""
         flags += " floor" if n.floor_dominated else ""
         covers = f"{len(n.covers)} node{'s' if len(n.covers) != 1 else ''}{flags}"
         lines.append(
             clip(
-                f"  {clip(n.name, 34):<34} {clip(op, 22):<22} {seconds(n.median_s):>9} "
-                f"{n.median_s / total:>6.1%}  {covers}",
+                f"  {clip(n.name, 34):<34} {clip(op, 22):<22} {seconds(median):>9} {median / total:>6.1%}  {covers}",
                 TABLE_WIDTH,
             )
         )
     if len(timed) > len(shown):
         lines.append(f"  ... {len(timed) - len(shown)} more (--top 0 lists all, --format json gives every kernel)")
-    if any(n.floor_dominated for n in timed):
+    if any(n.floor_dominated for n, _ in timed):
         lines.append("  floor: under a few microseconds, dominated by per-kernel dispatch rather than the op's work")
     return lines

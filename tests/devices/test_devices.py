@@ -14,8 +14,6 @@ from onnxroof.devices import (
     OVERLAPS,
     PRECISIONS,
     CacheLevel,
-    Device,
-    Peak,
     Sourced,
     catalog,
     device_from_dict,
@@ -86,7 +84,6 @@ def test_required_devices_exist():
     assert not missing
     for key, device in devices.items():
         assert device.key == key
-        assert isinstance(device, Device)
 
 
 def test_every_number_in_the_catalog_is_sourced_positive_and_dense():
@@ -97,7 +94,6 @@ def test_every_number_in_the_catalog_is_sourced_positive_and_dense():
         assert device.peak_flops, key
         for prec, peak in device.peak_flops.items():
             assert prec in PRECISIONS, (key, prec)
-            assert isinstance(peak, Peak)
             assert peak.source.strip(), (key, prec)
             # the catalog stores dense figures only; a sparse datasheet figure goes to sparse_value
             assert peak.dense is True, (key, prec)
@@ -108,11 +104,9 @@ def test_every_number_in_the_catalog_is_sourced_positive_and_dense():
         for sourced in (device.memory_bandwidth, device.memory_capacity, device.launch_overhead):
             if sourced is None:
                 continue
-            assert isinstance(sourced, Sourced)
             assert sourced.source.strip(), key
             assert sourced.value > 0, key
         for cache in device.caches:
-            assert isinstance(cache, CacheLevel)
             assert cache.source.strip() and cache.level.strip(), key
             assert cache.size > 0, key
             assert cache.scope in CACHE_SCOPES, key
@@ -320,7 +314,7 @@ def test_every_precision_resolves_on_every_device():
     for device in catalog().values():
         for prec in PRECISIONS:
             value, used = device.peak(prec)
-            assert value > 0 and used in device.peak_flops
+            assert used in device.peak_flops and value == device.peak_flops[used].value
             assert used == prec or prec not in device.peak_flops
 
 
@@ -623,7 +617,8 @@ source = "calibrated: convolutions with Clip less with Relu"
 
 
 def test_a_profile_with_the_older_suites_reference_rate_reads_without_a_reference(tmp_path: Path):
-    """Suites 1-3 recorded a lone MatMul's rate; the block that replaced it has no rate to compare with."""
+    """Files of suites 1-3 hold a lone MatMul's rate (reference_flops_s), which says nothing of the reference block's
+    time: such a file reads without a reference reading."""
     older = CALIBRATED_DEVICE.replace("reference_time_s = 1.9e-3", "reference_flops_s = 4.1e10")
     assert older != CALIBRATED_DEVICE
     calibration = load_device(_write(tmp_path, older)).calibration

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import os
-import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import onnx
@@ -17,7 +20,7 @@ from onnxroof.ort import measure as measure_module
 from onnxroof.ort.measure import (
     MIN_SAMPLE_S,
     SPREAD_BOUND,
-    Measurement,
+    checked_run,
     fast_estimate,
     load_warnings,
     materialize_weight_fills,
@@ -26,45 +29,22 @@ from onnxroof.ort.measure import (
     spread_warning,
     summarize,
 )
+from onnxroof.ort.sessions import random_feeds, runnable_model
+from tests.helpers import IR_VERSION, LIGHT_DIR, cuda_works, tiny_model
 
-LIGHT_DIR = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
-IR_VERSION = 8  # what onnxruntime loads; onnx's own default can be newer than the installed onnxruntime reads
 FAST = {"warmup": 1, "repeat": 3}
-
-
-def _tiny_model(shape: tuple[int, ...] = (4, 8)) -> onnx.ModelProto:
-    """y = Relu(x + b): runs in microseconds."""
-    b = numpy_helper.from_array(np.ones(shape[-1:], np.float32), "b")
-    nodes = [helper.make_node("Add", ["x", "b"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
-    graph = helper.make_graph(
-        nodes,
-        "tiny",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(shape))],
-        [b],
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
-
-
-def _cuda_works() -> bool:
-    """Whether onnxruntime really runs on a GPU here (it lists the CUDA provider even without one)."""
-    from onnxroof.ort.sessions import make_session
-
-    try:
-        make_session(_tiny_model(), "cuda")
-    except UserError:
-        return False
-    return True
 
 
 # -------------------------------------------------------------------------------------------------------------
 # Pure pieces
 
 
-def test_summarize_is_ordered() -> None:
+def test_summarize_by_hand() -> None:
+    # Sorted: 1, 2, 2.5, 3, 10. The 90th percentile sits at rank 0.9 * 4 = 3.6, between 3 and 10:
+    # 3 + 0.6 * (10 - 3) = 7.2 (linear interpolation, numpy's default).
     median, low, high, p90 = summarize([3.0, 1.0, 2.0, 10.0, 2.5])
-    assert low <= median <= p90 <= high
-    assert (low, high, median) == (1.0, 10.0, 2.5)
+    assert (low, median, high) == (1.0, 2.5, 10.0)
+    assert p90 == pytest.approx(7.2)
 
 
 def test_runs_per_sample_reaches_the_minimum_batch_time() -> None:
@@ -72,7 +52,8 @@ def test_runs_per_sample_reaches_the_minimum_batch_time() -> None:
     assert runs_per_sample(MIN_SAMPLE_S * 2) == 1
     k = runs_per_sample(1e-5)
     assert k * 1e-5 >= MIN_SAMPLE_S and (k - 1) * 1e-5 < MIN_SAMPLE_S
-    assert runs_per_sample(0.0) >= 1
+    # A run too fast for the clock to resolve is batched at least as much as a microsecond-long one.
+    assert runs_per_sample(0.0) >= runs_per_sample(1e-6) > 1
 
 
 def test_spread_warning_only_beyond_the_bound() -> None:
@@ -91,6 +72,33 @@ def test_fast_estimate_is_the_mean_of_the_fastest_eighth() -> None:
     assert fast_estimate([100.0] * 8 + samples[8:]) == 1.5
     with pytest.raises(ValueError):
         fast_estimate([])
+
+
+def test_time_runs_sizes_the_batch_on_the_warm_runs_and_divides_each_sample_by_it() -> None:
+    """A fake clock and known run times. Warm-up runs take 1, 2 and 2.5 ms. A first run pays for allocations and
+    lazy initialization, so it is left out (here it is the fastest, which shows it is): the batch is sized on the
+    fastest later one, 2 ms. Each sample's runs all take one time, so the sample is that time whatever the batch
+    (a batch total not divided by the batch would read batch times larger)."""
+    batch = math.ceil(MIN_SAMPLE_S / 0.002)
+    assert batch > 1
+    per_sample = [0.003, 0.001, 0.002, 0.010]
+    durations = iter([0.001, 0.002, 0.0025] + [t for t in per_sample for _ in range(batch)])
+    now = [0.0]
+
+    def run_once() -> None:
+        now[0] += next(durations)
+
+    timing = measure_module.time_runs(
+        run_once, warmup=3, repeat=4, batch=None, timeout_s=60, progress=None, clock=lambda: now[0]
+    )
+    assert (timing.warmup, timing.runs_per_sample) == (3, batch)
+    assert timing.samples == pytest.approx(per_sample)
+    assert next(durations, None) is None  # every run accounted for: 3 warm-up runs, 4 batches
+    # Sorted 1, 2, 3, 10 ms: median (2 + 3) / 2 = 2.5 ms; p90 at rank 2.7: 3 + 0.7 * (10 - 3) = 7.9 ms; four
+    # samples have a fastest eighth of one sample, the fastest.
+    median, low, high, p90 = summarize(timing.samples)
+    assert (median, low, high, p90) == pytest.approx((0.0025, 0.001, 0.010, 0.0079))
+    assert fast_estimate(timing.samples) == pytest.approx(0.001)
 
 
 def test_time_runs_spreads_samples_over_the_window_and_rewarms_after_each_idle_gap() -> None:
@@ -187,7 +195,8 @@ def test_materialize_weight_fills() -> None:
 
 
 def test_time_runs_stops_at_the_timeout() -> None:
-    """A fake clock: each run takes 1 s, the timeout allows about five."""
+    """A fake clock: each run takes 1 s. With a 5.5 s timeout the warm-up run ends at 1 s and one-run samples
+    end at 2, 3, 4, 5 and 6 s; the sample that would start at 6 s is past the deadline, so five are taken."""
     now = [0.0]
 
     def clock() -> float:
@@ -199,7 +208,7 @@ def test_time_runs_stops_at_the_timeout() -> None:
     timing = measure_module.time_runs(
         run_once, warmup=1, repeat=50, batch=None, timeout_s=5.5, progress=None, clock=clock
     )
-    assert 3 <= len(timing.samples) < 50
+    assert len(timing.samples) == 5
     assert any("timeout" in w for w in timing.warnings)
 
     now[0] = 0.0
@@ -219,9 +228,9 @@ def test_bad_settings_are_user_errors() -> None:
         {"spread_s": 10, "timeout_s": 5},
     ):
         with pytest.raises(UserError):
-            measure(_tiny_model(), **kwargs)
+            measure(tiny_model(), **kwargs)
     with pytest.raises(UserError):
-        measure(_tiny_model(), provider="tpu")
+        measure(tiny_model(), provider="tpu")
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -229,12 +238,11 @@ def test_bad_settings_are_user_errors() -> None:
 
 
 def test_measurement_statistics_and_provider() -> None:
-    result = measure(_tiny_model(), warmup=2, repeat=5)
-    assert isinstance(result, Measurement)
-    assert result.min_s <= result.median_s <= result.p90_s <= result.max_s
+    result = measure(tiny_model(), warmup=2, repeat=5)
     assert result.fast_s == result.min_s  # 5 samples: the fastest eighth is the fastest one
     assert len(result.samples_s) == result.repeat == 5
-    assert all(s > 0 for s in result.samples_s)
+    # The statistics are those of the samples it reports.
+    assert (result.median_s, result.min_s, result.max_s, result.p90_s) == summarize(result.samples_s)
     assert result.provider == result.requested_provider == "CPUExecutionProvider"
     assert (result.threads, result.opt_level, result.warmup) == (1, "all", 2)
     # A model that runs in microseconds is timed in batches.
@@ -263,55 +271,64 @@ def test_measurement_statistics_and_provider() -> None:
 
 def test_fixed_batch_and_progress() -> None:
     calls: list[tuple[int, int]] = []
-    result = measure(_tiny_model(), warmup=0, repeat=4, batch=3, progress=lambda d, t: calls.append((d, t)))
+    result = measure(tiny_model(), warmup=0, repeat=4, batch=3, progress=lambda d, t: calls.append((d, t)))
     assert result.runs_per_sample == 3
     assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
 
 
 def test_cuda_without_a_gpu() -> None:
-    if _cuda_works():
+    if cuda_works():
         pytest.skip("a GPU is available here")
     with pytest.raises(UserError, match="CUDAExecutionProvider"):
-        measure(_tiny_model(), provider="cuda", **FAST)
-    result = measure(_tiny_model(), provider="cuda", allow_fallback=True, **FAST)
+        measure(tiny_model(), provider="cuda", **FAST)
+    result = measure(tiny_model(), provider="cuda", allow_fallback=True, **FAST)
     assert result.requested_provider == "CUDAExecutionProvider"
     assert result.provider == "CPUExecutionProvider"
     assert any("ran on CPUExecutionProvider" in w for w in result.warnings)
 
 
 def test_absent_external_weights_are_noted(tmp_path: Path) -> None:
-    model = _tiny_model()
+    model = tiny_model()
     onnx.save(model, tmp_path / "m.onnx", save_as_external_data=True, location="w.bin", size_threshold=0)
     (tmp_path / "w.bin").unlink()
     result = measure(tmp_path / "m.onnx", **FAST)
-    assert any("weights absent" in n for n in result.notes)
-    assert result.median_s > 0
+    # The model's one initializer (b) was in the deleted file.
+    assert len(model.graph.initializer) == 1
+    assert "weights absent: 1 initializer(s) filled with random values of the right shapes" in result.notes
 
 
-def test_npz_inputs(tmp_path: Path) -> None:
+def test_npz_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fed: list[Mapping[str, Any]] = []
+    real = measure_module.checked_run
+
+    def recording(session: Any, feeds: Mapping[str, Any]) -> Callable[[], None]:
+        fed.append(feeds)
+        return real(session, feeds)
+
+    monkeypatch.setattr(measure_module, "checked_run", recording)
     good = tmp_path / "good.npz"
-    np.savez(good, x=np.ones((4, 8), np.float32))
-    assert measure(_tiny_model(), feeds_path=good, **FAST).median_s > 0
+    np.savez(good, x=np.full((4, 8), 3.0, np.float32))
+    measure(tiny_model(), feeds_path=good, **FAST)
+    measure(tiny_model(), **FAST)
+    # The session runs on the file's arrays; without a file, on random ones.
+    np.testing.assert_array_equal(fed[0]["x"], np.full((4, 8), 3.0, np.float32))
+    assert not np.array_equal(fed[1]["x"], fed[0]["x"])
     bad = tmp_path / "bad.npz"
     np.savez(bad, x=np.ones((2, 8), np.float32))
     with pytest.raises(UserError, match="shape"):
-        measure(_tiny_model(), feeds_path=bad, **FAST)
+        measure(tiny_model(), feeds_path=bad, **FAST)
 
 
 def test_a_run_longer_than_the_timeout() -> None:
     with pytest.raises(UserError, match="timeout") as info:
-        measure(_tiny_model((64, 256)), timeout_s=1e-9, **FAST)
+        measure(tiny_model((64, 256)), timeout_s=1e-9, **FAST)
     assert "--timeout" in (info.value.hint or "")
 
 
-def test_interrupt_leaves_no_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    work, temp = tmp_path / "cwd", tmp_path / "tmp"
-    work.mkdir()
-    temp.mkdir()
-    monkeypatch.chdir(work)
-    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+def test_interrupt_leaves_no_files(tmp_path: Path, isolated_dirs: tuple[Path, Path]) -> None:
+    work, temp = isolated_dirs
     model_path = tmp_path / "m.onnx"
-    onnx.save(_tiny_model(), model_path)
+    onnx.save(tiny_model(), model_path)
 
     def interrupt(done: int, total: int) -> None:
         if done == 2:
@@ -326,11 +343,16 @@ def test_interrupt_leaves_no_files(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 @pytest.mark.parametrize("opt_level", ["all", "disable"])
 def test_light_model(opt_level: str) -> None:
     """IR 3, initializers listed among the inputs, weights as ConstantOfShape: only the image is fed."""
-    result = measure(LIGHT_DIR / "light_squeezenet.onnx", opt_level=opt_level, **FAST)
-    assert result.min_s <= result.median_s <= result.max_s
+    path = LIGHT_DIR / "light_squeezenet.onnx"
+    graph = onnx.load(path).graph
+    inits = {t.name for t in graph.initializer}
+    fills = sum(1 for n in graph.node if n.op_type == "ConstantOfShape" and n.input and n.input[0] in inits)
+    assert fills > 0
+    result = measure(path, opt_level=opt_level, **FAST)
     stored = [n for n in result.notes if "ConstantOfShape" in n]
-    # At "disable" onnxruntime would refill the weights on every run: they are stored as initializers first.
-    assert bool(stored) == (opt_level == "disable")
+    # At "disable" onnxruntime would refill the weights on every run: every one is stored as an initializer first.
+    expected = [f"opt level disable: {fills} ConstantOfShape weight(s) stored as initializers"]
+    assert [n[: len(expected[0])] for n in stored] == (expected if opt_level == "disable" else [])
 
 
 @pytest.mark.skipif(not (LIGHT_DIR / "light_squeezenet.onnx").exists(), reason="onnx's light models are not installed")
@@ -358,8 +380,11 @@ def _cast_model(elem_type: int) -> onnx.ModelProto:
 
 def test_bfloat16_and_float8_inputs_are_fed_as_their_bits() -> None:
     # numpy has no bfloat16 or float8: onnxruntime rejects onnx's ml_dtypes arrays and takes an OrtValue instead
-    for elem_type in (TensorProto.BFLOAT16, TensorProto.FLOAT8E4M3FN):
-        assert measure(_cast_model(elem_type), **FAST).median_s > 0
+    for elem_type, name in ((TensorProto.BFLOAT16, "bfloat16"), (TensorProto.FLOAT8E4M3FN, "float8e4m3fn")):
+        feed = random_feeds(runnable_model(_cast_model(elem_type)))["x"]
+        assert (feed.data_type(), feed.shape()) == (f"tensor({name})", [2, 3])
+        result = measure(_cast_model(elem_type), **FAST)
+        assert len(result.samples_s) == result.repeat == FAST["repeat"]
 
 
 def test_inputs_onnxroof_cannot_make_are_user_errors() -> None:
@@ -385,7 +410,9 @@ def test_scalar_inputs_and_outputs_numpy_cannot_hold() -> None:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])],
     )
     model = helper.make_model(scalar, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
-    assert measure(model, **FAST).median_s > 0
+    feed = random_feeds(runnable_model(model))["x"]
+    assert isinstance(feed, np.ndarray) and feed.shape == () and feed.dtype == np.float32
+    assert len(measure(model, **FAST).samples_s) == FAST["repeat"]
     # a bfloat16 output: session.run cannot return it as an array, so the run keeps it as an OrtValue
     to_bf16 = helper.make_graph(
         [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.BFLOAT16)],
@@ -394,7 +421,35 @@ def test_scalar_inputs_and_outputs_numpy_cannot_hold() -> None:
         [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [2, 3])],
     )
     model = helper.make_model(to_bf16, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
-    assert measure(model, **FAST).median_s > 0
+    assert len(measure(model, **FAST).samples_s) == FAST["repeat"]
+
+
+def test_a_run_keeps_outputs_numpy_lacks_as_ort_values() -> None:
+    """``checked_run`` calls ``run`` unless an output's type has no numpy dtype, then ``run_with_ort_values``."""
+
+    class Session:
+        def __init__(self, output_type: str) -> None:
+            self.output_type, self.calls = output_type, []
+
+        def get_outputs(self) -> list[SimpleNamespace]:
+            return [SimpleNamespace(name="y", type=self.output_type)]
+
+        def run(self, names: Any, feeds: Any) -> None:
+            self.calls.append(("run", names))
+
+        def run_with_ort_values(self, names: Any, feeds: Any) -> None:
+            self.calls.append(("run_with_ort_values", names))
+
+    feeds = {"x": np.ones((2, 3), np.float32)}
+    for output_type, expected in (
+        ("tensor(float)", ("run", None)),
+        ("tensor(bfloat16)", ("run_with_ort_values", ["y"])),
+        ("tensor(float8e4m3fn)", ("run_with_ort_values", ["y"])),
+        ("tensor(int4)", ("run_with_ort_values", ["y"])),
+    ):
+        session = Session(output_type)
+        checked_run(session, feeds)()
+        assert session.calls == [expected], output_type
 
 
 def test_parked_sessions_stop_spinning_when_a_run_returns_and_others_keep_onnxruntimes_default() -> None:
@@ -407,8 +462,7 @@ def test_parked_sessions_stop_spinning_when_a_run_returns_and_others_keep_onnxru
 
 def test_idle_parked_sessions_take_no_cpu_time() -> None:
     """The calibration keeps dozens of sessions alive; an idle pool that kept polling for work would take cores
-    from the one being timed (unparked, ten idle 2-thread sessions took 0.37 CPU-seconds in half a second
-    here)."""
+    from the one being timed. Parked, ten idle 2-thread sessions use (next to) no CPU time in half a second."""
     import time
 
     from onnxroof.ort.reference import REFERENCE_INPUT, reference_model
@@ -421,3 +475,24 @@ def test_idle_parked_sessions_take_no_cpu_time() -> None:
     start = time.process_time()
     time.sleep(0.5)
     assert time.process_time() - start < 0.05
+
+
+def _relu_chain(length: int) -> onnx.ModelProto:
+    """``length`` Relus one after the other over a million floats."""
+    nodes = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"]) for i in range(length)]
+    graph = helper.make_graph(
+        nodes,
+        f"relu{length}",
+        [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1000, 1000])],
+        [helper.make_tensor_value_info(f"t{length}", TensorProto.FLOAT, [1000, 1000])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
+
+
+def test_eight_times_the_work_measures_several_times_longer_per_run() -> None:
+    """Samples are per-run times, not batch totals: each batch lasts about MIN_SAMPLE_S whatever the model, so
+    totals would read alike. Both models run at 1 thread with nothing folded or fused; the fast estimate sets aside
+    other load, which only ever adds time, so the ratio stays well above the bound even on a busy machine."""
+    one = measure(_relu_chain(1), opt_level="disable", warmup=2, repeat=5)
+    eight = measure(_relu_chain(8), opt_level="disable", warmup=2, repeat=5)
+    assert eight.fast_s / one.fast_s > 3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,25 +34,29 @@ def test_the_reference_model_is_a_small_convolutional_block():
 
 
 def test_the_reference_time_is_the_fast_estimate_of_one_run():
-    # A fake clock that advances 1 ms per read: a warm-up run reads 1 ms, so samples batch MIN_SAMPLE_S / 1 ms =
-    # 10 runs, and each batch (two clock reads around it) reads 1 ms, i.e. 0.1 ms per run.
-    assert MIN_SAMPLE_S == 0.01
+    # A fake clock that advances 1 ms per read: a warm-up run (two reads around it) reads 1 ms, so samples batch
+    # MIN_SAMPLE_S / 1 ms runs, and each batch reads 1 ms in all, i.e. 1 ms / batch per run.
     ticks = iter(range(10**6))
     sampler = ReferenceSampler(1, clock=lambda: next(ticks) * 1e-3)
-    assert sampler.batch == 10 and sampler.time_s() is None and sampler.speed(1.0) is None  # nothing timed yet
+    assert sampler.batch == math.ceil(MIN_SAMPLE_S / 1e-3) > 1
+    assert sampler.time_s() is None and sampler.speed(1.0) is None  # nothing timed yet
     for _ in range(3):
         sampler.sample()
     assert len(sampler.samples) == 3
-    assert sampler.time_s() == pytest.approx(1e-4)
-    # Calibrated at 0.08 ms a run, the machine now runs at 0.08 / 0.1 = 0.8 of that speed.
-    assert sampler.speed(8e-5) == pytest.approx(0.8)
+    per_run = 1e-3 / sampler.batch
+    assert sampler.time_s() == pytest.approx(per_run)
+    # Calibrated at 0.8 of today's time a run, the machine now runs at 0.8 of its calibrated speed.
+    assert sampler.speed(0.8 * per_run) == pytest.approx(0.8)
 
 
-def test_the_reference_time_on_this_machine_is_positive():
+def test_the_reference_on_this_machine_reads_the_fastest_of_its_samples():
     sampler = ReferenceSampler(1)
-    sampler.sample()
+    sampler.sample(reps=3)
+    assert len(sampler.samples) == 3
     seconds = sampler.time_s()
-    assert seconds is not None and seconds > 0
+    assert seconds == min(sampler.samples)  # three samples: the fastest eighth is the fastest one
+    # As fast as at calibration: speed 1; calibrated at twice today's time: twice as fast now.
+    assert sampler.speed(seconds) == 1.0 and sampler.speed(2 * seconds) == pytest.approx(2.0)
 
 
 def test_drift_is_reported_beyond_the_bound_only():
@@ -90,7 +95,7 @@ def test_the_reference_is_timed_between_the_samples_of_the_measurement(conv_bn_r
 
 def test_the_reference_session_is_parked_between_runs_like_the_calibrations(monkeypatch) -> None:
     """Both readings of the reference block must be taken alike; the calibration's sessions park when a run
-    returns (see runtime.session_options), so validation's does too."""
+    returns (see sessions.session_options), so validation's does too."""
     seen = record_parking(monkeypatch)
     ReferenceSampler(1)
     assert seen == [True]
@@ -101,7 +106,7 @@ def test_the_prediction_compared_with_the_measurement_is_scaled_to_the_machine_s
 ):
     """The block's time moves with models' times between a shared machine's phases, so the prediction the
     measurement is compared with is the calibrated one over the speed (1/speed times the calibrated time)."""
-    from onnxroof.ort.validate import _profiler_overhead, compare
+    from onnxroof.ort.validate import compare, profiler_overhead
     from onnxroof.report.validation import validation_table
 
     path = conv_bn_relu
@@ -117,7 +122,7 @@ def test_the_prediction_compared_with_the_measurement_is_scaled_to_the_machine_s
     assert totals["predicted_at_speed_s"] == v.predicted_at_speed_s and totals["error"] == v.model_error
     assert totals["predicted_time_s"] == v.predicted_time_s and totals["uncorrected_error"] == v.uncorrected_error
     # Each kernel's prediction is scaled alike.
-    overhead = _profiler_overhead(device)
+    overhead = profiler_overhead(device)
     as_calibrated = {k.name: k.predicted_time_s for k in compare(v.analysis, v.profile, True, overhead)}
     assert as_calibrated and all(k.predicted_time_s == pytest.approx(as_calibrated[k.name] / speed) for k in v.kernels)
     assert "predictions are scaled to that speed" in validation_table(v)

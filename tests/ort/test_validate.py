@@ -36,7 +36,16 @@ def test_a_calibrated_host_predicts_the_graph_onnxruntime_runs(conv_bn_relu: Pat
 def test_validate_pairs_every_kernel_and_adds_measured_times(conv_bn_relu: Path, tmp_path: Path):
     path = conv_bn_relu
     v = validate(str(path), calibrated_host({"conv": CONV}), repeat=5, runs=5, spread_s=0.0)
-    assert v.kernels and all(k.measured_time_s > 0 and k.predicted_time_s > 0 for k in v.kernels)
+    # Each kernel pairs its profiled fast estimate with the prediction of the engine node of its name: the test
+    # host records no profiler overhead and no reference time, so nothing is added and nothing scaled.
+    fast = {n.name: n.fast_s for n in v.profile.nodes}
+    predicted = {n.name: n.prediction.predicted_time_s for n in v.analysis.nodes}
+    assert v.kernels and {k.name for k in v.kernels} <= set(predicted)
+    assert all(k.measured_time_s == fast[k.name] for k in v.kernels)
+    assert all(k.predicted_time_s == pytest.approx(predicted[k.name]) for k in v.kernels)
+    # Longest measured first.
+    measured = [k.measured_time_s for k in v.kernels]
+    assert measured == sorted(measured, reverse=True)
     data = v.to_dict()
     # The measured latency is the fast estimate of the samples; the median is kept next to it.
     assert (

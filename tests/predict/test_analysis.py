@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import onnx
@@ -15,8 +14,7 @@ from onnxroof.api import analyze
 from onnxroof.errors import UserError
 from onnxroof.predict.analysis import UnsupportedOpWarning
 from onnxroof.report.analysis import render
-
-LIGHT_DIR = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+from tests.helpers import LIGHT_DIR
 
 
 def _model(nodes, inputs, outputs, inits=(), opsets=(("", 17),)) -> onnx.ModelProto:
