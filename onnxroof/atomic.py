@@ -3,18 +3,35 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 
-def write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory and an atomic rename."""
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same directory and an atomic rename.
+
+    The file gets the permissions a plain ``open(path, "w")`` would give it: those of the file it replaces, or for a
+    new file the default mode less the process's umask (a temporary file is created private to its owner).
+    """
     target = Path(path)
+    mode = _mode_for(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
+            os.chmod(handle.fileno(), mode)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _mode_for(target: Path) -> int:
+    """The permission bits of ``target`` where it exists, else 0o666 less the umask."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)  # reading the umask means setting it: put it back at once
+        os.umask(umask)
+        return 0o666 & ~umask

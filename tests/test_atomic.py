@@ -1,0 +1,46 @@
+"""Atomic output files: the whole text or the old file, and the permissions a plain write would give."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from onnxroof.atomic import write_text
+
+
+@pytest.fixture
+def umask_022():
+    old = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def test_a_new_file_gets_the_default_mode_less_the_umask(tmp_path: Path, umask_022: None):
+    out = tmp_path / "report.json"
+    write_text(out, "{}\n")
+    assert out.read_text() == "{}\n"
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644  # 0o666 & ~0o022
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temporary file left
+
+
+def test_a_replaced_file_keeps_its_mode(tmp_path: Path, umask_022: None):
+    out = tmp_path / "report.json"
+    out.write_text("old")
+    out.chmod(0o640)
+    write_text(out, "new")
+    assert out.read_text() == "new"
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path):
+    out = tmp_path / "report.json"
+    out.write_text("old")
+    with pytest.raises(UnicodeEncodeError):
+        write_text(out, "\udcff")  # a lone surrogate cannot be encoded as UTF-8
+    assert out.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
