@@ -11,12 +11,8 @@ import pytest
 from onnx import TensorProto, helper
 
 from onnxroof.costs import Cost, NodeView, registered_ops
-from onnxroof.costs.conv import (
-    ACTIVATION_FLOPS,
-    REQUANTIZE_FLOPS,
-    conv_output_spatial,
-    conv_transpose_output_spatial,
-)
+from onnxroof.costs.common import ACTIVATION_FLOPS, REQUANTIZE_FLOPS
+from onnxroof.costs.conv import conv_output_spatial, conv_transpose_output_spatial
 from onnxroof.ir import Tensor, UnknownShape
 from tests.helpers import FLOAT, INT8, INT32, UINT8, T, W, cost_of, make_node
 

@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto
 
 from onnxroof.costs import Cost, lookup
-from onnxroof.costs.control import UNKNOWN_TRIPS_NOTE
+from onnxroof.costs.common import UNKNOWN_TRIPS_NOTE
 from onnxroof.costs.sequence import STRING_BYTES_NOTE, UNKNOWN_ELEMENTS_NOTE
 from onnxroof.ir import UnknownShape
 from tests.helpers import BOOL, FLOAT, FLOAT16, INT32, INT64, UINT8, T, W, cost_of, make_node
