@@ -1,9 +1,10 @@
 """Engine-aware per-node prediction: the roofline corrected by a calibrated host profile's per-op-class ceilings.
 
-A single peak and a single bandwidth miss how an engine's kernels really run: onnxruntime's NCHWc convolution
-reaches most of the peak, a depthwise convolution a fifth of it, LRN a fraction of a percent; an elementwise
-kernel whose data sits in L2 streams several times faster than DRAM. This module predicts the time onnxruntime's
-CPU executor spends on one node of the graph it actually runs (``onnxroof.ort.sessions.optimized_model``) from
+A single peak and a single bandwidth miss how an engine's kernels really run: kernels of different kinds reach
+very different fractions of the peak (onnxruntime's blocked NCHWc convolution most of it, a depthwise
+convolution or LRN, which do little arithmetic per element they load, far less), and a kernel whose data sits
+in a cache streams faster than one that reads DRAM. This module predicts the time onnxruntime's CPU executor
+spends on one node of the graph it actually runs (``onnxroof.ort.sessions.optimized_model``) from
 
 - the node's op class (:func:`op_class`): conv, depthwise, 1x1, gemm, pooling, LRN, ... (``OP_CLASSES``), the
   base class its op registers with its cost function refined by the node's shapes (:data:`REFINEMENTS`);
@@ -27,12 +28,12 @@ per-node overhead) + epilogue + exposed DRAM time``, i.e. ``max(compute, memory)
 on a calibrated (serial) host profile.
 
 Every node the executor runs pays the per-node overhead, shape-only nodes (Reshape, Flatten, Squeeze, ...) too:
-they cost no FLOPs and no bytes (their output aliases their input), and the calibration measures a Reshape between
-two nodes adding about one per-node overhead to a run (the device's ``launch_overhead`` source states the figure),
-so they predict exactly that overhead. onnxruntime's profiler shows them at several microseconds: that is its own
-per-node bookkeeping (``device.calibration.profiler_overhead``), which a comparison with profiled per-node times
-adds to every prediction. The device's ``run_overhead`` (the fixed cost of one ``session.run``) is not part of any
-node: callers add it once per model (:func:`model_time`).
+they cost no FLOPs and no bytes (their output aliases their input), and the calibration measures the per-node
+overhead as what a Reshape between two nodes adds to a run (the device's ``launch_overhead`` source states the
+figure), so they predict exactly that overhead. What onnxruntime's profiler reports for them on top of that is
+its own per-node bookkeeping (``device.calibration.profiler_overhead``), which a comparison with profiled
+per-node times adds to every prediction. The device's ``run_overhead`` (the fixed cost of one ``session.run``)
+is not part of any node: callers add it once per model (:func:`model_time`).
 """
 
 from __future__ import annotations
@@ -94,14 +95,13 @@ CLASS_FALLBACK: Mapping[str, str] = {
 # Dense convolutions this small run well below the large-conv efficiency: few output positions per image
 # (the 7x7 stages of ResNets), very few output channels, or a stem (a handful of input channels) with a small
 # kernel: its NCHWc kernel reads a plain NCHW input and does little work per input pixel. Stems with large
-# kernels (7x7, 11x11) come close to the large-conv efficiency on one thread (0.95-0.99 of the peak here) but
-# split less well over threads (0.72-0.90 at two, where 3x3 convolutions of the same FLOPs reached 0.98-1.0):
-# a class of their own, so that they do not set the large-conv ceiling at their size. Mid-sized outputs (the
-# 14x14 stages) lose a few percent to the short rows the kernel walks, which is enough to rank them below
-# equal-FLOP convs on larger outputs.
-# Past the stem, a 5x5 or wider kernel runs about a tenth slower per FLOP than a 3x3 one on the same output
-# (AlexNet's and ZFNet's second layers, Inception's 5x5 branches): a class of its own, so that neither skews
-# the other's ceiling.
+# kernels (7x7, 11x11) come close to the large-conv efficiency on one thread but split less well over threads
+# than 3x3 convolutions of the same FLOPs: a class of their own, so that they do not set the large-conv ceiling
+# at their size. Mid-sized outputs (the 14x14 stages) lose efficiency to the short rows the kernel walks, which
+# ranks them below equal-FLOP convs on larger outputs.
+# Past the stem, a 5x5 or wider kernel (AlexNet's and ZFNet's second layers, Inception's 5x5 branches) runs at
+# a rate per FLOP of its own, different from a 3x3 one's on the same output: a class of its own, so that neither
+# skews the other's ceiling.
 SMALL_CONV_POSITIONS = 100
 MID_CONV_POSITIONS = 400
 SMALL_CONV_IN_CHANNELS = 16
@@ -211,8 +211,8 @@ def _conv_class(view: NodeView) -> str:
     c_out = (y[1] if not nhwc else y[-1]) if y is not None and len(y) >= 3 else None
     if group > 1:
         # onnxruntime blocks a grouped convolution into NCHWc only when each group's channels fill whole blocks,
-        # and then runs every group as a dense convolution of its own channels: AlexNet's two-group layers ran
-        # at the dense classes' rate, half again as fast as the plain-layout grouped kernels (ShuffleNet's).
+        # and then runs every group as a dense convolution of its own channels: such a convolution runs at the
+        # rate of the dense classes, not at that of the plain-layout grouped kernel (conv_grouped).
         c_in, c_out = per_group_in, (c_out // group if c_out is not None else None)
     positions = (prod(y[2:]) if not nhwc else prod(y[1:-1])) if y is not None and len(y) >= 3 else None
     stem = c_in is not None and c_in < SMALL_CONV_IN_CHANNELS and bool(kernel)
@@ -245,8 +245,8 @@ def _pool_class(view: NodeView) -> str:
 
 def _elementwise_class(view: NodeView) -> str:
     """broadcast when an operand is broadcast along the innermost axis (e.g. a (C,1,1) scale on an NCHW tensor):
-    onnxruntime then loops per channel instead of streaming, several times slower per byte; elementwise
-    otherwise."""
+    onnxruntime then loops per channel instead of streaming one contiguous range, which costs more per byte;
+    elementwise otherwise."""
     out = _known(view.output(0))
     if len(view.inputs) < 2 or out is None or not out or out[-1] == 1:
         return "elementwise"
@@ -259,9 +259,8 @@ def _elementwise_class(view: NodeView) -> str:
 
 def _reorder_class(view: NodeView) -> str:
     """reorder_short for an NCHWc -> NCHW reorder onto planes of fewer than MID_CONV_POSITIONS positions (a 14x14
-    or 7x7 stage): onnxruntime then writes each channel's short plane on its own, at about half the bandwidth it
-    reaches on a 28x28 plane, where the opposite reorder (NCHW -> NCHWc) loses little; a channels-last output
-    stays reorder."""
+    or 7x7 stage): onnxruntime then writes each channel's short plane on its own, at a lower bandwidth than along
+    long rows. The opposite reorder (NCHW -> NCHWc) and a channels-last output stay reorder."""
     out = _known(view.output(0))
     if view.op_type != "ReorderOutput" or out is None or len(out) < 3 or int(view.attr("channels_last", 0) or 0):
         return "reorder"
