@@ -21,12 +21,22 @@ Counting conventions (pinned by tests in tests/costs/):
 - Kernels: how many device kernels the op launches on a GPU-style engine (paper 001's launch-overhead count);
   1 for most ops, 0 for shape-only ops, per time step for recurrent ops.
 - An op with no cost function is never free: it is listed as unsupported and charged its tensor bytes.
+
+Every registration names the op's engine class next to its cost function (``register(*ops, engine=...)``): the
+class of kernel an engine runs it with, one of ``onnxroof.devices.OP_CLASSES``, or SHAPE for shape-only ops, or
+OTHER where no class describes the op. ``onnxroof.predict.engine`` takes that base class and refines it by the
+node's shapes; an op without a cost function is OTHER.
+
+The family modules (one per kind of op) take their shared helpers and constants from ``onnxroof.costs.common``
+and nothing from each other. Every module of this package is found and imported on the first lookup, so that
+adding a family is adding its module, and ``import onnxroof`` stays light.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import pkgutil
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from math import prod
 from typing import Any
@@ -34,16 +44,20 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto
 
+from onnxroof.devices import OP_CLASSES
 from onnxroof.ir import Tensor, UnknownShape
 
 __all__ = [
+    "ENGINE_CLASSES",
+    "OTHER",
+    "SHAPE",
     "Cost",
     "CostFn",
     "NodeView",
     "as_text",
     "compute_cost",
     "distinct_tensors",
-    "io_bytes",
+    "engine_class",
     "lookup",
     "register",
     "registered_ops",
@@ -155,31 +169,20 @@ class Cost:
 
 CostFn = Callable[[NodeView], Cost]
 
+SHAPE = "shape"  # shape-only ops: no FLOPs, no bytes, no kernel; an engine pays only its per-node overhead
+OTHER = "other"  # ops no engine class describes: predicted on the plain roofline
+# The engine classes a registration may name.
+ENGINE_CLASSES: frozenset[str] = frozenset({*OP_CLASSES, SHAPE, OTHER})
+
 # Element types that ONNX uses for shapes, axes, indices and masks rather than for learned values.
 _NON_PARAM_DTYPES = {TensorProto.INT64, TensorProto.BOOL, TensorProto.STRING}
 
-_REGISTRY: dict[tuple[str, str], CostFn] = {}
+# (domain, op_type) -> (cost function, engine class)
+_REGISTRY: dict[tuple[str, str], tuple[CostFn, str]] = {}
 
 # Domains that onnxruntime treats as the standard one.
 _DEFAULT_DOMAINS = {"", "ai.onnx"}
 
-# The modules that register cost functions; imported once, on first lookup, so that importing onnxroof is cheap.
-_FAMILY_MODULES = (
-    "conv",
-    "matmul",
-    "normalization",
-    "pooling",
-    "reduce",
-    "recurrent",
-    "movement",
-    "control",
-    "contrib",
-    "attention",
-    "vision",
-    "signal",
-    "losses",
-    "sequence",
-)
 _loaded = False
 
 
@@ -189,38 +192,58 @@ def _key(op: str) -> tuple[str, str]:
         domain, op_type = op.split("::", 1)
     else:
         domain, op_type = "", op
-    return ("" if domain in _DEFAULT_DOMAINS else domain, op_type)
+    return _domain_key(domain), op_type
 
 
-def register(*ops: str) -> Callable[[CostFn], CostFn]:
-    """Register a cost function for one or more op types (``"domain::OpType"`` outside the default domain).
+def _domain_key(domain: str) -> str:
+    return "" if domain in _DEFAULT_DOMAINS else domain
 
-    A second registration of the same op is a programming error and raises.
+
+def register(*ops: str, engine: str) -> Callable[[CostFn], CostFn]:
+    """Register a cost function for one or more op types (``"domain::OpType"`` outside the default domain), with
+    the engine class their kernels belong to (one of ENGINE_CLASSES). Ops of one cost function whose kernels
+    belong to different classes are registered once per class, by stacking the decorator.
+
+    An engine class outside ENGINE_CLASSES and a second registration of the same op are programming errors and
+    raise.
     """
+    if engine not in ENGINE_CLASSES:
+        raise ValueError(
+            f"{', '.join(ops)}: engine class {engine!r} is none of onnxroof.devices.OP_CLASSES, SHAPE or OTHER"
+        )
 
     def decorate(fn: CostFn) -> CostFn:
         for op in ops:
             key = _key(op)
             if key in _REGISTRY:
                 raise ValueError(f"cost function for {op!r} registered twice")
-            _REGISTRY[key] = fn
+            _REGISTRY[key] = (fn, engine)
         return fn
 
     return decorate
 
 
 def _load_families() -> None:
+    """Import every module of this package once: each family module registers its ops as it is imported."""
     global _loaded
     if not _loaded:
         _loaded = True
-        for module in _FAMILY_MODULES:
-            importlib.import_module(f"{__name__}.{module}")
+        for module in pkgutil.iter_modules(__path__):
+            importlib.import_module(f"{__name__}.{module.name}")
 
 
 def lookup(domain: str, op_type: str) -> CostFn | None:
     """The cost function for an op, or None when none is registered."""
     _load_families()
-    return _REGISTRY.get(("" if domain in _DEFAULT_DOMAINS else domain, op_type))
+    found = _REGISTRY.get((_domain_key(domain), op_type))
+    return None if found is None else found[0]
+
+
+def engine_class(domain: str, op_type: str) -> str | None:
+    """The engine class registered with an op's cost function, or None when the op has no cost function."""
+    _load_families()
+    found = _REGISTRY.get((_domain_key(domain), op_type))
+    return None if found is None else found[1]
 
 
 def registered_ops() -> list[str]:
@@ -230,7 +253,8 @@ def registered_ops() -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Helpers shared by the op families.
+# The counting conventions' primitives: what the compulsory-traffic model reads and writes, and what counts as a
+# param. The families take them, with the rest of their shared helpers, from ``onnxroof.costs.common``.
 
 
 def distinct_tensors(tensors: Iterable[Tensor | None]) -> list[Tensor]:
@@ -254,15 +278,8 @@ def weight_params(inputs: Iterable[Tensor | None]) -> int:
     counted = [
         t for t in inputs if t is not None and t.is_weight and t.shape is not None and t.dtype not in _NON_PARAM_DTYPES
     ]
-    return sum(map(prod, {t.name: t.shape for t in reversed(counted)}.values()))  # reversed: the first one wins
-
-
-def io_bytes(node: NodeView, inputs: Sequence[Tensor | None] | None = None) -> tuple[float, float]:
-    """(bytes read, bytes written) under the compulsory-traffic model: each distinct input read once, each
-    output written once. ``inputs`` restricts which inputs are read (default: all)."""
-    read = sum(t.nbytes for t in distinct_tensors(node.inputs if inputs is None else inputs))
-    written = sum(t.nbytes for t in distinct_tensors(node.outputs))
-    return read, written
+    shapes = {t.name: t.need_shape() for t in reversed(counted)}  # reversed: the first one of a name wins
+    return sum(map(prod, shapes.values()))
 
 
 def compute_cost(node: NodeView) -> tuple[Cost, bool]:
@@ -277,8 +294,3 @@ def compute_cost(node: NodeView) -> tuple[Cost, bool]:
     read = sum(t.nbytes for t in distinct_tensors(node.inputs) if t.known)
     written = sum(t.nbytes for t in distinct_tensors(node.outputs) if t.known)
     return Cost(bytes_read=read, bytes_written=written, params=weight_params(node.inputs), kernels=1), False
-
-
-def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
-    """Numpy-style broadcast of static shapes."""
-    return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))

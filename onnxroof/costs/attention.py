@@ -1,7 +1,7 @@
 """Cost functions: the standard-domain (ai.onnx) transformer ops, Attention (opsets 23-25), RotaryEmbedding (23),
-TensorScatter (24), LinearAttention (27) and CausalConvWithState (27), and the scaled dot-product attention
-terms they share with onnxruntime's contrib attention ops (contrib.py imports them from here, so that both
-domains count attention one way).
+TensorScatter (24), LinearAttention (27) and CausalConvWithState (27). The scaled dot-product attention terms
+below are shared with onnxruntime's contrib attention ops (contrib.py), so that both domains count attention one
+way: their constants and the score-matrix count live in common.py.
 
 Scaled dot-product attention, with B batch, S query length, L total key length (past + new), N query heads, Nkv
 key/value heads, H and Hv the query/key and value head sizes:
@@ -38,96 +38,29 @@ definition. Exceptions:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 
-from onnxroof.costs import Cost, NodeView, register, weight_params
-from onnxroof.costs.elementwise import SIGMOID_FLOPS, input_bytes, output_bytes
+from onnxroof.costs import OTHER, Cost, NodeView, register, weight_params
+from onnxroof.costs.common import (
+    ROTARY_FLOPS,
+    SDPA_KERNELS,
+    SILU_FLOPS,
+    AttentionDims,
+    cache_rows_bytes,
+    input_bytes,
+    output_bytes,
+    rotated_elements,
+    score_flops,
+)
 from onnxroof.ir import Tensor, UnknownShape
 
 __all__ = [
-    "ATTENTION_BIAS_FLOPS",
-    "MASK_FLOPS",
-    "ROTARY_FLOPS",
-    "SCALE_FLOPS",
-    "SDPA_KERNELS",
-    "SILU_FLOPS",
-    "SOFTCAP_FLOPS",
-    "SOFTMAX_FLOPS",
-    "AttentionDims",
     "attention",
-    "cache_rows_bytes",
     "causal_conv_with_state",
     "linear_attention",
     "rotary_embedding",
-    "rotated_elements",
-    "score_flops",
     "tensor_scatter",
 ]
-
-SOFTMAX_FLOPS = 5  # per score element: max, subtract, exp, sum, divide
-SCALE_FLOPS = 1  # per score element: multiply by the scale (1/sqrt(head_size) by default)
-MASK_FLOPS = 1  # per score element: add (or select) one mask
-ATTENTION_BIAS_FLOPS = 1  # per score element: add the bias
-SOFTCAP_FLOPS = 3  # per score element: softcap * tanh(x / softcap): divide, tanh, multiply
-ROTARY_FLOPS = 3  # per rotated element: x1*cos - x2*sin (or x2*cos + x1*sin): 2 multiplies, 1 add
-SILU_FLOPS = SIGMOID_FLOPS + 1  # x * sigmoid(x): sigmoid (4) + mul x = 5
-SDPA_KERNELS = 3  # Q K^T GEMM, softmax, context GEMM (inputs already projected)
-
-
-@dataclass(frozen=True, slots=True)
-class AttentionDims:
-    """The sizes scaled dot-product attention costs depend on."""
-
-    batch: int
-    seq: int  # query length S
-    kv_new: int  # new key/value length this call
-    total: int  # total key length L = past + kv_new
-    heads: int  # N (query heads)
-    head_size: int  # H, query and key
-    head_size_v: int  # Hv
-
-    @property
-    def scores(self) -> int:
-        """Elements of the score matrix ``Q K^T``: B * N * S * L."""
-        return self.batch * self.heads * self.seq * self.total
-
-    @property
-    def macs(self) -> int:
-        """``Q K^T`` plus ``softmax(.) V``: B*N*S*L*(H + Hv)."""
-        return self.scores * (self.head_size + self.head_size_v)
-
-
-def score_flops(dims: AttentionDims, *, masks: int = 0, biases: int = 0, softcap: bool = False) -> int:
-    """FLOPs on the score matrix: scale and softmax on every element, plus ``masks`` masks and ``biases``
-    attention biases added to it, and a softcap where one is applied."""
-    per_score = SCALE_FLOPS + SOFTMAX_FLOPS + MASK_FLOPS * masks + ATTENTION_BIAS_FLOPS * biases
-    per_score += SOFTCAP_FLOPS if softcap else 0
-    return dims.scores * per_score
-
-
-def rotated_elements(node: NodeView, x: Tensor) -> tuple[int, int]:
-    """(elements rotated, query positions B*S) of a rotary embedding's input ``[B, S, N*H]`` (then ``num_heads``
-    gives H when a partial ``rotary_embedding_dim`` is set) or ``[B, N, S, H]``. Elements beyond
-    ``rotary_embedding_dim`` of each head pass through unrotated."""
-    shape = x.need_shape()
-    rotary_dim = int(node.attr("rotary_embedding_dim", 0))
-    if len(shape) == 4:
-        head_size, positions = shape[3], shape[0] * shape[2]
-    elif len(shape) == 3:
-        heads = int(node.attr("num_heads", 0))
-        if rotary_dim and heads <= 0:
-            raise UnknownShape(f"{node.name}: RotaryEmbedding with rotary_embedding_dim needs num_heads")
-        head_size, positions = (shape[2] // heads if heads else shape[2]), shape[0] * shape[1]
-    else:
-        raise UnknownShape(f"{node.name}: RotaryEmbedding input {x.name} of shape {shape}: expected rank 3 or 4")
-    return x.numel * min(rotary_dim or head_size, head_size) // head_size, positions
-
-
-def cache_rows_bytes(cache: Tensor, positions: int) -> float:
-    """Bytes read of a ``[max_position, width]`` cos/sin cache indexed by position ids: one row per query position,
-    at most the cache's length."""
-    rows, width = cache.need_shape()
-    return min(rows, positions) * width * cache.itemsize
 
 
 def _cost(
@@ -135,8 +68,8 @@ def _cost(
     flops: float,
     macs: float,
     kernels: int,
-    shapes: dict[int, tuple[int, ...]],
-    dtypes: dict[int, int],
+    shapes: Mapping[int, Sequence[int]],
+    dtypes: Mapping[int, int],
     notes: list[str] | None = None,
 ) -> Cost:
     """Each input read once, each output written once (``shapes``/``dtypes`` stand in for outputs inference left
@@ -175,7 +108,7 @@ def _has_window(node: NodeView) -> bool:
     return any(int(node.attr(side, -1)) >= 0 for side in ("left_window_size", "right_window_size"))
 
 
-@register("Attention")
+@register("Attention", engine="matmul")
 def attention(node: NodeView) -> Cost:
     """Attention (opsets 23-25) on already-projected Q ``[B, N, S, H]``, K ``[B, Nkv, Skv, H]`` and V
     ``[B, Nkv, Skv, Hv]``, or their 3D forms ``[B, S, N*H]`` etc. with ``q_num_heads`` and ``kv_num_heads``.
@@ -207,7 +140,7 @@ def attention(node: NodeView) -> Cost:
     return _cost(node, flops, dims.macs, SDPA_KERNELS, shapes, dtypes)
 
 
-@register("RotaryEmbedding")
+@register("RotaryEmbedding", engine=OTHER)
 def rotary_embedding(node: NodeView) -> Cost:
     """RotaryEmbedding (opset 23): X ``[B, N, S, H]`` or ``[B, S, N*H]`` (with ``num_heads``), cos_cache,
     sin_cache, optional position_ids ``[B, S]``. 3 FLOPs per rotated element (``x1*cos - x2*sin``: 2 multiplies,
@@ -240,7 +173,7 @@ def rotary_embedding(node: NodeView) -> Cost:
 # TensorScatter (opset 24): the KV-cache update.
 
 
-@register("TensorScatter")
+@register("TensorScatter", engine="movement")
 def tensor_scatter(node: NodeView) -> Cost:
     """TensorScatter: writes ``update`` ``[B, ..., S, ...]`` into ``past_cache`` ``[B, ..., max_S, ...]`` at
     each batch's write index along ``axis`` (modulo max_S in ``circular`` mode). 0 FLOPs (index arithmetic is
@@ -258,7 +191,7 @@ def tensor_scatter(node: NodeView) -> Cost:
 _LINEAR_RULES = ("linear", "gated", "delta", "gated_delta")
 
 
-@register("LinearAttention")
+@register("LinearAttention", engine=OTHER)
 def linear_attention(node: NodeView) -> Cost:
     """LinearAttention: query ``[B, T, Nq*dk]``, key ``[B, T, Nkv*dk]``, value ``[B, T, Nkv*dv]``, a recurrent
     state ``[B, Nkv, dk, dv]`` per key/value head, counted as its definition runs it, token by token (a
@@ -308,7 +241,7 @@ def linear_attention(node: NodeView) -> Cost:
     return _cost(node, flops, macs, 1, shapes, dtypes, notes)
 
 
-@register("CausalConvWithState")
+@register("CausalConvWithState", engine=OTHER)
 def causal_conv_with_state(node: NodeView) -> Cost:
     """CausalConvWithState: a depthwise causal 1D convolution of input ``[B, C, L]`` with weight ``[C, 1, k]``
     over the past state ``[B, C, k-1]`` (zeros when absent) followed by the input:

@@ -1,9 +1,9 @@
 """Cost functions: onnxruntime's fused transformer ops (com.microsoft Attention, MultiHeadAttention,
 GroupQueryAttention, RotaryEmbedding).
 
-The terms below, their constants and the score-matrix counting are defined once in attention.py and shared with
-the standard-domain Attention and RotaryEmbedding. With B batch, S query length, L total key length (past + new),
-N heads, H and Hv the query/key and value head sizes:
+The terms below, their constants and the score-matrix counting are defined once in common.py and shared with
+the standard-domain Attention and RotaryEmbedding (attention.py). With B batch, S query length, L total key
+length (past + new), N heads, H and Hv the query/key and value head sizes:
 
 - score elements: ``B * N * S * L``, one per entry of ``softmax(Q K^T * scale)``;
 - MACs: ``B*N*S*L*H`` for ``Q K^T`` and ``B*N*S*L*Hv`` for ``softmax(...) V`` (plus the input projection for
@@ -25,15 +25,14 @@ RotaryEmbedding's cos/sin caches, of which only the rows of the positions used a
 
 from __future__ import annotations
 
-from onnxroof.costs import Cost, NodeView, io_bytes, register, weight_params
-from onnxroof.costs.attention import (
+from onnxroof.costs import OTHER, Cost, NodeView, register, weight_params
+from onnxroof.costs.common import (
     ROTARY_FLOPS,
-    SCALE_FLOPS,
     SDPA_KERNELS,
     SOFTCAP_FLOPS,
-    SOFTMAX_FLOPS,
     AttentionDims,
     cache_rows_bytes,
+    io_bytes,
     rotated_elements,
     score_flops,
 )
@@ -42,10 +41,6 @@ from onnxroof.ir import Tensor, UnknownShape
 __all__ = [
     "ATTENTION_KERNELS",
     "MHA_KERNELS",
-    "ROTARY_FLOPS",
-    "SCALE_FLOPS",
-    "SOFTCAP_FLOPS",
-    "SOFTMAX_FLOPS",
     "attention",
     "group_query_attention",
     "multi_head_attention",
@@ -109,7 +104,7 @@ def _cost(node: NodeView, macs: int, flops: float, kernels: int, notes: list[str
     return cost.with_note("; ".join(notes)) if notes else cost
 
 
-@register("com.microsoft::Attention")
+@register("com.microsoft::Attention", engine="matmul")
 def attention(node: NodeView) -> Cost:
     """Attention with its own input projection: input ``[B, S, D_in]``, weights ``[D_in, Dq + Dk + Dv]``
     (``qkv_hidden_sizes`` = [Dq, Dk, Dv], else three equal parts), bias ``[Dq + Dk + Dv]``, past
@@ -174,7 +169,7 @@ def _mha_dims(node: NodeView, heads: int) -> tuple[int, int, int, int, int, bool
     raise UnknownShape(f"{node.name}: MultiHeadAttention key {k_shape} / value {v_shape}: unsupported layout")
 
 
-@register("com.microsoft::MultiHeadAttention")
+@register("com.microsoft::MultiHeadAttention", engine="matmul")
 def multi_head_attention(node: NodeView) -> Cost:
     """MultiHeadAttention on already-projected Q, K, V (layouts in ``_mha_dims``), with D = N*H, Dv = N*Hv and
     L = past_key length + new key length:
@@ -195,7 +190,7 @@ def multi_head_attention(node: NodeView) -> Cost:
     return _cost(node, dims.macs, flops, MHA_KERNELS, notes)
 
 
-@register("com.microsoft::GroupQueryAttention")
+@register("com.microsoft::GroupQueryAttention", engine="matmul")
 def group_query_attention(node: NodeView) -> Cost:
     """GroupQueryAttention: N query heads share ``kv_num_heads`` key/value heads; query ``[B, S, N*H]`` with key
     and value ``[B, S, Nkv*H]``, or packed ``[B, S, (N + 2*Nkv)*H]``. L = the constant total_sequence_length input,
@@ -233,7 +228,7 @@ def group_query_attention(node: NodeView) -> Cost:
     return _cost(node, dims.macs, flops, kernels, notes)
 
 
-@register("com.microsoft::RotaryEmbedding")
+@register("com.microsoft::RotaryEmbedding", engine=OTHER)
 def rotary_embedding(node: NodeView) -> Cost:
     """RotaryEmbedding: 3 FLOPs per rotated element (``x1*cos - x2*sin``: 2 multiplies, 1 add); elements beyond
     ``rotary_embedding_dim`` of each head pass through at no cost. Input ``[B, S, N*H]`` (then ``num_heads`` gives

@@ -17,12 +17,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from onnxroof.costs import Cost, NodeView, register
+from onnxroof.costs import OTHER, Cost, NodeView, register
+from onnxroof.costs.common import UNKNOWN_TRIPS_NOTE
 from onnxroof.ir import UnknownShape
 
-__all__ = ["UNKNOWN_TRIPS_NOTE", "if_", "loop", "scan"]
-
-UNKNOWN_TRIPS_NOTE = "trip count unknown: one iteration counted"
+__all__ = ["if_", "loop", "scan"]
 
 
 def _subgraph_coster(node: NodeView) -> Callable[[str], Cost]:
@@ -39,7 +38,7 @@ def _scalar(value: np.ndarray | None) -> float | None:
     return value.reshape(-1)[0].item()
 
 
-@register("If")
+@register("If", engine=OTHER)
 def if_(node: NodeView) -> Cost:
     """If: the branch a constant condition selects, else the costlier of then_branch and else_branch, compared
     by FLOPs and then by bytes. The note says which branch was counted and why."""
@@ -54,7 +53,7 @@ def if_(node: NodeView) -> Cost:
     return then_cost.with_note("then_branch counted: the costlier branch")
 
 
-@register("Loop")
+@register("Loop", engine=OTHER)
 def loop(node: NodeView) -> Cost:
     """Loop: the body's cost x the trip count.
 
@@ -78,7 +77,7 @@ def loop(node: NodeView) -> Cost:
     return cost
 
 
-@register("Scan")
+@register("Scan", engine=OTHER)
 def scan(node: NodeView) -> Cost:
     """Scan (opset 9 and later): the body's cost x the sequence length, the size of the first scan input along
     its scan axis (``scan_input_axes[0]``, default 0). The scan inputs are the last ``num_scan_inputs`` inputs.

@@ -15,68 +15,26 @@ constants stated where each op is registered. When shape inference left ``Y`` un
 computed from ``X``, ``W`` and the attributes with the ONNX Conv formula; only an unknown ``X`` or ``W`` raises
 :class:`~onnxroof.costs.UnknownShape`.
 
-This module also holds the requantization
-constant (:data:`REQUANTIZE_FLOPS`) that fused and quantized ops in other families reuse.
+Every convolution registers the engine class "conv"; ``onnxroof.predict.engine`` tells its kinds (1x1, depthwise,
+grouped, a stem, small and mid-sized outputs) apart by the node's shapes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from math import prod
 
-from onnxroof.costs import Cost, NodeView, io_bytes, register, weight_params
-from onnxroof.costs.activations import ACTIVATION_FLOPS, activation_flops
-from onnxroof.costs.pooling import pool_output_spatial
+from onnxroof.costs import Cost, NodeView, register
+from onnxroof.costs.common import (
+    REQUANTIZE_FLOPS,
+    activation_flops,
+    mac_kernel_cost,
+    pool_output_spatial,
+    with_output_shape,
+)
 from onnxroof.ir import Tensor, UnknownShape
 
-__all__ = [
-    "ACTIVATION_FLOPS",
-    "REQUANTIZE_FLOPS",
-    "activation_flops",
-    "conv_output_spatial",
-    "conv_transpose_output_spatial",
-    "kernel_cost",
-    "with_output_shape",
-]
-
-# FLOPs per element to quantize to int8/uint8: to requantize an int32 accumulator (QLinearConv, QLinearMatMul,
-# QGemm with an output scale), or to quantize a float (DynamicQuantizeMatMul's input). Multiply by the scale (for
-# an accumulator, the combined x_scale * w_scale / y_scale, folded per channel ahead of time) and add the zero
-# point; rounding and saturation are free, as for QuantizeLinear.
-REQUANTIZE_FLOPS: float = 2
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Helpers shared with the matmul family.
-
-
-def with_output_shape(node: NodeView, shape: Sequence[int], fallback_dtype: int) -> NodeView:
-    """The node with output 0 given ``shape`` (and ``fallback_dtype`` when its type is undefined) if shape
-    inference left it unknown; the node itself otherwise. Lets ``io_bytes`` price an output that was computed."""
-    out = node.output(0)
-    if out is not None and out.known and out.dtype:
-        return node
-    name = out.name if out is not None and out.name else f"{node.name}:0"
-    dtype = out.dtype if out is not None and out.dtype else fallback_dtype
-    known_shape = out.shape if out is not None and out.known else tuple(int(d) for d in shape)
-    resolved = Tensor(name, dtype, known_shape, False)
-    return replace(node, outputs=(resolved, *node.outputs[1:]))
-
-
-def kernel_cost(node: NodeView, flops: float, macs: float, note: str = "") -> Cost:
-    """One kernel that reads each distinct input once and writes each output once (the compulsory-traffic model),
-    with params from the weight inputs. The node's outputs must have known shapes (see :func:`with_output_shape`)."""
-    read, written = io_bytes(node)
-    return Cost(
-        flops=flops,
-        macs=macs,
-        bytes_read=read,
-        bytes_written=written,
-        params=weight_params(node.inputs),
-        kernels=1,
-        note=note,
-    )
+__all__ = ["conv_output_spatial", "conv_transpose_output_spatial"]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -189,21 +147,21 @@ def _conv(
     act_flops, note = activation_flops(activation)
     extra = per_output + act_flops + int(_present(node, bias_index)) + int(_present(node, sum_index))
     resolved = with_output_shape(node, y_shape, x.dtype)
-    return kernel_cost(resolved, 2 * macs + extra * outputs, macs, note)
+    return mac_kernel_cost(resolved, 2 * macs + extra * outputs, macs, note)
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Standard-domain ops.
 
 
-@register("Conv")
+@register("Conv", engine="conv")
 def conv(node: NodeView) -> Cost:
     """ONNX Conv (1D/2D/3D, any group, dilation, stride, padding): ``2 * elements(Y) * (C_in/group) *
     prod(kernel)`` FLOPs, plus one add per output element for the bias B."""
     return _conv(node, bias_index=2)
 
 
-@register("ConvTranspose")
+@register("ConvTranspose", engine="conv")
 def conv_transpose(node: NodeView) -> Cost:
     """ONNX ConvTranspose: every input pixel scatters into a kernel window of each of its group's output
     channels, so MACs = ``N * C_in * prod(in_spatial) * (C_out/group) * prod(kernel)`` = ``elements(X) *
@@ -230,17 +188,17 @@ def conv_transpose(node: NodeView) -> Cost:
         )
         y_shape = (x_shape[0], w_shape[1] * int(node.attr("group", 1)), *spatial)
     bias_adds = prod(y_shape) if _present(node, 2) else 0
-    return kernel_cost(with_output_shape(node, y_shape, x.dtype), 2 * macs + bias_adds, macs)
+    return mac_kernel_cost(with_output_shape(node, y_shape, x.dtype), 2 * macs + bias_adds, macs)
 
 
-@register("ConvInteger")
+@register("ConvInteger", engine="conv")
 def conv_integer(node: NodeView) -> Cost:
     """ONNX ConvInteger (x, w, x_zero_point, w_zero_point -> int32): the Conv MAC count on 8-bit operands. The
     zero points are folded into the integer accumulation and not counted separately; there is no bias."""
     return _conv(node)
 
 
-@register("QLinearConv")
+@register("QLinearConv", engine="conv")
 def qlinear_conv(node: NodeView) -> Cost:
     """ONNX QLinearConv (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B): the Conv
     MAC count on 8-bit operands, plus :data:`REQUANTIZE_FLOPS` per output element to requantize the int32
@@ -252,14 +210,14 @@ def qlinear_conv(node: NodeView) -> Cost:
 # onnxruntime contrib ops.
 
 
-@register("com.microsoft::FusedConv")
+@register("com.microsoft::FusedConv", engine="conv")
 def fused_conv(node: NodeView) -> Cost:
     """onnxruntime FusedConv (X, W, B, Z): Conv, plus one add per output element for the bias B and for the
     optional sum input Z, plus the ``activation`` attribute's per-element FLOPs (:data:`ACTIVATION_FLOPS`)."""
     return _conv(node, bias_index=2, sum_index=3, activation=node.text("activation"))
 
 
-@register("com.microsoft.nchwc::Conv")
+@register("com.microsoft.nchwc::Conv", engine="conv")
 def nchwc_conv(node: NodeView) -> Cost:
     """onnxruntime's NCHWc-blocked Conv (X, W, B, Sum) as its CPU graph optimizer writes it: tensors are 4D NCHW
     with channel counts padded to the block size, and W is ``[C_out padded, C_in/group, kH, kW]``. Counted like
@@ -268,20 +226,20 @@ def nchwc_conv(node: NodeView) -> Cost:
     return _conv(node, bias_index=2, sum_index=3, activation=node.text("activation"))
 
 
-@register("com.microsoft::NhwcConv")
+@register("com.microsoft::NhwcConv", engine="conv")
 def nhwc_conv(node: NodeView) -> Cost:
     """onnxruntime NhwcConv (X, W, B): Conv on channels-last X and Y (``[N, spatial..., C]``); W keeps the
     ``[M, C/group, k...]`` layout. Same count as Conv."""
     return _conv(node, bias_index=2, channels_last=True)
 
 
-@register("com.microsoft::NhwcFusedConv")
+@register("com.microsoft::NhwcFusedConv", engine="conv")
 def nhwc_fused_conv(node: NodeView) -> Cost:
     """onnxruntime NhwcFusedConv (X, W, B, Z): FusedConv on channels-last X, Z and Y. Same count as FusedConv."""
     return _conv(node, bias_index=2, sum_index=3, activation=node.text("activation"), channels_last=True)
 
 
-@register("com.ms.internal.nhwc::Conv")
+@register("com.ms.internal.nhwc::Conv", engine="conv")
 def internal_nhwc_conv(node: NodeView) -> Cost:
     """The channels-last Conv that onnxruntime's layout transformer writes for NHWC execution providers (X, W,
     B; optional ``activation``): X and Y are ``[N, spatial..., C]``, W stays ``[M, C/group, k...]``. Counted like
@@ -289,13 +247,13 @@ def internal_nhwc_conv(node: NodeView) -> Cost:
     return _conv(node, bias_index=2, activation=node.text("activation"), channels_last=True)
 
 
-@register("com.ms.internal.nhwc::QLinearConv")
+@register("com.ms.internal.nhwc::QLinearConv", engine="conv")
 def internal_nhwc_qlinear_conv(node: NodeView) -> Cost:
     """The channels-last QLinearConv of onnxruntime's layout transformer. Same count as QLinearConv."""
     return _conv(node, w_index=3, bias_index=8, per_output=REQUANTIZE_FLOPS, channels_last=True)
 
 
-@register("com.microsoft::QLinearConv")
+@register("com.microsoft::QLinearConv", engine="conv")
 def ms_qlinear_conv(node: NodeView) -> Cost:
     """onnxruntime's QLinearConv (same inputs as ONNX QLinearConv, plus ``channels_last``, which marks X and Y as
     NHWC). Same count as QLinearConv."""

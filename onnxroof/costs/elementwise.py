@@ -1,48 +1,48 @@
 """Cost functions: elementwise ops (unary activations, broadcasting binary ops, variadic Sum/Mean/Max/Min,
 quantize/dequantize, and onnxruntime's contrib activations).
 
-Every op here does a fixed number of FLOPs per output element; the constants live in the two tables below,
-one line per op with its derivation. FLOPs = constant * output elements. Bytes follow the compulsory-traffic
-model (each distinct input read once at its own, un-broadcast size; each output written once), params are the
-elements of the weight operands (a Mul by a constant, PRelu's slope, a quantization scale), and each op is one
-kernel.
+Every op here does a fixed number of FLOPs per output element; the constants live in the tables below, one line
+per op with its derivation. FLOPs = constant * output elements. Bytes follow the compulsory-traffic model (each
+distinct input read once at its own, un-broadcast size; each output written once), params are the elements of
+the weight operands (a Mul by a constant, PRelu's slope, a quantization scale), and each op is one kernel.
 
-This module also holds the small helpers the other single-kernel families (normalization, pooling, reduce)
-share: ``output_bytes`` (bytes written, with stand-in shapes for outputs shape inference left unknown),
-``resolved_shape``, ``kernel_cost`` (one kernel's cost given its FLOPs) and ``pointwise`` (an op doing a fixed
-number of FLOPs per output element).
+The tables are split by engine class: "elementwise" for the cheap arithmetic (compares, min/max, a multiply-add)
+whose kernels stream their bytes, "activation" for the smooth activations and the functions built on a
+transcendental (exp, log, pow, tanh, erf, the trigonometric ones), whose kernels are bound by their arithmetic,
+and OTHER for the deprecated ops no class describes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from math import prod
 
 from onnx import TensorProto
 
-from onnxroof.costs import Cost, NodeView, broadcast_shape, distinct_tensors, register, weight_params
-from onnxroof.ir import Tensor, UnknownShape, dtype_size
+from onnxroof.costs import OTHER, Cost, NodeView, register
+from onnxroof.costs.common import (
+    DEQUANTIZE_FLOPS,
+    QUANTIZE_FLOPS,
+    SIGMOID_FLOPS,
+    broadcast_shape,
+    kernel_cost,
+    op_key,
+    pointwise,
+    resolved_shape,
+)
+from onnxroof.ir import Tensor
 
 # Shared building blocks of the compound constants below.
-SIGMOID_FLOPS = 4  # 1 / (1 + exp(-x)): neg, exp, add 1, div
 GELU_ERF_FLOPS = 5  # 0.5 * x * (1 + erf(x / sqrt(2))): div by sqrt(2), erf, add 1, mul by x, mul by 0.5
 # 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))) with the constants folded the way kernels evaluate it,
 # x * (a + b * x^2) with a = sqrt(2/pi), b = 0.044715 * sqrt(2/pi): x*x, mul b, add a, mul x, tanh, add 1,
 # mul x, mul 0.5.
 GELU_TANH_FLOPS = 8
 SWISH_FLOPS = 1 + SIGMOID_FLOPS + 1  # x * sigmoid(alpha * x): mul alpha, sigmoid (4), mul x = 6
-QUANTIZE_FLOPS = 2  # x / scale + zero_point (the division is a multiply by 1/scale); rounding and saturation free
-DEQUANTIZE_FLOPS = 2  # (q - zero_point) * scale
-
-
-def op_key(node: NodeView) -> str:
-    """'Relu' for the default domain, 'com.microsoft::Gelu' otherwise: the key of the tables below."""
-    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}::{node.op_type}"
-
 
 # FLOPs per output element of ops whose output has the shape of input 0 (extra inputs, if any, are parameters
-# broadcast onto it: PRelu's slope, quantization scales and zero points).
-UNARY_FLOPS: dict[str, float] = {
+# broadcast onto it: PRelu's slope, quantization scales and zero points), one table per engine class.
+UNARY_ELEMENTWISE_FLOPS: dict[str, float] = {
     "Abs": 1,  # |x|
     "Neg": 1,  # -x
     "Floor": 1,  # floor(x)
@@ -51,6 +51,27 @@ UNARY_FLOPS: dict[str, float] = {
     "Sign": 1,  # sign(x)
     "Reciprocal": 1,  # 1 / x
     "Sqrt": 1,  # sqrt, one transcendental step
+    "Not": 1,  # logical not
+    "BitwiseNot": 1,  # ~x
+    "IsNaN": 1,  # x != x
+    "IsInf": 1,  # |x| == inf (one class test; the sign filter of detect_negative/positive is free)
+    "Relu": 1,  # max(x, 0)
+    "LeakyRelu": 2,  # compare x < 0, mul alpha (the select is free)
+    "PRelu": 2,  # compare x < 0, mul slope
+    "ThresholdedRelu": 1,  # compare x > alpha (the select is free)
+    "HardSigmoid": 4,  # max(0, min(1, alpha * x + beta)): mul, add, min, max
+    "HardSwish": 5,  # x * HardSigmoid(x): HardSigmoid (4) + mul x
+    "Shrink": 3,  # compare x < -lambd, compare x > lambd, add or sub bias
+    # Quantization; a per-axis or blocked scale broadcasts onto x, so the output has x's shape.
+    "QuantizeLinear": QUANTIZE_FLOPS,  # x / scale + zero_point
+    "DequantizeLinear": DEQUANTIZE_FLOPS,  # (x - zero_point) * scale
+    "com.microsoft::QuantizeLinear": QUANTIZE_FLOPS,  # same as the standard op, wider type support
+    "com.microsoft::DequantizeLinear": DEQUANTIZE_FLOPS,
+    # Dequantize (2) + the float op + requantize (2): the arithmetic the op defines (onnxruntime's CPU kernel
+    # looks each of the 256 possible inputs up in a table).
+    "com.microsoft::QLinearLeakyRelu": DEQUANTIZE_FLOPS + 2 + QUANTIZE_FLOPS,  # 2 + (compare, mul alpha) + 2 = 6
+}
+UNARY_ACTIVATION_FLOPS: dict[str, float] = {
     "Exp": 1,  # exp
     "Log": 1,  # log
     "Sin": 1,  # trigonometric and hyperbolic functions: one transcendental step each
@@ -66,52 +87,37 @@ UNARY_FLOPS: dict[str, float] = {
     "Atanh": 1,
     "Tanh": 1,
     "Erf": 1,  # erf
-    "Not": 1,  # logical not
-    "BitwiseNot": 1,  # ~x
-    "IsNaN": 1,  # x != x
-    "IsInf": 1,  # |x| == inf (one class test; the sign filter of detect_negative/positive is free)
-    "Relu": 1,  # max(x, 0)
-    "LeakyRelu": 2,  # compare x < 0, mul alpha (the select is free)
-    "PRelu": 2,  # compare x < 0, mul slope
-    "ThresholdedRelu": 1,  # compare x > alpha (the select is free)
     "Elu": 4,  # compare, exp, sub 1, mul alpha
     "Selu": 5,  # compare, exp, mul alpha, sub alpha, mul gamma (the x > 0 branch, gamma * x, costs less)
     "Celu": 7,  # max(0, x) + min(0, alpha * (exp(x / alpha) - 1)): div, exp, sub 1, mul, min, max, add
     "Sigmoid": SIGMOID_FLOPS,  # neg, exp, add 1, div
-    "HardSigmoid": 4,  # max(0, min(1, alpha * x + beta)): mul, add, min, max
-    "HardSwish": 5,  # x * HardSigmoid(x): HardSigmoid (4) + mul x
     "Softplus": 3,  # log(exp(x) + 1): exp, add 1, log
     "Softsign": 3,  # x / (1 + |x|): abs, add 1, div
     "Mish": 5,  # x * tanh(softplus(x)): exp, add 1, log, tanh, mul x
     "Swish": SWISH_FLOPS,  # x * sigmoid(alpha * x), opset 24: mul alpha (counted at alpha = 1 too), sigmoid, mul x
-    "Shrink": 3,  # compare x < -lambd, compare x > lambd, add or sub bias
-    # Deprecated ONNX ops that onnxruntime still runs in the default domain.
+    # onnxruntime contrib activations.
+    "com.microsoft::Gelu": GELU_ERF_FLOPS,  # exact (erf) Gelu: div sqrt2, erf, add 1, mul x, mul 0.5
+    "com.microsoft::QuickGelu": 1 + SIGMOID_FLOPS + 1,  # x * sigmoid(alpha * x): mul alpha, sigmoid (4), mul x
+    # Dequantize (2) + the float op + requantize (2), as QLinearLeakyRelu above.
+    "com.microsoft::QLinearSigmoid": DEQUANTIZE_FLOPS + SIGMOID_FLOPS + QUANTIZE_FLOPS,  # 2 + 4 + 2 = 8
+}
+# Deprecated ONNX ops that onnxruntime still runs in the default domain.
+UNARY_OTHER_FLOPS: dict[str, float] = {
     "Affine": 2,  # alpha * x + beta: mul, add
     "ScaledTanh": 3,  # alpha * tanh(beta * x): mul, tanh, mul
     "ParametricSoftplus": 5,  # alpha * log(exp(beta * x) + 1): mul, exp, add 1, log, mul
     "ImageScaler": 2,  # scale * x + bias[c]: mul, add
     "Scale": 1,  # scale * x
-    # Quantization; a per-axis or blocked scale broadcasts onto x, so the output has x's shape.
-    "QuantizeLinear": QUANTIZE_FLOPS,  # x / scale + zero_point
-    "DequantizeLinear": DEQUANTIZE_FLOPS,  # (x - zero_point) * scale
-    "com.microsoft::QuantizeLinear": QUANTIZE_FLOPS,  # same as the standard op, wider type support
-    "com.microsoft::DequantizeLinear": DEQUANTIZE_FLOPS,
-    # onnxruntime contrib activations.
-    "com.microsoft::Gelu": GELU_ERF_FLOPS,  # exact (erf) Gelu: div sqrt2, erf, add 1, mul x, mul 0.5
-    "com.microsoft::QuickGelu": 1 + SIGMOID_FLOPS + 1,  # x * sigmoid(alpha * x): mul alpha, sigmoid (4), mul x
-    # Quantized activations, costed as dequantize (2) + the float op + requantize (2). onnxruntime runs both
-    # through a 256-entry lookup table, so these are the arithmetic the op defines, not what the CPU kernel does.
-    "com.microsoft::QLinearSigmoid": DEQUANTIZE_FLOPS + SIGMOID_FLOPS + QUANTIZE_FLOPS,  # 2 + 4 + 2 = 8
-    "com.microsoft::QLinearLeakyRelu": DEQUANTIZE_FLOPS + 2 + QUANTIZE_FLOPS,  # 2 + (compare, mul alpha) + 2 = 6
 }
+UNARY_FLOPS: dict[str, float] = {**UNARY_ELEMENTWISE_FLOPS, **UNARY_ACTIVATION_FLOPS, **UNARY_OTHER_FLOPS}
 
-# FLOPs per output element of ops whose output is the numpy broadcast of their data inputs.
-BROADCAST_FLOPS: dict[str, float] = {
+# FLOPs per output element of ops whose output is the numpy broadcast of their data inputs, one table per engine
+# class.
+BROADCAST_ELEMENTWISE_FLOPS: dict[str, float] = {
     "Add": 1,  # a + b
     "Sub": 1,  # a - b
     "Mul": 1,  # a * b
     "Div": 1,  # a / b
-    "Pow": 1,  # a ^ b, one transcendental step
     "Mod": 1,  # a mod b
     "And": 1,  # logical and
     "Or": 1,  # logical or
@@ -125,14 +131,18 @@ BROADCAST_FLOPS: dict[str, float] = {
     "BitwiseAnd": 1,  # a & b
     "BitwiseOr": 1,  # a | b
     "BitwiseXor": 1,  # a ^ b
-    "SwiGLU": SWISH_FLOPS + 1,  # Swish_alpha(A) * B, opset 28 (A and B of one shape): Swish (6) + mul B = 7
-    "com.microsoft::BiasGelu": 1 + GELU_ERF_FLOPS,  # Gelu(A + B): bias add + exact Gelu (5) = 6
     "com.microsoft::BiasAdd": 2,  # X + bias + skip: two adds
     # Quantized binary ops: dequantize A (2) + dequantize B (2) + the op (1) + requantize C (2) = 7, counted per
     # output element (a broadcast operand is dequantized once per output element it feeds).
     "com.microsoft::QLinearAdd": 2 * DEQUANTIZE_FLOPS + 1 + QUANTIZE_FLOPS,
     "com.microsoft::QLinearMul": 2 * DEQUANTIZE_FLOPS + 1 + QUANTIZE_FLOPS,
 }
+BROADCAST_ACTIVATION_FLOPS: dict[str, float] = {
+    "Pow": 1,  # a ^ b, one transcendental step
+    "SwiGLU": SWISH_FLOPS + 1,  # Swish_alpha(A) * B, opset 28 (A and B of one shape): Swish (6) + mul B = 7
+    "com.microsoft::BiasGelu": 1 + GELU_ERF_FLOPS,  # Gelu(A + B): bias add + exact Gelu (5) = 6
+}
+BROADCAST_FLOPS: dict[str, float] = {**BROADCAST_ELEMENTWISE_FLOPS, **BROADCAST_ACTIVATION_FLOPS}
 
 # Which inputs are the data operands of a broadcasting op (default: all); the rest are scales and zero points.
 _BROADCAST_DATA_INPUTS: dict[str, tuple[int, ...]] = {
@@ -141,87 +151,8 @@ _BROADCAST_DATA_INPUTS: dict[str, tuple[int, ...]] = {
 }
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Helpers shared with the other single-pass families.
-
-
 def _present(tensors: Sequence[Tensor | None]) -> list[Tensor]:
     return [t for t in tensors if t is not None and t.name]
-
-
-def input_bytes(inputs: Sequence[Tensor | None]) -> float:
-    """Bytes read: every distinct input once at its own (un-broadcast) size, as ``io_bytes`` counts them."""
-    return sum((t.nbytes for t in distinct_tensors(inputs)), 0.0)
-
-
-def output_bytes(
-    node: NodeView,
-    shapes: Mapping[int, Sequence[int]] | None = None,
-    dtypes: Mapping[int, int] | None = None,
-) -> float:
-    """Bytes written: every distinct output once at its dtype's size. An output whose shape inference left its
-    shape unknown takes ``shapes[i]``; one with an undefined dtype takes ``dtypes[i]`` (default: input 0's)."""
-    shapes = shapes or {}
-    dtypes = dtypes or {}
-    x = node.input(0)
-    seen: set[str] = set()
-    total = 0.0
-    for i, t in enumerate(node.outputs):
-        if t is None or not t.name or t.name in seen:
-            continue
-        seen.add(t.name)
-        shape = t.shape if t.known else shapes.get(i)
-        if shape is None:
-            raise UnknownShape(t.name)
-        size = t.itemsize or dtype_size(dtypes.get(i, x.dtype if x is not None else 0))
-        total += prod(shape) * size
-    return total
-
-
-def kernel_cost(
-    node: NodeView,
-    flops: float,
-    shapes: Mapping[int, Sequence[int]] | None = None,
-    *,
-    dtypes: Mapping[int, int] | None = None,
-    inputs: Sequence[Tensor | None] | None = None,
-) -> Cost:
-    """One kernel doing ``flops`` FLOPs that reads each distinct input once (``inputs``: only those; default
-    all) and writes each output once, with ``shapes``/``dtypes`` standing in for unknown outputs as in
-    ``output_bytes``. Params are the elements of the weight inputs it reads."""
-    return Cost(
-        flops=flops,
-        bytes_read=input_bytes(node.inputs if inputs is None else inputs),
-        bytes_written=output_bytes(node, shapes, dtypes),
-        params=weight_params(node.inputs if inputs is None else inputs),
-        kernels=1,
-    )
-
-
-def resolved_shape(tensor: Tensor | None, fallback: Sequence[int] | None, what: str) -> tuple[int, ...]:
-    """The tensor's shape when known, else ``fallback``; UnknownShape when neither is available."""
-    if tensor is not None and tensor.known:
-        return tensor.shape  # type: ignore[return-value]
-    if fallback is not None:
-        return tuple(fallback)
-    raise UnknownShape(tensor.name if tensor is not None else what)
-
-
-def pointwise(
-    node: NodeView,
-    flops_per_element: float,
-    out_shape: Sequence[int] | None = None,
-    *,
-    fallback: Mapping[int, Sequence[int]] | None = None,
-    dtypes: Mapping[int, int] | None = None,
-) -> Cost:
-    """An op doing ``flops_per_element`` FLOPs per element of output 0, reading and writing each tensor once.
-
-    ``out_shape`` stands in for output 0's shape when shape inference left it unknown (contrib ops);
-    ``fallback`` and ``dtypes`` give the stand-in shapes and element types of further outputs.
-    """
-    shape = resolved_shape(node.output(0), out_shape, f"{node.name}: output 0")
-    return kernel_cost(node, flops_per_element * prod(shape), {0: shape, **(fallback or {})}, dtypes=dtypes)
 
 
 def _input0_shape(node: NodeView) -> tuple[int, ...] | None:
@@ -235,20 +166,23 @@ def _broadcast_of(node: NodeView, indices: Sequence[int] | None = None) -> tuple
     tensors = _present(chosen)
     if not tensors or not all(t.known for t in tensors):
         return None
-    return broadcast_shape(*[t.shape for t in tensors])  # type: ignore[misc]
+    return broadcast_shape(*[t.need_shape() for t in tensors])
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Table-driven ops.
 
 
-@register(*UNARY_FLOPS)
+@register(*UNARY_ELEMENTWISE_FLOPS, engine="elementwise")
+@register(*UNARY_ACTIVATION_FLOPS, engine="activation")
+@register(*UNARY_OTHER_FLOPS, engine=OTHER)
 def unary(node: NodeView) -> Cost:
     """A unary op (or one with broadcast parameters): ``UNARY_FLOPS[op]`` FLOPs per output element."""
     return pointwise(node, UNARY_FLOPS[op_key(node)], _input0_shape(node))
 
 
-@register(*BROADCAST_FLOPS)
+@register(*BROADCAST_ELEMENTWISE_FLOPS, engine="elementwise")
+@register(*BROADCAST_ACTIVATION_FLOPS, engine="activation")
 def broadcasting(node: NodeView) -> Cost:
     """A numpy-broadcasting op: ``BROADCAST_FLOPS[op]`` FLOPs per output element; a broadcast operand is read at
     its own size, not the output's."""
@@ -262,21 +196,21 @@ def broadcasting(node: NodeView) -> Cost:
 # Ops whose constant depends on attributes or on how many inputs they have.
 
 
-@register("Sum", "Max", "Min")
+@register("Sum", "Max", "Min", engine="elementwise")
 def variadic(node: NodeView) -> Cost:
     """Sum/Max/Min of n broadcast inputs: n - 1 adds or comparisons per output element (n = 1 is a copy)."""
     n = len(_present(node.inputs))
     return pointwise(node, max(n - 1, 0), _broadcast_of(node))
 
 
-@register("Mean")
+@register("Mean", engine="elementwise")
 def mean(node: NodeView) -> Cost:
     """Mean of n broadcast inputs: n - 1 adds and one divide by n per output element."""
     n = len(_present(node.inputs))
     return pointwise(node, max(n - 1, 0) + 1, _broadcast_of(node))
 
 
-@register("Gelu")
+@register("Gelu", engine="activation")
 def gelu(node: NodeView) -> Cost:
     """ONNX Gelu (opset 20): 5 FLOPs per element for approximate='none' (erf form), 8 for 'tanh'
     (see GELU_ERF_FLOPS and GELU_TANH_FLOPS for the derivations)."""
@@ -284,7 +218,7 @@ def gelu(node: NodeView) -> Cost:
     return pointwise(node, flops, _input0_shape(node))
 
 
-@register("com.microsoft::FastGelu")
+@register("com.microsoft::FastGelu", engine="activation")
 def fast_gelu(node: NodeView) -> Cost:
     """onnxruntime FastGelu: the tanh approximation of Gelu, 8 FLOPs per element (GELU_TANH_FLOPS), plus one
     add per element when the optional bias input is given."""
@@ -292,7 +226,7 @@ def fast_gelu(node: NodeView) -> Cost:
     return pointwise(node, GELU_TANH_FLOPS + (1 if has_bias else 0), _input0_shape(node))
 
 
-@register("com.microsoft::BiasSplitGelu")
+@register("com.microsoft::BiasSplitGelu", engine="activation")
 def bias_split_gelu(node: NodeView) -> Cost:
     """onnxruntime BiasSplitGelu: X + bias over the whole input (1 FLOP per input element), then the last axis is
     split in halves and left * Gelu(right) is written: exact Gelu (5) + mul (1) per output element."""
@@ -306,7 +240,7 @@ def _has_bound(node: NodeView, input_index: int, attr_name: str) -> bool:
     return node.input(input_index) is not None or node.attr(attr_name) is not None
 
 
-@register("Clip")
+@register("Clip", engine="elementwise")
 def clip(node: NodeView) -> Cost:
     """Clip: one min or max per element for each bound given, as an input (opset 11+) or attribute (opset 6);
     with no bound at all it is a copy (0 FLOPs, bytes only). Constant bounds count as params like any weight."""
@@ -314,7 +248,7 @@ def clip(node: NodeView) -> Cost:
     return pointwise(node, bounds, _input0_shape(node))
 
 
-@register("DynamicQuantizeLinear")
+@register("DynamicQuantizeLinear", engine="elementwise")
 def dynamic_quantize_linear(node: NodeView) -> Cost:
     """DynamicQuantizeLinear: a min and a max over x (2 FLOPs per element), then quantize (2 per element); the
     scalar scale and zero point it derives are O(1) and not counted. Writes y (uint8) and the two scalars."""

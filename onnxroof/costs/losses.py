@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from math import prod
 
-from onnxroof.costs import Cost, NodeView, register, weight_params
-from onnxroof.costs.elementwise import input_bytes, output_bytes
-from onnxroof.costs.normalization import SOFTMAX_FLOPS
+from onnxroof.costs import OTHER, Cost, NodeView, register, weight_params
+from onnxroof.costs.common import SOFTMAX_FLOPS, input_bytes, output_bytes
 from onnxroof.ir import UnknownShape
 
 __all__ = ["negative_log_likelihood_loss", "sample_flops", "softmax_cross_entropy_loss"]
@@ -71,7 +70,7 @@ def _loss(node: NodeView, x_read: float, extra_flops: float) -> Cost:
     )
 
 
-@register("NegativeLogLikelihoodLoss")
+@register("NegativeLogLikelihoodLoss", engine=OTHER)
 def negative_log_likelihood_loss(node: NodeView) -> Cost:
     """NegativeLogLikelihoodLoss: ``sample_flops`` over the S = N * d1 * ... * dk samples (negate, weight,
     ignore_index compare, reduction; module docstring). Reads only the S picked log-probabilities of the input."""
@@ -79,7 +78,7 @@ def negative_log_likelihood_loss(node: NodeView) -> Cost:
     return _loss(node, _samples(x.need_shape()) * x.itemsize, 0)
 
 
-@register("SoftmaxCrossEntropyLoss")
+@register("SoftmaxCrossEntropyLoss", engine=OTHER)
 def softmax_cross_entropy_loss(node: NodeView) -> Cost:
     """SoftmaxCrossEntropyLoss: a log-softmax over the classes, 5 FLOPs per scores element, then the negative
     log-likelihood of the picked classes (``sample_flops``). Reads all scores; writes the loss and, when asked for,

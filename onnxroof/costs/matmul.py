@@ -9,6 +9,10 @@ broadcast batch matrices; per output element there is one more FLOP for each of 
 a non-unit beta (Gemm), and the stated constants for dequantization, requantization and fused activations. Shapes
 come from the inputs, so contrib ops whose output shape inference left unknown are still counted; only an
 unknown input shape raises :class:`~onnxroof.costs.UnknownShape`.
+
+Gemm, MatMul and their variants register the engine class "gemm"; ``onnxroof.predict.engine`` makes it "matmul"
+when the second operand is not a weight (a product of two activations, which the engine cannot prepack). Einsum
+and Det are OTHER: no class describes their kernels.
 """
 
 from __future__ import annotations
@@ -18,8 +22,14 @@ from dataclasses import replace
 from math import prod
 from typing import NamedTuple
 
-from onnxroof.costs import Cost, NodeView, broadcast_shape, register, weight_params
-from onnxroof.costs.conv import REQUANTIZE_FLOPS, activation_flops, kernel_cost, with_output_shape
+from onnxroof.costs import OTHER, Cost, NodeView, register, weight_params
+from onnxroof.costs.common import (
+    REQUANTIZE_FLOPS,
+    activation_flops,
+    broadcast_shape,
+    mac_kernel_cost,
+    with_output_shape,
+)
 from onnxroof.ir import Tensor, UnknownShape
 
 __all__ = [
@@ -110,20 +120,20 @@ def _gemm(node: NodeView, activation: str = "") -> Cost:
     per_output = has_c + scales_by_alpha + scales_c_by_beta + act
     outputs = prod(dims.out_shape)
     resolved = with_output_shape(node, dims.out_shape, a.dtype)
-    return kernel_cost(resolved, 2 * dims.macs + per_output * outputs, dims.macs, note)
+    return mac_kernel_cost(resolved, 2 * dims.macs + per_output * outputs, dims.macs, note)
 
 
-@register("Gemm")
+@register("Gemm", engine="gemm")
 def gemm(node: NodeView) -> Cost:
     """ONNX Gemm ``alpha * op(A) @ op(B) + beta * C``: 2*M*N*K FLOPs, plus M*N each for the C add, a non-unit
     alpha and (with C) a non-unit beta."""
     return _gemm(node)
 
 
-@register("com.microsoft::FusedGemm")
+@register("com.microsoft::FusedGemm", engine="gemm")
 def fused_gemm(node: NodeView) -> Cost:
     """onnxruntime FusedGemm: Gemm followed by the ``activation`` attribute's per-element FLOPs
-    (:data:`~onnxroof.costs.activations.ACTIVATION_FLOPS`) on each of the M*N outputs."""
+    (:data:`~onnxroof.costs.common.ACTIVATION_FLOPS`) on each of the M*N outputs."""
     return _gemm(node, node.text("activation"))
 
 
@@ -133,31 +143,31 @@ def _matmul(node: NodeView, a_index: int, b_index: int, per_output: float, fallb
     a, b = _need(node, a_index, b_index)
     dims = matmul_dims(a.need_shape(), b.need_shape())
     resolved = with_output_shape(node, dims.out_shape, a.dtype if fallback_dtype is None else fallback_dtype)
-    return kernel_cost(resolved, 2 * dims.macs + per_output * prod(dims.out_shape), dims.macs)
+    return mac_kernel_cost(resolved, 2 * dims.macs + per_output * prod(dims.out_shape), dims.macs)
 
 
-@register("MatMul")
+@register("MatMul", engine="gemm")
 def matmul(node: NodeView) -> Cost:
     """ONNX MatMul (numpy.matmul semantics, 1-D operands and batch broadcasting): prod(batch dims of Y) * M * N * K
     MACs, 2 FLOPs each."""
     return _matmul(node, 0, 1, 0)
 
 
-@register("MatMulInteger")
+@register("MatMulInteger", engine="gemm")
 def matmul_integer(node: NodeView) -> Cost:
     """ONNX MatMulInteger (A, B, a_zero_point, b_zero_point -> int32): the MatMul MAC count on 8-bit operands;
     the zero points are folded into the integer accumulation and not counted separately."""
     return _matmul(node, 0, 1, 0)
 
 
-@register("QLinearMatMul")
+@register("QLinearMatMul", engine="gemm")
 def qlinear_matmul(node: NodeView) -> Cost:
     """ONNX QLinearMatMul (a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point): the MatMul
-    MAC count on 8-bit operands plus :data:`~onnxroof.costs.conv.REQUANTIZE_FLOPS` per output element."""
+    MAC count on 8-bit operands plus :data:`~onnxroof.costs.common.REQUANTIZE_FLOPS` per output element."""
     return _matmul(node, 0, 3, REQUANTIZE_FLOPS)
 
 
-@register("com.microsoft::MatMulIntegerToFloat")
+@register("com.microsoft::MatMulIntegerToFloat", engine="gemm")
 def matmul_integer_to_float(node: NodeView) -> Cost:
     """onnxruntime MatMulIntegerToFloat (A, B, a_scale, b_scale, a_zero_point, b_zero_point, bias): the integer
     MatMul, then :data:`ACCUMULATOR_SCALE_FLOPS` per output element and one add per output element for the bias."""
@@ -165,17 +175,17 @@ def matmul_integer_to_float(node: NodeView) -> Cost:
     return _matmul(node, 0, 1, ACCUMULATOR_SCALE_FLOPS + _present(node, 6), None if scale is None else scale.dtype)
 
 
-@register("com.microsoft::DynamicQuantizeMatMul")
+@register("com.microsoft::DynamicQuantizeMatMul", engine="gemm")
 def dynamic_quantize_matmul(node: NodeView) -> Cost:
     """onnxruntime DynamicQuantizeMatMul (A float, B int8/uint8, b_scale, b_zero_point, bias): quantizes A at run
-    time (:data:`DYNAMIC_RANGE_FLOPS` + :data:`~onnxroof.costs.conv.REQUANTIZE_FLOPS` per element of A), then the
+    time (:data:`DYNAMIC_RANGE_FLOPS` + :data:`~onnxroof.costs.common.REQUANTIZE_FLOPS` per element of A), then the
     integer MatMul, :data:`ACCUMULATOR_SCALE_FLOPS` per output element and one add per output element for the bias."""
     a = _need(node, 0)[0]
     cost = _matmul(node, 0, 1, ACCUMULATOR_SCALE_FLOPS + _present(node, 4))
     return replace(cost, flops=cost.flops + (DYNAMIC_RANGE_FLOPS + REQUANTIZE_FLOPS) * a.numel)
 
 
-@register("com.microsoft::FusedMatMul")
+@register("com.microsoft::FusedMatMul", engine="gemm")
 def fused_matmul(node: NodeView) -> Cost:
     """onnxruntime FusedMatMul: ``alpha * op(A) @ op(B)`` with numpy batching, where op applies transBatch (dim 0
     moved to just before the last dim) and then trans (swap of the last two dims). batch*M*N*K MACs, 2 FLOPs each,
@@ -185,7 +195,7 @@ def fused_matmul(node: NodeView) -> Cost:
     b_shape = _fused_matmul_operand(b.need_shape(), node.attr("transBatchB", 0), node.attr("transB", 0))
     dims = matmul_dims(a_shape, b_shape)
     alpha_mults = prod(dims.out_shape) if float(node.attr("alpha", 1.0)) != 1.0 else 0
-    return kernel_cost(with_output_shape(node, dims.out_shape, a.dtype), 2 * dims.macs + alpha_mults, dims.macs)
+    return mac_kernel_cost(with_output_shape(node, dims.out_shape, a.dtype), 2 * dims.macs + alpha_mults, dims.macs)
 
 
 def _fused_matmul_operand(shape: tuple[int, ...], trans_batch: int, trans: int) -> tuple[int, ...]:
@@ -198,11 +208,11 @@ def _fused_matmul_operand(shape: tuple[int, ...], trans_batch: int, trans: int) 
     return shape
 
 
-@register("com.microsoft::QGemm")
+@register("com.microsoft::QGemm", engine="gemm")
 def qgemm(node: NodeView) -> Cost:
     """onnxruntime QGemm (A, a_scale, a_zero_point, B, b_scale, b_zero_point, C, y_scale, y_zero_point): 2*M*N*K
     FLOPs on 8-bit operands, plus per output element one add for the int32 C, one multiply for alpha != 1, and
-    either :data:`~onnxroof.costs.conv.REQUANTIZE_FLOPS` (with y_scale: a quantized output) or
+    either :data:`~onnxroof.costs.common.REQUANTIZE_FLOPS` (with y_scale: a quantized output) or
     :data:`ACCUMULATOR_SCALE_FLOPS` (a float output)."""
     a, b = _need(node, 0, 3)
     dims = gemm_dims(a.need_shape(), b.need_shape(), bool(node.attr("transA", 0)), bool(node.attr("transB", 0)))
@@ -215,10 +225,10 @@ def qgemm(node: NodeView) -> Cost:
     else:
         fallback = a_scale.dtype if a_scale is not None else a.dtype
     resolved = with_output_shape(node, dims.out_shape, fallback)
-    return kernel_cost(resolved, 2 * dims.macs + per_output * prod(dims.out_shape), dims.macs)
+    return mac_kernel_cost(resolved, 2 * dims.macs + per_output * prod(dims.out_shape), dims.macs)
 
 
-@register("com.microsoft::MatMulNBits")
+@register("com.microsoft::MatMulNBits", engine="gemm")
 def matmul_nbits(node: NodeView) -> Cost:
     """onnxruntime MatMulNBits (A, B packed, scales, zero_points, g_idx, bias; attributes K, N, bits): A
     ``[..., K]`` times a ``K x N`` weight stored block-quantized in ``bits`` bits. prod(A.shape[:-1]) * N * K MACs,
@@ -231,7 +241,7 @@ def matmul_nbits(node: NodeView) -> Cost:
     out_shape = (*a.need_shape()[:-1], n)
     macs = rows * n * k
     flops = 2 * macs + WEIGHT_DEQUANTIZE_FLOPS * n * k + _present(node, 5) * rows * n
-    cost = kernel_cost(with_output_shape(node, out_shape, a.dtype), flops, macs)
+    cost = mac_kernel_cost(with_output_shape(node, out_shape, a.dtype), flops, macs)
     packed = node.input(1)
     others = [t for i, t in enumerate(node.inputs) if i != 1]
     logical = n * k if packed is not None and packed.is_weight else 0
@@ -303,7 +313,7 @@ def einsum_cost(equation: str, shapes: Sequence[Sequence[int]]) -> tuple[float, 
     return (points if summed else 0), 0, out_shape
 
 
-@register("Einsum")
+@register("Einsum", engine=OTHER)
 def einsum(node: NodeView) -> Cost:
     """ONNX Einsum, counted by :func:`einsum_cost` (naive loop nest; one FLOP per summed element for a single
     operand)."""
@@ -311,7 +321,7 @@ def einsum(node: NodeView) -> Cost:
     if not inputs:
         raise UnknownShape(f"{node.name}: no inputs")
     flops, macs, out_shape = einsum_cost(node.text("equation"), [t.need_shape() for t in inputs])
-    return kernel_cost(with_output_shape(node, out_shape, inputs[0].dtype), flops, macs)
+    return mac_kernel_cost(with_output_shape(node, out_shape, inputs[0].dtype), flops, macs)
 
 
 def det_cost(m: int) -> tuple[int, int]:
@@ -326,7 +336,7 @@ def det_cost(m: int) -> tuple[int, int]:
     return 2 * s2 + 2 * s1 + max(m - 1, 0), s2
 
 
-@register("Det")
+@register("Det", engine=OTHER)
 def det(node: NodeView) -> Cost:
     """Det of ``[*, M, M]``: ``prod(*) * det_cost(M)`` (LU with partial pivoting, about 2/3 M^3 FLOPs per matrix;
     the trailing updates are MACs). Reads X, writes the ``[*]`` determinants."""
@@ -336,4 +346,4 @@ def det(node: NodeView) -> Cost:
         raise UnknownShape(f"{node.name}: Det input {x.name} of shape {shape} is not a batch of square matrices")
     batch = prod(shape[:-2])
     flops, macs = det_cost(shape[-1])
-    return kernel_cost(with_output_shape(node, shape[:-2], x.dtype), batch * flops, batch * macs)
+    return mac_kernel_cost(with_output_shape(node, shape[:-2], x.dtype), batch * flops, batch * macs)

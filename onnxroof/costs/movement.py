@@ -23,14 +23,22 @@ from math import ceil, log2, prod
 
 from onnx import TensorProto
 
-from onnxroof.costs import Cost, NodeView, io_bytes, register, weight_params
+from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, register, weight_params
+from onnxroof.costs.common import io_bytes
 from onnxroof.ir import Tensor, UnknownShape, dtype_size
 
 __all__ = [
+    "COPY_OPS",
     "CREATOR_OPS",
     "CUBIC_TAP_FLOPS",
     "DATA_MOVEMENT_OPS",
+    "FILL_OPS",
+    "GENERATOR_OPS",
     "LERP_FLOPS",
+    "OPTIONAL_OPS",
+    "REORDER_OPS",
+    "SHAPE_ONLY_OPS",
+    "TRANSPOSE_OPS",
     "ZERO_COST_OPS",
     "bernoulli",
     "cast",
@@ -51,8 +59,9 @@ __all__ = [
     "zero_cost",
 ]
 
-# Ops that only relabel a tensor or report facts about it: 0 FLOPs, 0 bytes, 0 kernels.
-ZERO_COST_OPS: tuple[str, ...] = (
+# Ops that only relabel a tensor or report facts about it: 0 FLOPs, 0 bytes, 0 kernels. The shape-only ones are
+# the engine class SHAPE; the optional wrappers, which no engine class describes, OTHER.
+SHAPE_ONLY_OPS: tuple[str, ...] = (
     # views: the output aliases the input buffer
     "Reshape",
     "Squeeze",
@@ -61,24 +70,25 @@ ZERO_COST_OPS: tuple[str, ...] = (
     "Identity",
     "Dropout",  # inference: an identity
     "BitCast",  # the same bits relabelled as a type of equal width: an alias, no bytes move
-    "Optional",
-    "OptionalGetElement",
-    # metadata: answered from the shape or the optional's presence, no data touched
+    # metadata: answered from the shape, no data touched
     "Shape",
     "Size",
-    "OptionalHasElement",
 )
+OPTIONAL_OPS: tuple[str, ...] = (
+    "Optional",  # a view: the optional wraps its input's buffer
+    "OptionalGetElement",
+    "OptionalHasElement",  # metadata: answered from the optional's presence
+)
+ZERO_COST_OPS: tuple[str, ...] = SHAPE_ONLY_OPS + OPTIONAL_OPS
 
-# Ops that copy or rearrange elements without arithmetic: read every input once, write every output once.
-DATA_MOVEMENT_OPS: tuple[str, ...] = (
-    "Transpose",
+# Ops that copy or rearrange elements without arithmetic: read every input once, write every output once. One
+# tuple per engine class: plain copies, transposes, and onnxruntime's layout reorders.
+COPY_OPS: tuple[str, ...] = (
     "Concat",
     "Split",
     "Pad",  # every mode (constant, reflect, edge, wrap) reads the input and writes the padded output
     "Tile",
     "Expand",
-    "DepthToSpace",
-    "SpaceToDepth",
     "Trilu",
     "ReverseSequence",
     "Compress",
@@ -86,21 +96,29 @@ DATA_MOVEMENT_OPS: tuple[str, ...] = (
     "ScatterND",  # data + indices + updates read, output written
     "ScatterElements",
     "Scatter",
+)
+TRANSPOSE_OPS: tuple[str, ...] = ("Transpose", "DepthToSpace", "SpaceToDepth")
+REORDER_OPS: tuple[str, ...] = (
     "com.microsoft.nchwc::ReorderInput",  # NCHW <-> NCHWc blocked layout transforms
     "com.microsoft.nchwc::ReorderOutput",
 )
+DATA_MOVEMENT_OPS: tuple[str, ...] = COPY_OPS + TRANSPOSE_OPS + REORDER_OPS
 
 # Ops that create a tensor: which of their inputs carry data they actually read (the *Like ops and EyeLike only
-# use their input's shape and dtype).
-CREATOR_OPS: dict[str, bool] = {
+# use their input's shape and dtype). ConstantOfShape and Range fill a tensor as a copy does ("movement"); no
+# engine class describes the generators (OTHER).
+FILL_OPS: dict[str, bool] = {
     "ConstantOfShape": True,  # reads the shape tensor
     "Range": True,  # reads the start, limit and delta scalars
+}
+GENERATOR_OPS: dict[str, bool] = {
     "EyeLike": False,
     "RandomNormal": False,
     "RandomUniform": False,
     "RandomNormalLike": False,
     "RandomUniformLike": False,
 }
+CREATOR_OPS: dict[str, bool] = {**FILL_OPS, **GENERATOR_OPS}
 
 # Linear interpolation: one lerp ``a + t * (b - a)`` = subtract, multiply, add.
 LERP_FLOPS = 3
@@ -135,13 +153,14 @@ def _movement(node: NodeView, read: float, written: float, flops: float = 0.0) -
     return Cost(flops=flops, bytes_read=read, bytes_written=written, params=weight_params(node.inputs), kernels=1)
 
 
-@register(*ZERO_COST_OPS)
+@register(*SHAPE_ONLY_OPS, engine=SHAPE)
+@register(*OPTIONAL_OPS, engine=OTHER)
 def zero_cost(node: NodeView) -> Cost:
     """Shape-only and metadata ops: the engine aliases the buffer or answers from the shape; nothing runs."""
     return Cost()
 
 
-@register("Constant")
+@register("Constant", engine=OTHER)
 def constant(node: NodeView) -> Cost:
     """Constant: a weight, materialised at load time; nothing runs at inference."""
     return Cost()
@@ -155,7 +174,8 @@ def _range_length(node: NodeView) -> int | None:
     return max(ceil((float(limit) - float(start)) / float(delta)), 0)
 
 
-@register(*CREATOR_OPS)
+@register(*FILL_OPS, engine="movement")
+@register(*GENERATOR_OPS, engine=OTHER)
 def create(node: NodeView) -> Cost:
     """Data creation: 0 FLOPs (random number generation is not counted as arithmetic), the output written once,
     the shape/start/limit/delta inputs read where the op reads them. An output that is a weight (computed only
@@ -169,7 +189,7 @@ def create(node: NodeView) -> Cost:
     return Cost(bytes_read=read, bytes_written=out.nbytes, kernels=1)
 
 
-@register("Bernoulli")
+@register("Bernoulli", engine=OTHER)
 def bernoulli(node: NodeView) -> Cost:
     """Bernoulli: one comparison per element of a uniform draw with the probability p (1 FLOP; drawing the random
     number is not counted as arithmetic, as for the Random* creators). The probabilities are read once and the
@@ -182,7 +202,7 @@ def bernoulli(node: NodeView) -> Cost:
 MULTINOMIAL_CLASS_FLOPS = 4
 
 
-@register("Multinomial")
+@register("Multinomial", engine=OTHER)
 def multinomial(node: NodeView) -> Cost:
     """Multinomial over input ``[batch, C]`` (unnormalised log-probabilities), ``sample_size`` draws per row:
     per row, ``MULTINOMIAL_CLASS_FLOPS`` = 4 per class to build the CDF (max, subtract, exp, add); per draw, 1
@@ -197,34 +217,36 @@ def multinomial(node: NodeView) -> Cost:
     samples = int(node.attr("sample_size", 1))
     flops = batch * (MULTINOMIAL_CLASS_FLOPS * classes + samples * (1 + classes.bit_length()))
     out = _output(node)
-    out_shape = out.shape if out.known else (batch, samples)
+    out_shape = out.need_shape() if out.known else (batch, samples)
     dtype = out.dtype or int(node.attr("dtype", TensorProto.INT32))
     written = prod(out_shape) * dtype_size(dtype)
     return _movement(node, _reads(node), written, flops=flops)
 
 
-@register("Cast")
+@register("Cast", engine="elementwise")
 def cast(node: NodeView) -> Cost:
     """Cast: a dtype conversion. 0 FLOPs; it reads the input at its dtype and writes the output at the new one."""
     read, written = io_bytes(node)
     return _movement(node, read, written)
 
 
-@register("CastLike")
+@register("CastLike", engine="elementwise")
 def cast_like(node: NodeView) -> Cost:
     """CastLike: Cast to the dtype of input 1, of which only the dtype is used, so only input 0 is read."""
     read, written = io_bytes(node, [node.input(0)])
     return _movement(node, read, written)
 
 
-@register(*DATA_MOVEMENT_OPS)
+@register(*COPY_OPS, engine="movement")
+@register(*TRANSPOSE_OPS, engine="transpose")
+@register(*REORDER_OPS, engine="reorder")
 def data_movement(node: NodeView) -> Cost:
     """Pure data movement: 0 FLOPs, one kernel, each distinct input read once and each output written once."""
     read, written = io_bytes(node)
     return _movement(node, read, written)
 
 
-@register("Slice")
+@register("Slice", engine="movement")
 def slice_(node: NodeView) -> Cost:
     """Slice reads only the elements it keeps (output numel at the input's dtype) plus its small starts, ends,
     axes and steps inputs, and writes the output."""
@@ -233,7 +255,7 @@ def slice_(node: NodeView) -> Cost:
     return _movement(node, small_read + out.numel * x.itemsize, written)
 
 
-@register("Gather", "GatherElements", "GatherND")
+@register("Gather", "GatherElements", "GatherND", engine="movement")
 def gather(node: NodeView) -> Cost:
     """Gather family: reads the indices and only the gathered elements (output numel at the data's dtype), never
     the whole data tensor, and writes the output. Params still count a weight data tensor (an embedding table) in
@@ -248,7 +270,7 @@ def _mode(node: NodeView) -> str:
     return node.text("mode", "nearest").lower()
 
 
-@register("Resize", "Upsample")
+@register("Resize", "Upsample", engine="resize")
 def resize(node: NodeView) -> Cost:
     """Resize/Upsample, per output element, with k = the number of axes whose size changes:
 
@@ -281,19 +303,19 @@ def _per_element(node: NodeView, flops_per_element: int) -> Cost:
     return _movement(node, read, written, flops=flops_per_element * _output(node).numel)
 
 
-@register("Where")
+@register("Where", engine="elementwise")
 def where(node: NodeView) -> Cost:
     """Where: one select per output element (1 FLOP); condition, X and Y read once, the output written."""
     return _per_element(node, 1)
 
 
-@register("CumSum")
+@register("CumSum", engine=OTHER)
 def cumsum(node: NodeView) -> Cost:
     """CumSum: one add per element (a running sum along the axis, ``exclusive`` and ``reverse`` alike)."""
     return _per_element(node, 1)
 
 
-@register("CumProd")
+@register("CumProd", engine=OTHER)
 def cumprod(node: NodeView) -> Cost:
     """CumProd: one multiply per element (a running product along the axis, ``exclusive`` and ``reverse`` alike);
     x and the axis scalar read once, the output written."""
@@ -311,7 +333,7 @@ def _topk_k(node: NodeView, rank: int, axis: int) -> int:
     raise UnknownShape(f"{node.name}: K is neither a constant nor visible in the output shape")
 
 
-@register("TopK")
+@register("TopK", engine=OTHER)
 def topk(node: NodeView) -> Cost:
     """TopK: per row of length n along ``axis``, ``n * ceil(log2 k)`` comparisons (a heap of the k best, each
     element costing one sift through log2 k levels); at k = 1 a linear scan, one comparison per element.
@@ -333,7 +355,7 @@ def topk(node: NodeView) -> Cost:
     return _movement(node, read, written, flops=comparisons)
 
 
-@register("NonZero")
+@register("NonZero", engine="movement")
 def nonzero(node: NodeView) -> Cost:
     """NonZero: one comparison with zero per input element; the input read once. Its output size depends on the
     data, so its writes are counted only when shape inference resolved them, and a note says when not."""
@@ -344,7 +366,7 @@ def nonzero(node: NodeView) -> Cost:
     return cost.with_note(f"data-dependent output {', '.join(unknown)}: writes not counted") if unknown else cost
 
 
-@register("Unique")
+@register("Unique", engine="movement")
 def unique(node: NodeView) -> Cost:
     """Unique: a sort of the n items (elements, or slices along ``axis``) with ``n * ceil(log2 n)`` comparisons
     plus n to mark duplicates, each comparison touching one element (or one slice of ``numel / n`` elements):

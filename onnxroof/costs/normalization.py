@@ -15,35 +15,47 @@ from math import prod
 
 from onnx import TensorProto
 
-from onnxroof.costs import Cost, NodeView, register
-from onnxroof.costs.elementwise import DEQUANTIZE_FLOPS, QUANTIZE_FLOPS, SIGMOID_FLOPS, kernel_cost, op_key, pointwise
+from onnxroof.costs import OTHER, Cost, NodeView, register
+from onnxroof.costs.common import (
+    DEQUANTIZE_FLOPS,
+    QUANTIZE_FLOPS,
+    SILU_FLOPS,
+    SOFTMAX_FLOPS,
+    kernel_cost,
+    op_key,
+    pointwise,
+)
 from onnxroof.ir import Tensor, UnknownShape
 
 # Per-element steps shared by the constants below.
 LAYER_NORM_CORE_FLOPS = 6  # add into mean, subtract mean, square, add into variance, mul by 1/std, mul by scale
-SOFTMAX_FLOPS = 5  # max over the row, subtract max, exp, add into sum, divide by sum
 RMS_NORM_FLOPS = 4  # square, add into sum of squares, mul by 1/rms, mul by scale
-SILU_FLOPS = SIGMOID_FLOPS + 1  # x * sigmoid(x)
 
-# FLOPs per element for ops whose output has input 0's shape and whose constant does not depend on attributes.
-NORM_FLOPS: dict[str, float] = {
+# FLOPs per element for ops whose output has input 0's shape and whose constant does not depend on attributes,
+# one table per engine class.
+SOFTMAX_LIKE_FLOPS: dict[str, float] = {
     "Softmax": SOFTMAX_FLOPS,  # max, subtract, exp, sum, divide
     # 1 if the element is the first maximum along the axis, else 0: the max (one comparison per element); writing
     # the one-hot output is free
     "Hardmax": 1,
     # max, subtract, exp, sum, then (log of the row sum, per row, not counted) subtract it: 5
     "LogSoftmax": SOFTMAX_FLOPS,
-    "InstanceNormalization": LAYER_NORM_CORE_FLOPS + 1,  # per (n, c) over the spatial axes: 6 + bias add = 7
-    "GroupNormalization": LAYER_NORM_CORE_FLOPS + 1,  # per (n, group): 6 + bias add = 7
-    # (X - E[X]) / sqrt(E[X^2] - E[X]^2): square, add into sum of x, add into sum of x^2, subtract mean, divide
-    "MeanVarianceNormalization": 5,
-    # x / ||x||_p along an axis, p in {1, 2}: |x| or x^2, add into the norm, divide (the root is per row)
-    "LpNormalization": 3,
-    "com.microsoft::BiasSoftmax": 1 + SOFTMAX_FLOPS,  # Softmax(data + bias): bias add + 5 = 6
     # Dequantize (2) + Softmax (5) + requantize (2) = 9: the arithmetic the op defines (onnxruntime's CPU kernel
     # uses an exp lookup table).
     "com.microsoft::QLinearSoftmax": DEQUANTIZE_FLOPS + SOFTMAX_FLOPS + QUANTIZE_FLOPS,
 }
+INSTANCE_NORM_FLOPS: dict[str, float] = {
+    "InstanceNormalization": LAYER_NORM_CORE_FLOPS + 1,  # per (n, c) over the spatial axes: 6 + bias add = 7
+    "GroupNormalization": LAYER_NORM_CORE_FLOPS + 1,  # per (n, group): 6 + bias add = 7
+    # (X - E[X]) / sqrt(E[X^2] - E[X]^2): square, add into sum of x, add into sum of x^2, subtract mean, divide
+    "MeanVarianceNormalization": 5,
+}
+OTHER_NORM_FLOPS: dict[str, float] = {
+    # x / ||x||_p along an axis, p in {1, 2}: |x| or x^2, add into the norm, divide (the root is per row)
+    "LpNormalization": 3,
+    "com.microsoft::BiasSoftmax": 1 + SOFTMAX_FLOPS,  # Softmax(data + bias): bias add + 5 = 6
+}
+NORM_FLOPS: dict[str, float] = {**SOFTMAX_LIKE_FLOPS, **INSTANCE_NORM_FLOPS, **OTHER_NORM_FLOPS}
 
 
 def _x_shape(node: NodeView) -> tuple[int, ...]:
@@ -66,13 +78,15 @@ def _given(node: NodeView, i: int) -> bool:
     return t is not None and bool(t.name)
 
 
-@register(*NORM_FLOPS)
+@register(*SOFTMAX_LIKE_FLOPS, engine="softmax")
+@register(*INSTANCE_NORM_FLOPS, engine="instancenorm")
+@register(*OTHER_NORM_FLOPS, engine=OTHER)
 def fixed_norm(node: NodeView) -> Cost:
     """A normalization with a fixed number of FLOPs per element, ``NORM_FLOPS[op]`` (derivations in the table)."""
     return pointwise(node, NORM_FLOPS[op_key(node)], _x_shape(node))
 
 
-@register("BatchNormalization")
+@register("BatchNormalization", engine="batchnorm")
 def batch_normalization(node: NodeView) -> Cost:
     """BatchNormalization. Inference: 2 FLOPs per element, because engines fold scale, bias, mean and variance
     into one per-channel multiply and add. Training (training_mode=1, or an older opset asked for the batch
@@ -101,7 +115,7 @@ def _layer_norm_like(node: NodeView, flops: float, axis: int) -> Cost:
     )
 
 
-@register("LayerNormalization", "com.microsoft::LayerNormalization")
+@register("LayerNormalization", "com.microsoft::LayerNormalization", engine="layernorm")
 def layer_normalization(node: NodeView) -> Cost:
     """LayerNormalization over axes [axis, rank): 7 FLOPs per element (add into mean, subtract, square, add into
     variance, mul by 1/std, mul by scale, add bias), 6 when the optional bias B is absent. Params: Scale and B."""
@@ -112,6 +126,7 @@ def layer_normalization(node: NodeView) -> Cost:
     "RMSNormalization",
     "SimplifiedLayerNormalization",
     "com.microsoft::SimplifiedLayerNormalization",
+    engine="layernorm",
 )
 def rms_normalization(node: NodeView) -> Cost:
     """RMS normalization (ONNX RMSNormalization, opset 23; onnxruntime's SimplifiedLayerNormalization):
@@ -120,7 +135,7 @@ def rms_normalization(node: NodeView) -> Cost:
     return _layer_norm_like(node, RMS_NORM_FLOPS, int(node.attr("axis", -1)))
 
 
-@register("com.microsoft::SkipLayerNormalization")
+@register("com.microsoft::SkipLayerNormalization", engine="layernorm")
 def skip_layer_normalization(node: NodeView) -> Cost:
     """onnxruntime SkipLayerNormalization (inputs input, skip, gamma, beta?, bias?): input + skip (+ bias), then
     LayerNorm over the last axis: 1 add (2 with bias) + 6 + 1 for beta, so 9 FLOPs per element with both. The
@@ -128,7 +143,7 @@ def skip_layer_normalization(node: NodeView) -> Cost:
     return _skip_norm(node, 1 + int(_given(node, 4)) + LAYER_NORM_CORE_FLOPS + int(_given(node, 3)))
 
 
-@register("com.microsoft::SkipSimplifiedLayerNormalization")
+@register("com.microsoft::SkipSimplifiedLayerNormalization", engine="layernorm")
 def skip_simplified_layer_normalization(node: NodeView) -> Cost:
     """onnxruntime SkipSimplifiedLayerNormalization (inputs input, skip, gamma, bias?): input + skip (+ bias),
     then RMS norm over the last axis: 1 add (2 with bias) + 4 = 5 or 6 FLOPs per element."""
@@ -149,7 +164,7 @@ def _skip_norm(node: NodeView, flops_per_element: float) -> Cost:
     )
 
 
-@register("com.microsoft::GroupNorm")
+@register("com.microsoft::GroupNorm", engine="instancenorm")
 def contrib_group_norm(node: NodeView) -> Cost:
     """onnxruntime GroupNorm (NHWC by default; inputs X, gamma, beta): GroupNorm's 7 FLOPs per element, plus a
     fused SiLU (sigmoid 4 + mul 1 = 5) when activation=1."""
@@ -157,7 +172,7 @@ def contrib_group_norm(node: NodeView) -> Cost:
     return pointwise(node, flops, _x_shape(node))
 
 
-@register("com.microsoft::SkipGroupNorm")
+@register("com.microsoft::SkipGroupNorm", engine="instancenorm")
 def contrib_skip_group_norm(node: NodeView) -> Cost:
     """onnxruntime SkipGroupNorm (inputs X, gamma, beta, skip, bias?): X + skip (+ bias) then GroupNorm (7) and
     the optional fused SiLU (5); the optional output S (the sum) is written when present."""
@@ -174,7 +189,7 @@ def lrn_flops_per_element(size: int) -> int:
     return size + (size - 1) + 1 + 1 + 1 + 1
 
 
-@register("LRN")
+@register("LRN", engine="lrn")
 def lrn(node: NodeView) -> Cost:
     """Local response normalization across channels: ``lrn_flops_per_element(size)`` = 2 * size + 3 FLOPs per
     element."""
@@ -190,7 +205,7 @@ def _gathered_bytes(table: Tensor | None, rows: int) -> float:
     return min(rows, shape[0]) * prod(shape[1:]) * table.itemsize
 
 
-@register("com.microsoft::EmbedLayerNormalization")
+@register("com.microsoft::EmbedLayerNormalization", engine="layernorm")
 def embed_layer_normalization(node: NodeView) -> Cost:
     """onnxruntime EmbedLayerNormalization: gather word, position (and segment) embeddings, add them, then
     LayerNorm with gamma and beta. FLOPs per output element: 1 add (2 with segments) + 7; plus 1 add per mask

@@ -3,20 +3,30 @@
 A windowed pool does ``prod(kernel_shape)`` adds or comparisons per output element (the accumulator starts at 0
 or -inf and takes every window element once), plus the per-output extras stated per op. Windows that hang over
 the padding are counted at full size, an upper bound. The output shape comes from shape inference when it is
-known; otherwise (contrib ops, which onnx's inference does not cover) ``pool_output_spatial`` computes it from
-the input shape and the attributes, with ONNX's formula. Bytes follow the compulsory-traffic model; a MaxPool's
-optional Indices output (int64) is written too. Each op is one kernel.
+known; otherwise (contrib ops, which onnx's inference does not cover) ``common.pool_output_spatial`` computes it
+from the input shape and the attributes, with ONNX's formula. Bytes follow the compulsory-traffic model; a
+MaxPool's optional Indices output (int64) is written too. Each op is one kernel.
+
+Windowed pools register the engine class "pool" (``onnxroof.predict.engine`` tells onnxruntime's NCHWc kernels
+from the plain-layout ones), global pools "global_pool".
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from math import ceil, floor, prod
+from math import prod
 
 from onnx import TensorProto
 
-from onnxroof.costs import Cost, NodeView, register
-from onnxroof.costs.elementwise import DEQUANTIZE_FLOPS, QUANTIZE_FLOPS, kernel_cost, resolved_shape
+from onnxroof.costs import OTHER, Cost, NodeView, register
+from onnxroof.costs.common import (
+    BILINEAR_FLOPS,
+    DEQUANTIZE_FLOPS,
+    QUANTIZE_FLOPS,
+    kernel_cost,
+    pool_output_spatial,
+    resolved_shape,
+)
 from onnxroof.ir import UnknownShape
 
 # (FLOPs per window element, FLOPs per output element) of the windowed pools.
@@ -37,50 +47,9 @@ GLOBAL_POOL_FLOPS: dict[str, tuple[float, float]] = {
     "QLinearGlobalAveragePool": (1, 1 + DEQUANTIZE_FLOPS + QUANTIZE_FLOPS),  # as QLinearAveragePool: 5 per output
 }
 
-BILINEAR_FLOPS = 7  # w00*a + w01*b + w10*c + w11*d with the weights precomputed per position: 4 mul + 3 add
 
-
-def _ints(value: object, default: Sequence[int]) -> list[int]:
-    return [int(v) for v in value] if value is not None else list(default)  # type: ignore[union-attr]
-
-
-def pool_output_spatial(
-    in_spatial: Sequence[int],
-    kernel: Sequence[int],
-    *,
-    strides: Sequence[int] | None = None,
-    pads: Sequence[int] | None = None,
-    dilations: Sequence[int] | None = None,
-    ceil_mode: int = 0,
-    auto_pad: str = "NOTSET",
-) -> tuple[int, ...]:
-    """Output spatial dims of a pooling window, as the ONNX spec computes them.
-
-    With explicit pads (auto_pad NOTSET): ``(in + pad_begin + pad_end - ((k - 1) * d + 1)) / s + 1``, floored, or
-    ceiled with ceil_mode, in which case a last window that would start past the input and its leading pad is
-    dropped. SAME_UPPER/SAME_LOWER: ``ceil(in / s)``. VALID: ``ceil((in - ((k - 1) * d + 1) + 1) / s)``.
-    """
-    rank = len(in_spatial)
-    strides = list(strides) if strides else [1] * rank
-    dilations = list(dilations) if dilations else [1] * rank
-    pads = list(pads) if pads else [0] * (2 * rank)
-    out = []
-    for i in range(rank):
-        extent = (kernel[i] - 1) * dilations[i] + 1
-        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-            out.append(ceil(in_spatial[i] / strides[i]))
-        elif auto_pad == "VALID":
-            out.append(ceil((in_spatial[i] - extent + 1) / strides[i]))
-        else:
-            span = (in_spatial[i] + pads[i] + pads[rank + i] - extent) / strides[i] + 1
-            if ceil_mode:
-                n = ceil(span)
-                if (n - 1) * strides[i] >= in_spatial[i] + pads[i]:
-                    n -= 1
-            else:
-                n = floor(span)
-            out.append(n)
-    return tuple(out)
+def _ints(value: Sequence[int] | None, default: Sequence[int]) -> list[int]:
+    return [int(v) for v in value] if value is not None else list(default)
 
 
 def _channels_last(node: NodeView) -> bool:
@@ -132,12 +101,13 @@ def _window_output_shape(node: NodeView) -> tuple[int, ...]:
     "LpPool",
     "com.microsoft.nchwc::MaxPool",
     "com.microsoft.nchwc::AveragePool",
-    "com.microsoft::NhwcMaxPool",
     "com.microsoft::QLinearAveragePool",
     "com.ms.internal.nhwc::MaxPool",
     "com.ms.internal.nhwc::AveragePool",
     "com.ms.internal.nhwc::QLinearAveragePool",
+    engine="pool",
 )
+@register("com.microsoft::NhwcMaxPool", engine=OTHER)
 def window_pool(node: NodeView) -> Cost:
     """A windowed pool: per output element, ``WINDOW_POOL_FLOPS[op]`` = (per window element, per output) FLOPs,
     i.e. ``out_numel * (a * prod(kernel_shape) + b)``. The NCHWc and NHWC variants cost what the plain op does
@@ -161,6 +131,7 @@ def window_pool(node: NodeView) -> Cost:
     "com.microsoft::QLinearGlobalAveragePool",
     "com.ms.internal.nhwc::GlobalMaxPool",
     "com.ms.internal.nhwc::GlobalAveragePool",
+    engine="global_pool",
 )
 def global_pool(node: NodeView) -> Cost:
     """A global pool over all spatial axes: ``GLOBAL_POOL_FLOPS[op]`` = (per input element, per output element)
@@ -176,7 +147,7 @@ def global_pool(node: NodeView) -> Cost:
     return kernel_cost(node, flops, {0: out_shape})
 
 
-@register("MaxUnpool")
+@register("MaxUnpool", engine="pool")
 def max_unpool(node: NodeView) -> Cost:
     """MaxUnpool: scatters X to the positions in I inside a zero-filled output. Pure data movement: 0 FLOPs;
     reads X and I (output_shape is host-side metadata), writes the whole output."""
@@ -195,7 +166,7 @@ def max_unpool(node: NodeView) -> Cost:
     return kernel_cost(node, 0, {0: out_shape}, inputs=[node.input(0), node.input(1)])
 
 
-@register("com.microsoft.nchwc::Upsample")
+@register("com.microsoft.nchwc::Upsample", engine="resize")
 def nchwc_upsample(node: NodeView) -> Cost:
     """onnxruntime's NCHWc Upsample by integer ``scales``. mode='nearest' copies: 0 FLOPs, bytes only.
     mode='linear' (bilinear over H and W) interpolates each output element from 4 inputs: 4 mul + 3 add = 7

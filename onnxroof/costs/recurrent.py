@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from onnxroof.costs import Cost, NodeView, as_text, io_bytes, register, weight_params
-from onnxroof.costs.activations import ACTIVATION_FLOPS
+from onnxroof.costs import OTHER, Cost, NodeView, as_text, register, weight_params
+from onnxroof.costs.common import ACTIVATION_FLOPS, io_bytes
 from onnxroof.ir import UnknownShape
 
 __all__ = ["ACTIVATION_FLOPS", "KERNELS_PER_STEP", "dynamic_quantize_lstm", "gru", "lstm", "rnn"]
@@ -97,7 +97,7 @@ def _activations(node: NodeView, defaults: Sequence[str], num_directions: int) -
     return groups, notes
 
 
-def _act(name: str) -> int:
+def _act(name: str) -> float:
     """FLOPs per element of an activation; an unknown one counts 1 and is noted by ``_activations``."""
     return ACTIVATION_FLOPS.get(name, 1)
 
@@ -149,7 +149,7 @@ def _lstm(node: NodeView, dims: _Dims) -> Cost:
     return _total(node, dims, macs, per_dir, notes)
 
 
-@register("LSTM")
+@register("LSTM", engine=OTHER)
 def lstm(node: NodeView) -> Cost:
     """ONNX LSTM: W ``[dirs, 4H, I]``, R ``[dirs, 4H, H]``, B ``[dirs, 8H]``, P ``[dirs, 3H]``.
 
@@ -159,7 +159,7 @@ def lstm(node: NodeView) -> Cost:
     return _lstm(node, _dims(node, hidden_from_r=2))
 
 
-@register("com.microsoft::DynamicQuantizeLSTM")
+@register("com.microsoft::DynamicQuantizeLSTM", engine=OTHER)
 def dynamic_quantize_lstm(node: NodeView) -> Cost:
     """onnxruntime's DynamicQuantizeLSTM: an LSTM whose W ``[dirs, I, 4H]`` and R ``[dirs, H, 4H]`` are int8.
 
@@ -171,7 +171,7 @@ def dynamic_quantize_lstm(node: NodeView) -> Cost:
     return _lstm(node, _dims(node, hidden_from_r=1, layout_attr=False))
 
 
-@register("GRU")
+@register("GRU", engine=OTHER)
 def gru(node: NodeView) -> Cost:
     """ONNX GRU: W ``[dirs, 3H, I]``, R ``[dirs, 3H, H]``, B ``[dirs, 6H]``.
 
@@ -199,7 +199,7 @@ def gru(node: NodeView) -> Cost:
     return _total(node, dims, 3 * h * (i + h), per_dir, notes)
 
 
-@register("RNN")
+@register("RNN", engine=OTHER)
 def rnn(node: NodeView) -> Cost:
     """ONNX RNN (Elman): W ``[dirs, H, I]``, R ``[dirs, H, H]``, B ``[dirs, 2H]``.
 

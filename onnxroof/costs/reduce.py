@@ -18,12 +18,12 @@ from math import prod
 
 from onnx import TensorProto
 
-from onnxroof.costs import Cost, NodeView, register
-from onnxroof.costs.elementwise import DEQUANTIZE_FLOPS, QUANTIZE_FLOPS, kernel_cost, op_key, resolved_shape
+from onnxroof.costs import OTHER, Cost, NodeView, register
+from onnxroof.costs.common import DEQUANTIZE_FLOPS, QUANTIZE_FLOPS, kernel_cost, op_key, resolved_shape
 from onnxroof.ir import UnknownShape
 
-# (FLOPs per input element, FLOPs per output element).
-REDUCE_FLOPS: dict[str, tuple[float, float]] = {
+# (FLOPs per input element, FLOPs per output element), one table per engine class.
+STANDARD_REDUCE_FLOPS: dict[str, tuple[float, float]] = {
     "ReduceSum": (1, 0),  # add
     "ReduceMean": (1, 1),  # add; divide by the count
     "ReduceMax": (1, 0),  # compare
@@ -38,10 +38,15 @@ REDUCE_FLOPS: dict[str, tuple[float, float]] = {
     "ReduceSumSquare": (2, 0),  # square, add
     "ArgMax": (1, 0),  # compare (the index update is a select, free)
     "ArgMin": (1, 0),  # compare
+}
+# No engine class describes onnxruntime's quantized reduction.
+QUANTIZED_REDUCE_FLOPS: dict[str, tuple[float, float]] = {
     # Add per input element; per output: divide (1) + dequantize (2) + requantize (2) = 5 (both are affine, so
     # they apply once to the mean).
     "com.microsoft::QLinearReduceMean": (1, 1 + DEQUANTIZE_FLOPS + QUANTIZE_FLOPS),
 }
+
+REDUCE_FLOPS: dict[str, tuple[float, float]] = {**STANDARD_REDUCE_FLOPS, **QUANTIZED_REDUCE_FLOPS}
 
 # Ops whose axes may come as input 1 (ReduceSum from opset 13, the other Reduce* from opset 18).
 _AXES_AS_INPUT = {op for op in REDUCE_FLOPS if op.startswith("Reduce")}
@@ -76,7 +81,8 @@ def _axes(node: NodeView) -> list[int] | None:
     return []
 
 
-@register(*REDUCE_FLOPS)
+@register(*STANDARD_REDUCE_FLOPS, engine="reduce")
+@register(*QUANTIZED_REDUCE_FLOPS, engine=OTHER)
 def reduction(node: NodeView) -> Cost:
     """A reduction: ``REDUCE_FLOPS[op]`` = (a, b), FLOPs = a * input elements + b * output elements."""
     key = op_key(node)

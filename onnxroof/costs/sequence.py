@@ -30,8 +30,8 @@ from math import prod
 
 from onnx import TensorProto
 
-from onnxroof.costs import Cost, NodeView, broadcast_shape, distinct_tensors, register, weight_params
-from onnxroof.costs.control import UNKNOWN_TRIPS_NOTE
+from onnxroof.costs import OTHER, Cost, NodeView, distinct_tensors, register, weight_params
+from onnxroof.costs.common import UNKNOWN_TRIPS_NOTE, broadcast_shape
 from onnxroof.ir import Tensor, UnknownShape
 
 __all__ = [
@@ -121,7 +121,7 @@ def _shape(t: Tensor, fallback: Sequence[int] | None = None) -> tuple[int, ...]:
 # Sequence ops.
 
 
-@register("SequenceConstruct")
+@register("SequenceConstruct", engine=OTHER)
 def sequence_construct(node: NodeView) -> Cost:
     """SequenceConstruct: a copy of each input tensor into the sequence. 0 FLOPs; each distinct input read once
     and one copy written per input position (a tensor passed twice is stored twice)."""
@@ -132,7 +132,7 @@ def sequence_construct(node: NodeView) -> Cost:
     return _string_noted(cost, inputs)
 
 
-@register("SplitToSequence")
+@register("SplitToSequence", engine="movement")
 def split_to_sequence(node: NodeView) -> Cost:
     """SplitToSequence: the input copied out as the pieces, which together hold every input element once
     whatever ``split``, ``axis`` and ``keepdims`` are. 0 FLOPs; the input and the optional ``split`` read, the
@@ -143,7 +143,7 @@ def split_to_sequence(node: NodeView) -> Cost:
     return _string_noted(cost, [x])
 
 
-@register("ConcatFromSequence")
+@register("ConcatFromSequence", engine="movement")
 def concat_from_sequence(node: NodeView) -> Cost:
     """ConcatFromSequence: the sequence's elements copied into one tensor; concatenated (``new_axis`` = 0) or
     stacked (``new_axis`` = 1), they hold exactly the output's elements. 0 FLOPs; the output's bytes read (from
@@ -153,7 +153,7 @@ def concat_from_sequence(node: NodeView) -> Cost:
     return _string_noted(Cost(bytes_read=moved, bytes_written=moved, kernels=1), [out])
 
 
-@register("SequenceAt")
+@register("SequenceAt", engine=OTHER)
 def sequence_at(node: NodeView) -> Cost:
     """SequenceAt: one element copied out. 0 FLOPs; the output's bytes read (from the element) plus the scalar
     position, and the output's bytes written."""
@@ -163,7 +163,7 @@ def sequence_at(node: NodeView) -> Cost:
     return _string_noted(cost, [out])
 
 
-@register("SequenceInsert")
+@register("SequenceInsert", engine=OTHER)
 def sequence_insert(node: NodeView) -> Cost:
     """SequenceInsert: the inserted tensor copied in. 0 FLOPs; that tensor and the optional scalar position
     read, the tensor's bytes written. onnxruntime's CPU kernel also re-copies the input sequence's elements into
@@ -180,7 +180,7 @@ def sequence_insert(node: NodeView) -> Cost:
     return _string_noted(cost, [tensor])
 
 
-@register("SequenceErase")
+@register("SequenceErase", engine=OTHER)
 def sequence_erase(node: NodeView) -> Cost:
     """SequenceErase: the output sequence holds the input's elements but one, which onnxruntime's CPU kernel
     copies; their sizes are unknown here, so only the optional scalar position is charged (read), with one
@@ -192,7 +192,7 @@ def sequence_erase(node: NodeView) -> Cost:
     )
 
 
-@register("SequenceLength", "SequenceEmpty")
+@register("SequenceLength", "SequenceEmpty", engine=OTHER)
 def sequence_metadata(node: NodeView) -> Cost:
     """SequenceLength / SequenceEmpty: 0 FLOPs, 0 bytes, 0 kernels. Neither touches tensor data: one reads the
     container's element count, the other makes an empty container. onnxruntime runs each as a CPU kernel, but
@@ -207,7 +207,7 @@ def _subgraph_coster(node: NodeView) -> Callable[[str], Cost]:
     return node.cost_subgraph
 
 
-@register("SequenceMap")
+@register("SequenceMap", engine=OTHER)
 def sequence_map(node: NodeView) -> Cost:
     """SequenceMap: the ``body`` subgraph's cost once per element of the input sequence. A cost function sees
     only its own node, and a sequence's length is not part of what onnxroof tracks, so one iteration is counted
@@ -231,7 +231,7 @@ def _string_cost(flops: float, written: float = 0.0) -> Cost:
     return Cost(flops=flops, bytes_written=written, kernels=1, note=STRING_BYTES_NOTE)
 
 
-@register("StringConcat")
+@register("StringConcat", engine=OTHER)
 def string_concat(node: NodeView) -> Cost:
     """StringConcat: one concatenation (1 FLOP) per element of Z, the numpy broadcast of X and Y. Bytes of
     string tensors are not modelled, so it reads and writes 0 bytes (noted)."""
@@ -240,7 +240,7 @@ def string_concat(node: NodeView) -> Cost:
     return _string_cost(prod(_shape(out, fallback)))
 
 
-@register("RegexFullMatch")
+@register("RegexFullMatch", engine=OTHER)
 def regex_full_match(node: NodeView) -> Cost:
     """RegexFullMatch: one full match of ``pattern`` (1 FLOP) per element, whatever the pattern. The bool output
     Y (X's shape, 1 byte per element) is written; bytes of the string input are not modelled (0, noted)."""
@@ -249,7 +249,7 @@ def regex_full_match(node: NodeView) -> Cost:
     return _string_cost(elements, elements * (out.itemsize or 1))
 
 
-@register("StringNormalizer")
+@register("StringNormalizer", engine=OTHER)
 def string_normalizer(node: NodeView) -> Cost:
     """StringNormalizer: per input element, 1 FLOP for the stopword lookup when ``stopwords`` is given and 1 for
     the case change when ``case_change_action`` is LOWER or UPPER; 0 FLOPs (a copy) with neither. The reference
@@ -262,7 +262,7 @@ def string_normalizer(node: NodeView) -> Cost:
     return _string_cost(per_element * prod(x.need_shape()))
 
 
-@register("StringSplit")
+@register("StringSplit", engine=OTHER)
 def string_split(node: NodeView) -> Cost:
     """StringSplit: one split (1 FLOP) per input element, whatever ``delimiter`` and ``maxsplit`` are. Writes the
     int64 substring counts Z (X's shape, 8 bytes per element); bytes of the string input X and of the substrings
@@ -318,7 +318,7 @@ def tfidf_probes(c: int, depth: int, min_gram: int, max_gram: int, max_skip: int
     return total
 
 
-@register("TfIdfVectorizer")
+@register("TfIdfVectorizer", engine=OTHER)
 def tfidf_vectorizer(node: NodeView) -> Cost:
     """TfIdfVectorizer, following the reference implementation's n-gram matching: 1 FLOP per trie probe (a
     lookup of one input item, with the count increment a completed n-gram makes), counted by ``tfidf_probes`` per
@@ -355,7 +355,7 @@ def tfidf_vectorizer(node: NodeView) -> Cost:
 # ImageDecoder.
 
 
-@register("ImageDecoder")
+@register("ImageDecoder", engine=OTHER)
 def image_decoder(node: NodeView) -> Cost:
     """ImageDecoder: DECODE_FLOPS_PER_VALUE (1) FLOP per decoded output value, H * W * C (C = 3 for RGB/BGR, 1
     for Grayscale): the format, and so the real work per value, is known only from the data. Bytes: the encoded

@@ -34,8 +34,8 @@ from math import log2, prod
 
 from onnx import TensorProto
 
-from onnxroof.costs import Cost, NodeView, register, weight_params
-from onnxroof.costs.elementwise import input_bytes, output_bytes
+from onnxroof.costs import OTHER, Cost, NodeView, register, weight_params
+from onnxroof.costs.common import input_bytes, output_bytes
 from onnxroof.ir import Tensor, UnknownShape
 
 __all__ = [
@@ -136,7 +136,7 @@ def _pick(node: NodeView, readings: Sequence[tuple[Cost, bool]], what: str) -> C
 def _matches(node: NodeView, shape: Sequence[int]) -> bool:
     """Whether output 0's inferred shape is ``shape`` (True when inference left it unknown)."""
     out = node.output(0)
-    return out is None or not out.known or tuple(out.shape) == tuple(shape)
+    return out is None or not out.known or out.need_shape() == tuple(shape)
 
 
 def _written(node: NodeView, x: Tensor, shape: Sequence[int]) -> float:
@@ -181,9 +181,9 @@ def _dft_lengths(node: NodeView, x_shape: Sequence[int], axis: int, onesided: bo
     if n is not None:
         return [n]
     out = node.output(0)
-    if out is None or not out.known or len(out.shape) != len(x_shape):
+    if out is None or not out.known or out.rank != len(x_shape):
         raise UnknownShape(f"{node.name}: dft_length is not a constant and the output shape is unknown")
-    return _lengths_from_bins(out.shape[axis], onesided and not inverse)
+    return _lengths_from_bins(out.need_shape()[axis], onesided and not inverse)
 
 
 def _dft_cost(node: NodeView, x: Tensor, axis: int, n: int, onesided: bool, inverse: bool) -> tuple[Cost, bool]:
@@ -209,7 +209,7 @@ def _dft_cost(node: NodeView, x: Tensor, axis: int, n: int, onesided: bool, inve
     return cost, _matches(node, out_shape)
 
 
-@register("DFT")
+@register("DFT", engine=OTHER)
 def dft(node: NodeView) -> Cost:
     """DFT over one axis of ``[..., L, ..., 1 or 2]`` (real or complex): ``T`` independent transforms of length
     N = dft_length, T = the product of the other signal dims. FLOPs = ``T * transform_flops(N, min(L, N), bins,
@@ -242,15 +242,15 @@ def _stft_cost(node: NodeView, signal: Tensor, frame_length: int, onesided: bool
     batch, length = shape[0], shape[1]
     components = shape[2] if len(shape) == 3 else 1
     window = node.input(2)
-    if window is not None and window.known and window.shape[0] != frame_length:
+    if window is not None and window.known and window.need_shape()[0] != frame_length:
         return None
     step = _scalar(node, 1)
     bins = frame_length // 2 + 1 if onesided else frame_length
     out = node.output(0)
     if step is not None and step > 0:
         frames = max((length - frame_length) // step + 1, 0)
-    elif out is not None and out.known and len(out.shape) == 4:
-        frames = out.shape[1]
+    elif out is not None and out.known and out.rank == 4:
+        frames = out.need_shape()[1]
     else:
         raise UnknownShape(f"{node.name}: frame_step is not a constant and the output shape is unknown")
     out_shape = (batch, frames, bins, 2)
@@ -275,7 +275,7 @@ def _stft_cost(node: NodeView, signal: Tensor, frame_length: int, onesided: bool
     return cost, _matches(node, out_shape)
 
 
-@register("STFT")
+@register("STFT", engine=OTHER)
 def stft(node: NodeView) -> Cost:
     """STFT of ``[batch, L, 1 or 2]`` (a rank-2 signal is real): ``batch * frames`` DFTs of frame_length samples
     (``transform_flops``: FFT or Bluestein as for DFT, plus one chirp FFT per call for a non-power-of-two length),
@@ -293,11 +293,11 @@ def stft(node: NodeView) -> Cost:
     if (n := _scalar(node, 3)) is not None:
         lengths = [n]
     elif window is not None and window.known:
-        lengths = [window.shape[0]]
+        lengths = [window.need_shape()[0]]
     elif not _given(node, 3):
         lengths = [shape[1]]
-    elif out is not None and out.known and len(out.shape) == 4:
-        lengths = _lengths_from_bins(out.shape[2], onesided)
+    elif out is not None and out.known and out.rank == 4:
+        lengths = _lengths_from_bins(out.need_shape()[2], onesided)
     else:
         raise UnknownShape(f"{node.name}: frame_length is not a constant and the output shape is unknown")
     readings = [r for n in lengths if n > 0 and (r := _stft_cost(node, signal, n, onesided)) is not None]
@@ -326,7 +326,7 @@ def _generated(node: NodeView, flops_per_element: float, fallback: Callable[[], 
     )
 
 
-@register(*WINDOW_FLOPS)
+@register(*WINDOW_FLOPS, engine=OTHER)
 def cosine_window(node: NodeView) -> Cost:
     """Hann/Hamming/Blackman window of ``size`` samples: ``WINDOW_FLOPS[op]`` per sample (4 for the two-term
     cosine sums, 8 for Blackman's three terms), the same for periodic and symmetric windows."""
@@ -338,7 +338,7 @@ def cosine_window(node: NodeView) -> Cost:
     return _generated(node, WINDOW_FLOPS[node.op_type], from_size)
 
 
-@register("MelWeightMatrix")
+@register("MelWeightMatrix", engine=OTHER)
 def mel_weight_matrix(node: NodeView) -> Cost:
     """MelWeightMatrix, ``[dft_length // 2 + 1, num_mel_bins]``: 2 FLOPs per element (a triangle value, subtract
     and divide; counted for every element since which ones are non-zero depends on the input values). The

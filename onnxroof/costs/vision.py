@@ -29,9 +29,8 @@ from typing import Any
 
 from onnx import TensorProto
 
-from onnxroof.costs import Cost, NodeView, register, weight_params
-from onnxroof.costs.elementwise import input_bytes, output_bytes
-from onnxroof.costs.pooling import BILINEAR_FLOPS
+from onnxroof.costs import OTHER, Cost, NodeView, register, weight_params
+from onnxroof.costs.common import BILINEAR_FLOPS, input_bytes, output_bytes
 from onnxroof.ir import Tensor, UnknownShape
 
 __all__ = [
@@ -192,7 +191,7 @@ def _partial_read(node: NodeView, index: int, elements: int) -> float:
 _GRID_MODES = {"bilinear": "linear", "linear": "linear", "bicubic": "cubic", "cubic": "cubic", "nearest": "nearest"}
 
 
-@register("GridSample")
+@register("GridSample", engine="resize")
 def grid_sample(node: NodeView) -> Cost:
     """GridSample of X ``[N, C, D_1..D_r]`` at grid ``[N, P_1..P_r, r]`` (P = prod(P_i) points per batch item):
 
@@ -226,7 +225,7 @@ def grid_sample(node: NodeView) -> Cost:
     return _one_kernel(node, flops, read, out_shape)
 
 
-@register("AffineGrid")
+@register("AffineGrid", engine="resize")
 def affine_grid(node: NodeView) -> Cost:
     """AffineGrid: theta ``[N, r, r+1]`` times the homogeneous base grid ``[r+1, P]`` (P = prod of the r sizes in
     ``size``), a batched matrix product as the reference computes it: ``N * P * r * (r + 1)`` MACs, 2 FLOPs each,
@@ -250,7 +249,7 @@ def affine_grid(node: NodeView) -> Cost:
     return _one_kernel(node, flops, input_bytes(node.inputs), out_shape, macs=macs)
 
 
-@register("RoiAlign")
+@register("RoiAlign", engine="pool")
 def roi_align(node: NodeView) -> Cost:
     """RoiAlign of X ``[N, C, H, W]`` over R ROIs into ``[R, C, oh, ow]`` with S samples per bin:
 
@@ -289,7 +288,7 @@ def roi_align(node: NodeView) -> Cost:
     return _one_kernel(node, flops, read, _out_shape(node, (r, c, oh, ow)), note=note)
 
 
-@register("MaxRoiPool")
+@register("MaxRoiPool", engine="pool")
 def max_roi_pool(node: NodeView) -> Cost:
     """MaxRoiPool of X ``[N, C, H, W]`` over R ROIs into ``[R, C, ph, pw]``:
 
@@ -319,7 +318,7 @@ def max_roi_pool(node: NodeView) -> Cost:
     return _one_kernel(node, flops, read, _out_shape(node, (r, c, ph, pw)), note=note)
 
 
-@register("DeformConv")
+@register("DeformConv", engine=OTHER)
 def deform_conv(node: NodeView) -> Cost:
     """DeformConv (X, W, offset, B, mask) with r spatial axes, K = prod(kernel) taps, P output positions and
     G = offset_group:
@@ -370,7 +369,7 @@ def _taps_inside(size: int, pad_begin: int, pad_end: int, block: int, dilation: 
     return inside
 
 
-@register("Col2Im")
+@register("Col2Im", engine="movement")
 def col2im(node: NodeView) -> Cost:
     """Col2Im of input ``[N, C * prod(block), L]`` into ``[N, C, *image_shape]``: every column element that lands
     inside the image (not in its padding) is added once into the zero-initialised image, so FLOPs = those
@@ -410,7 +409,7 @@ def col2im(node: NodeView) -> Cost:
     return _one_kernel(node, inside, read, out_shape)
 
 
-@register("CenterCropPad")
+@register("CenterCropPad", engine="movement")
 def center_crop_pad(node: NodeView) -> Cost:
     """CenterCropPad: a copy, 0 FLOPs. Reads the kept window of the input, ``prod_i min(in_i, out_i)`` elements
     (a cropped axis is read only inside the crop), and the small shape input; writes the whole output, the
@@ -450,7 +449,7 @@ def nms_pairs(boxes: int, max_per_class: int | None) -> int:
     return (m - 1) * (m - 2) // 2 + (s - m + 1) * (m - 1)
 
 
-@register("NonMaxSuppression")
+@register("NonMaxSuppression", engine=OTHER)
 def non_max_suppression(node: NodeView) -> Cost:
     """NonMaxSuppression of boxes ``[B, S, 4]`` under scores ``[B, Cl, S]``, per batch item and class, worst case
     (every candidate passes the score threshold and no test exits early):

@@ -1,11 +1,13 @@
 """Engine-aware per-node prediction: the roofline corrected by a calibrated host profile's per-op-class ceilings.
 
-A single peak and a single bandwidth miss how an engine's kernels really run: onnxruntime's NCHWc convolution
-reaches most of the peak, a depthwise convolution a fifth of it, LRN a fraction of a percent; an elementwise
-kernel whose data sits in L2 streams several times faster than DRAM. This module predicts the time onnxruntime's
-CPU executor spends on one node of the graph it actually runs (``onnxroof.ort.sessions.optimized_model``) from
+A single peak and a single bandwidth miss how an engine's kernels really run: kernels of different kinds reach
+very different fractions of the peak (onnxruntime's blocked NCHWc convolution most of it, a depthwise
+convolution or LRN, which do little arithmetic per element they load, far less), and a kernel whose data sits
+in a cache streams faster than one that reads DRAM. This module predicts the time onnxruntime's CPU executor
+spends on one node of the graph it actually runs (``onnxroof.ort.sessions.optimized_model``) from
 
-- the node's op class (:func:`op_class`): conv, depthwise, 1x1, gemm, pooling, LRN, ... (``OP_CLASSES``);
+- the node's op class (:func:`op_class`): conv, depthwise, 1x1, gemm, pooling, LRN, ... (``OP_CLASSES``), the
+  base class its op registers with its cost function refined by the node's shapes (:data:`REFINEMENTS`);
 - that class's ceiling on the device (:class:`onnxroof.devices.Ceiling`): the fraction of the peak and of the
   memory level's bandwidth such kernels reach, interpolated by kernel size;
 - the memory level the node's working set fits in (:func:`memory_level`), whose measured bandwidth applies to
@@ -26,21 +28,21 @@ per-node overhead) + epilogue + exposed DRAM time``, i.e. ``max(compute, memory)
 on a calibrated (serial) host profile.
 
 Every node the executor runs pays the per-node overhead, shape-only nodes (Reshape, Flatten, Squeeze, ...) too:
-they cost no FLOPs and no bytes (their output aliases their input), and the calibration measures a Reshape between
-two nodes adding about one per-node overhead to a run (the device's ``launch_overhead`` source states the figure),
-so they predict exactly that overhead. onnxruntime's profiler shows them at several microseconds: that is its own
-per-node bookkeeping (``device.calibration.profiler_overhead``), which a comparison with profiled per-node times
-adds to every prediction. The device's ``run_overhead`` (the fixed cost of one ``session.run``) is not part of any
-node: callers add it once per model (:func:`model_time`).
+they cost no FLOPs and no bytes (their output aliases their input), and the calibration measures the per-node
+overhead as what a Reshape between two nodes adds to a run (the device's ``launch_overhead`` source states the
+figure), so they predict exactly that overhead. What onnxruntime's profiler reports for them on top of that is
+its own per-node bookkeeping (``device.calibration.profiler_overhead``), which a comparison with profiled
+per-node times adds to every prediction. The device's ``run_overhead`` (the fixed cost of one ``session.run``)
+is not part of any node: callers add it once per model (:func:`model_time`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from math import prod
 
-from onnxroof.costs import Cost, NodeView
+from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, engine_class
 from onnxroof.devices import OP_CLASSES, Ceiling, Device
 from onnxroof.ir import Tensor
 from onnxroof.predict import roofline
@@ -50,8 +52,10 @@ __all__ = [
     "CLASS_FALLBACK",
     "OP_CLASSES",
     "OTHER",
+    "REFINEMENTS",
     "SHAPE",
     "EngineNote",
+    "Refinement",
     "ceiling_for",
     "epilogue_activation",
     "epilogue_bytes",
@@ -66,8 +70,6 @@ __all__ = [
 ]
 
 NCHWC_DOMAIN = "com.microsoft.nchwc"  # onnxruntime's blocked-layout CPU kernels
-SHAPE = "shape"  # shape-only ops: no FLOPs, no bytes, only the executor's per-node overhead
-OTHER = "other"  # ops no class describes: the plain roofline with the memory level's bandwidth
 
 # A device without a ceiling for a class uses the ceiling of the class it falls back to (first one it has).
 CLASS_FALLBACK: Mapping[str, str] = {
@@ -93,14 +95,13 @@ CLASS_FALLBACK: Mapping[str, str] = {
 # Dense convolutions this small run well below the large-conv efficiency: few output positions per image
 # (the 7x7 stages of ResNets), very few output channels, or a stem (a handful of input channels) with a small
 # kernel: its NCHWc kernel reads a plain NCHW input and does little work per input pixel. Stems with large
-# kernels (7x7, 11x11) come close to the large-conv efficiency on one thread (0.95-0.99 of the peak here) but
-# split less well over threads (0.72-0.90 at two, where 3x3 convolutions of the same FLOPs reached 0.98-1.0):
-# a class of their own, so that they do not set the large-conv ceiling at their size. Mid-sized outputs (the
-# 14x14 stages) lose a few percent to the short rows the kernel walks, which is enough to rank them below
-# equal-FLOP convs on larger outputs.
-# Past the stem, a 5x5 or wider kernel runs about a tenth slower per FLOP than a 3x3 one on the same output
-# (AlexNet's and ZFNet's second layers, Inception's 5x5 branches): a class of its own, so that neither skews
-# the other's ceiling.
+# kernels (7x7, 11x11) come close to the large-conv efficiency on one thread but split less well over threads
+# than 3x3 convolutions of the same FLOPs: a class of their own, so that they do not set the large-conv ceiling
+# at their size. Mid-sized outputs (the 14x14 stages) lose efficiency to the short rows the kernel walks, which
+# ranks them below equal-FLOP convs on larger outputs.
+# Past the stem, a 5x5 or wider kernel (AlexNet's and ZFNet's second layers, Inception's 5x5 branches) runs at
+# a rate per FLOP of its own, different from a 3x3 one's on the same output: a class of its own, so that neither
+# skews the other's ceiling.
 SMALL_CONV_POSITIONS = 100
 MID_CONV_POSITIONS = 400
 SMALL_CONV_IN_CHANNELS = 16
@@ -108,232 +109,14 @@ SMALL_CONV_OUT_CHANNELS = 32
 SMALL_STEM_KERNEL_AREA = 25
 WIDE_CONV_KERNEL_AREA = 25
 
-_CONV = {
-    "Conv",
-    "FusedConv",
-    "ConvInteger",
-    "QLinearConv",
-    "NhwcConv",
-    "NhwcFusedConv",
-    "ConvTranspose",
-    "QLinearConvTranspose",
-}
-_NHWC_CONV = {"NhwcConv", "NhwcFusedConv"}
-_MATMUL = {
-    "Gemm",
-    "FusedGemm",
-    "MatMul",
-    "FusedMatMul",
-    "MatMulInteger",
-    "QLinearMatMul",
-    "MatMulNBits",
-    "MatMulIntegerToFloat",
-    "DynamicQuantizeMatMul",
-    "QGemm",
-    "MatMulBnb4",
-    "MatMulFpQ4",
-    "TransposeMatMul",
-}
-_ATTENTION = {
-    "Attention",
-    "MultiHeadAttention",
-    "GroupQueryAttention",
-    "PackedAttention",
-    "DecoderAttention",
-    "QAttention",
-    "DecoderMaskedMultiHeadAttention",
-    "SparseAttention",
-}
-_POOL = {"MaxPool", "AveragePool", "LpPool", "QLinearAveragePool", "MaxRoiPool", "RoiAlign", "MaxUnpool"}
-_GLOBAL_POOL = {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "QLinearGlobalAveragePool"}
-_LAYERNORM = {
-    "LayerNormalization",
-    "SkipLayerNormalization",
-    "SimplifiedLayerNormalization",
-    "SkipSimplifiedLayerNormalization",
-    "RMSNormalization",
-    "EmbedLayerNormalization",
-}
-_INSTANCENORM = {
-    "InstanceNormalization",
-    "GroupNormalization",
-    "GroupNorm",
-    "MeanVarianceNormalization",
-    "SkipGroupNorm",
-}
-_SOFTMAX = {"Softmax", "LogSoftmax", "Hardmax", "QLinearSoftmax"}
-_ACTIVATION = {
-    "Gelu",
-    "FastGelu",
-    "BiasGelu",
-    "QuickGelu",
-    "Erf",
-    "Sigmoid",
-    "Tanh",
-    "Exp",
-    "Log",
-    "Softplus",
-    "Softsign",
-    "Elu",
-    "Selu",
-    "Celu",
-    "Mish",
-    "Pow",
-    "Sin",
-    "Cos",
-    "Tan",
-    "Asin",
-    "Acos",
-    "Atan",
-    "Sinh",
-    "Cosh",
-    "Asinh",
-    "Acosh",
-    "Atanh",
-    "QLinearSigmoid",
-    "BiasSplitGelu",
-    "SkipGelu",
-    "Swish",
-    "SwiGLU",
-}
-_ELEMENTWISE = {
-    "Add",
-    "Sub",
-    "Mul",
-    "Div",
-    "Sum",
-    "Max",
-    "Min",
-    "Mean",
-    "Relu",
-    "LeakyRelu",
-    "PRelu",
-    "Clip",
-    "Abs",
-    "Neg",
-    "Floor",
-    "Ceil",
-    "Round",
-    "Sign",
-    "Not",
-    "And",
-    "Or",
-    "Xor",
-    "Equal",
-    "Less",
-    "Greater",
-    "LessOrEqual",
-    "GreaterOrEqual",
-    "Where",
-    "Cast",
-    "CastLike",
-    "HardSigmoid",
-    "HardSwish",
-    "ThresholdedRelu",
-    "Shrink",
-    "Sqrt",
-    "Reciprocal",
-    "BitShift",
-    "Mod",
-    "IsNaN",
-    "IsInf",
-    "QuantizeLinear",
-    "DequantizeLinear",
-    "DynamicQuantizeLinear",
-    "BiasAdd",
-    "QLinearAdd",
-    "QLinearMul",
-    "QLinearLeakyRelu",
-    "BitwiseAnd",
-    "BitwiseOr",
-    "BitwiseXor",
-    "BitwiseNot",
-    "AddRelu",
-}
-_MOVEMENT = {
-    "Concat",
-    "Split",
-    "Slice",
-    "Pad",
-    "Gather",
-    "GatherElements",
-    "GatherND",
-    "ScatterND",
-    "ScatterElements",
-    "Scatter",
-    "Expand",
-    "Tile",
-    "Compress",
-    "OneHot",
-    "ReverseSequence",
-    "Trilu",
-    "ConstantOfShape",
-    "Range",
-    "NonZero",
-    "QLinearConcat",
-    "SplitToSequence",
-    "ConcatFromSequence",
-    "CenterCropPad",
-    "Col2Im",
-    "Unique",
-    "TensorScatter",
-}
-_TRANSPOSE = {"Transpose", "DepthToSpace", "SpaceToDepth"}
-_REORDER = {"ReorderInput", "ReorderOutput"}
-_RESIZE = {"Resize", "Upsample", "GridSample", "AffineGrid"}
-_REDUCE = {
-    "ReduceSum",
-    "ReduceMean",
-    "ReduceMax",
-    "ReduceMin",
-    "ReduceProd",
-    "ReduceL1",
-    "ReduceL2",
-    "ReduceLogSum",
-    "ReduceLogSumExp",
-    "ReduceSumSquare",
-    "ArgMax",
-    "ArgMin",
-}
-_SHAPE_ONLY = {
-    "Shape",
-    "Size",
-    "Reshape",
-    "Flatten",
-    "Squeeze",
-    "Unsqueeze",
-    "Identity",
-    "Dropout",
-    "IdentityOp",
-    "BitCast",
-}
-
-_SIMPLE: dict[str, str] = {}
-for _cls, _ops in (
-    ("pool", _POOL),
-    ("global_pool", _GLOBAL_POOL),
-    ("layernorm", _LAYERNORM),
-    ("instancenorm", _INSTANCENORM),
-    ("softmax", _SOFTMAX),
-    ("activation", _ACTIVATION),
-    ("elementwise", _ELEMENTWISE),
-    ("movement", _MOVEMENT),
-    ("transpose", _TRANSPOSE),
-    ("reorder", _REORDER),
-    ("resize", _RESIZE),
-    ("reduce", _REDUCE),
-    (SHAPE, _SHAPE_ONLY),
-    ("matmul", _ATTENTION),
-):
-    for _op in _ops:
-        _SIMPLE[_op] = _cls
-_SIMPLE["BatchNormalization"] = "batchnorm"
-_SIMPLE["LRN"] = "lrn"
+# Convolutions whose activations are channels-last (``[N, spatial..., C]``), weights staying ``[M, C/group, k...]``.
+_NHWC_CONV = frozenset({"NhwcConv", "NhwcFusedConv"})
 
 # Fused activations onnxruntime's convolution and Gemm kernels apply while writing the output; any other one is a
 # second pass over the output.
-_IN_KERNEL_ACTIVATIONS = {"", "Relu", "Identity"}
-_FUSED_ACTIVATION_OPS = _CONV | {"Gemm", "FusedGemm"}
+_IN_KERNEL_ACTIVATIONS = frozenset({"", "Relu", "Identity"})
+# The matrix products (base class "gemm") whose kernel may carry a fused activation; every convolution may.
+_FUSED_ACTIVATION_GEMMS = frozenset({"Gemm", "FusedGemm"})
 
 
 @dataclass(frozen=True)
@@ -405,13 +188,10 @@ def _conv_class(view: NodeView) -> str:
     """depthwise / batchnorm (a depthwise 1x1 conv is a per-channel scale and shift) / conv_grouped / conv_small /
     conv_mid / conv_stem / conv_wide / conv1x1 / conv, from the weight's shape (or the attributes when it is
     unknown); a grouped convolution in onnxruntime's NCHWc layout takes the dense class of one group."""
-    x, w, y = _known(view.input(0)), _known(view.input(1)), _known(view.output(0))
+    x, y = _known(view.input(0)), _known(view.output(0))
+    w = _known(view.input(3 if view.op_type == "QLinearConv" else 1))
     nhwc = view.op_type in _NHWC_CONV
     group = int(view.attr("group", 1) or 1)
-    if view.op_type in ("ConvInteger",):
-        w = _known(view.input(1))
-    elif view.op_type in ("QLinearConv", "QLinearConvTranspose"):
-        w = _known(view.input(3))
     if w is not None and len(w) >= 3:
         kernel = tuple(w[2:]) if not nhwc else tuple(w[1:-1])
         per_group_in = w[1] if not nhwc else w[-1]
@@ -422,7 +202,7 @@ def _conv_class(view: NodeView) -> str:
     if per_group_in is None and c_in is not None:
         per_group_in = c_in // group
     pointwise = bool(kernel) and all(k == 1 for k in kernel)
-    if view.op_type.startswith("ConvTranspose") or view.op_type == "QLinearConvTranspose":
+    if view.op_type == "ConvTranspose":
         return "conv_grouped" if group > 1 else "conv"
     if group > 1 and per_group_in == 1:
         return "batchnorm" if pointwise else "depthwise"
@@ -431,8 +211,8 @@ def _conv_class(view: NodeView) -> str:
     c_out = (y[1] if not nhwc else y[-1]) if y is not None and len(y) >= 3 else None
     if group > 1:
         # onnxruntime blocks a grouped convolution into NCHWc only when each group's channels fill whole blocks,
-        # and then runs every group as a dense convolution of its own channels: AlexNet's two-group layers ran
-        # at the dense classes' rate, half again as fast as the plain-layout grouped kernels (ShuffleNet's).
+        # and then runs every group as a dense convolution of its own channels: such a convolution runs at the
+        # rate of the dense classes, not at that of the plain-layout grouped kernel (conv_grouped).
         c_in, c_out = per_group_in, (c_out // group if c_out is not None else None)
     positions = (prod(y[2:]) if not nhwc else prod(y[1:-1])) if y is not None and len(y) >= 3 else None
     stem = c_in is not None and c_in < SMALL_CONV_IN_CHANNELS and bool(kernel)
@@ -451,56 +231,88 @@ def _conv_class(view: NodeView) -> str:
     return "conv1x1" if pointwise else "conv"
 
 
-def _matmul_class(view: NodeView) -> str:
+def _product_class(view: NodeView) -> str:
     """gemm when the second operand is a weight (prepacked by the engine), matmul for two activations."""
-    b = view.input(3) if view.op_type in ("QLinearMatMul",) else view.input(1)
+    b = view.input(3) if view.op_type == "QLinearMatMul" else view.input(1)
     return "gemm" if b is not None and b.is_weight else "matmul"
 
 
-def _broadcasts_innermost(view: NodeView) -> bool:
-    """Whether an operand of an elementwise node is broadcast along the innermost axis (e.g. a (C,1,1) scale on an
-    NCHW tensor): onnxruntime then loops per channel instead of streaming, several times slower per byte."""
+def _pool_class(view: NodeView) -> str:
+    """pool for a window in onnxruntime's NCHWc layout (after a convolution), pool_nchw for the plain-layout kernel,
+    which runs slower per byte."""
+    return "pool" if view.domain == NCHWC_DOMAIN else "pool_nchw"
+
+
+def _elementwise_class(view: NodeView) -> str:
+    """broadcast when an operand is broadcast along the innermost axis (e.g. a (C,1,1) scale on an NCHW tensor):
+    onnxruntime then loops per channel instead of streaming one contiguous range, which costs more per byte;
+    elementwise otherwise."""
     out = _known(view.output(0))
-    if out is None or not out or out[-1] == 1:
-        return False
+    if len(view.inputs) < 2 or out is None or not out or out[-1] == 1:
+        return "elementwise"
     for t in view.inputs:
         shape = _known(t)
         if shape is not None and shape and shape[-1] == 1 and prod(shape) < prod(out):
-            return True
-    return False
+            return "broadcast"
+    return "elementwise"
 
 
-def _short_rows(view: NodeView) -> bool:
-    """Whether an NCHWc -> NCHW reorder writes planes of fewer than MID_CONV_POSITIONS positions (a 14x14 or 7x7
-    stage): onnxruntime then writes each channel's short plane on its own, at about half the bandwidth it reaches
-    on a 28x28 plane, where the opposite reorder (NCHW -> NCHWc) loses little."""
+def _reorder_class(view: NodeView) -> str:
+    """reorder_short for an NCHWc -> NCHW reorder onto planes of fewer than MID_CONV_POSITIONS positions (a 14x14
+    or 7x7 stage): onnxruntime then writes each channel's short plane on its own, at a lower bandwidth than along
+    long rows. The opposite reorder (NCHW -> NCHWc) and a channels-last output stay reorder."""
     out = _known(view.output(0))
-    if out is None or len(out) < 3 or int(view.attr("channels_last", 0) or 0):
-        return False
-    return prod(out[2:]) < MID_CONV_POSITIONS
+    if view.op_type != "ReorderOutput" or out is None or len(out) < 3 or int(view.attr("channels_last", 0) or 0):
+        return "reorder"
+    return "reorder_short" if prod(out[2:]) < MID_CONV_POSITIONS else "reorder"
+
+
+@dataclass(frozen=True)
+class Refinement:
+    """How the nodes of one base class (the class an op registers with its cost function) split by their shapes,
+    layout or operands: ``refine`` returns one of ``classes``."""
+
+    refine: Callable[[NodeView], str]
+    classes: frozenset[str]
+
+
+# The base classes whose nodes an engine runs with kernels of different efficiency, and how to tell them apart.
+REFINEMENTS: Mapping[str, Refinement] = {
+    "conv": Refinement(
+        _conv_class,
+        frozenset(
+            {
+                "conv",
+                "conv1x1",
+                "conv_wide",
+                "conv_stem",
+                "conv_mid",
+                "conv_small",
+                "conv_grouped",
+                "depthwise",
+                "batchnorm",  # a depthwise 1x1 convolution: the per-channel scale and shift of a folded BatchNorm
+            }
+        ),
+    ),
+    "gemm": Refinement(_product_class, frozenset({"gemm", "matmul"})),
+    "pool": Refinement(_pool_class, frozenset({"pool", "pool_nchw"})),
+    "elementwise": Refinement(_elementwise_class, frozenset({"elementwise", "broadcast"})),
+    "reorder": Refinement(_reorder_class, frozenset({"reorder", "reorder_short"})),
+}
 
 
 def op_class(view: NodeView) -> str:
     """The ceiling class of a node (one of OP_CLASSES), or SHAPE for shape-only ops and OTHER for the rest.
 
-    Standard, com.microsoft and com.microsoft.nchwc ops map alike (an NCHWc Conv is a Conv, FusedGemm a Gemm);
-    convolutions are told apart by their weight's shape and the output's size (see :func:`_conv_class`), pooling
-    windows by layout (NCHWc or plain), elementwise ops by whether they broadcast along the innermost axis, NCHWc
-    output reorders by the size of the planes they write.
+    The base class is the one the op registered with its cost function (``onnxroof.costs.engine_class``; OTHER for
+    an op without one); :data:`REFINEMENTS` splits convolutions by their weight's shape and the output's size,
+    matrix products by their second operand, pooling windows by layout (NCHWc or plain), elementwise ops by
+    whether they broadcast along the innermost axis, and NCHWc output reorders by the size of the planes they
+    write.
     """
-    op = view.op_type
-    if op in _CONV:
-        return _conv_class(view)
-    if op in _MATMUL:
-        return _matmul_class(view)
-    cls = _SIMPLE.get(op, OTHER)
-    if cls == "pool" and view.domain != NCHWC_DOMAIN:
-        return "pool_nchw"
-    if cls == "elementwise" and len(view.inputs) > 1 and _broadcasts_innermost(view):
-        return "broadcast"
-    if op == "ReorderOutput" and _short_rows(view):
-        return "reorder_short"
-    return cls
+    base = engine_class(view.domain, view.op_type) or OTHER
+    refinement = REFINEMENTS.get(base)
+    return base if refinement is None else refinement.refine(view)
 
 
 def ceiling_for(device: Device, cls: str) -> tuple[str, Ceiling] | None:
@@ -560,7 +372,8 @@ def memory_level(device: Device, nbytes: float) -> tuple[str, float]:
 def epilogue_activation(view: NodeView) -> str | None:
     """The fused activation of a convolution or Gemm that onnxruntime applies as a second pass over the output
     (anything but Relu: Clip, LeakyRelu, HardSigmoid, Sigmoid, Tanh, ...); None when there is none."""
-    if view.op_type not in _FUSED_ACTIVATION_OPS:
+    base = engine_class(view.domain, view.op_type)
+    if base != "conv" and not (base == "gemm" and view.op_type in _FUSED_ACTIVATION_GEMMS):
         return None
     activation = view.attr("activation")
     if isinstance(activation, bytes):

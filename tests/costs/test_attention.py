@@ -11,7 +11,6 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from onnxroof.costs import attention, contrib
 from onnxroof.ir import UnknownShape
 from tests.helpers import BOOL, FLOAT16, INT32, INT64, T, W, cost_of, make_node
 
@@ -138,13 +137,14 @@ def test_attention_counts_like_contrib_group_query_attention():
     assert (std.macs, std.flops) == (gqa.macs, gqa.flops) == (2 * 1 * 4 * 4 * 4 * 16, 2 * 2048 + 9 * 64)
 
 
-def test_contrib_uses_the_shared_definitions():
-    assert contrib.SOFTMAX_FLOPS is attention.SOFTMAX_FLOPS == 5
-    assert contrib.SCALE_FLOPS is attention.SCALE_FLOPS == 1
-    assert contrib.SOFTCAP_FLOPS is attention.SOFTCAP_FLOPS == 3
-    assert contrib.ROTARY_FLOPS is attention.ROTARY_FLOPS == 3
-    assert contrib.MHA_KERNELS == attention.SDPA_KERNELS == 3
-    assert attention.MASK_FLOPS == attention.ATTENTION_BIAS_FLOPS == 1
+def test_standard_and_contrib_attention_count_one_score_matrix_alike():
+    # Projected Q [1, 4, 16], K and V [1, 6, 16], 4 heads: B 1, N 4, S 4, L 6, H = Hv = 4.
+    # scores = 1*4*4*6 = 96; MACs = 96 * (4 + 4) = 768 (Q K^T and softmax(.) V);
+    # FLOPs = 2*768 + (scale 1 + softmax 5) * 96 = 1536 + 576 = 2112; kernels: Q K^T, softmax, context = 3.
+    q, k, v = T([1, 4, 16]), T([1, 6, 16]), T([1, 6, 16])
+    std = cost_of(make_node("Attention", [q, k, v], [T([1, 4, 16])], q_num_heads=4, kv_num_heads=4))
+    mha = cost_of(make_node("MultiHeadAttention", [q, k, v], [T([1, 4, 16])], domain=MS, num_heads=4))
+    assert (std.macs, std.flops, std.kernels) == (mha.macs, mha.flops, mha.kernels) == (768, 2112, 3)
 
 
 def test_attention_3d_without_head_counts_says_why():

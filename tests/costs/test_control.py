@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from onnxroof.costs import Cost
-from onnxroof.costs.control import UNKNOWN_TRIPS_NOTE
+from onnxroof.costs.common import UNKNOWN_TRIPS_NOTE
 from onnxroof.ir import UnknownShape
 from tests.helpers import BOOL, INT64, T, cost_of, make_node
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from onnxroof.costs import NodeView, registered_ops
+from onnxroof.costs import NodeView
 from onnxroof.costs.matmul import matmul_dims, parse_einsum
 from onnxroof.ir import Tensor, UnknownShape
 from tests.helpers import FLOAT, INT8, INT32, UINT8, T, W, cost_of, make_node
@@ -358,21 +358,3 @@ def test_parse_einsum_output_shape_agrees_with_numpy(equation, shapes):
     _, output, sizes = parse_einsum(equation, shapes)
     expected = np.einsum(equation, *[np.zeros(s) for s in shapes]).shape
     assert tuple(sizes[label] for label in output) == expected
-
-
-def test_registered_matmul_ops():
-    ops = set(registered_ops())
-    for op in (
-        "Gemm",
-        "MatMul",
-        "Einsum",
-        "MatMulInteger",
-        "QLinearMatMul",
-        "com.microsoft::FusedGemm",
-        "com.microsoft::FusedMatMul",
-        "com.microsoft::MatMulIntegerToFloat",
-        "com.microsoft::DynamicQuantizeMatMul",
-        "com.microsoft::QGemm",
-        "com.microsoft::MatMulNBits",
-    ):
-        assert op in ops

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from onnxroof.costs.pooling import pool_output_spatial
+from onnxroof.costs.common import pool_output_spatial
 from onnxroof.ir import UnknownShape
 from tests.helpers import INT64, UINT8, T, W, cost_of, make_node
 
