@@ -158,18 +158,7 @@ def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, step
     """Every benchmark's sessions, created once for the whole calibration. The op-class benchmarks' graphs come
     from one Rand in suite order (after the peaks'), so that a suite builds the same graphs every time; an op this
     onnxruntime build lacks leaves its benchmark out."""
-    tiny = Rand(1)
-
-    def neg(n: int) -> graphs.Built:
-        return graphs.activation_chain(tiny, n, "Neg", (16,))
-
-    lengths = chosen.overhead_lengths
-    node_chain = Chain(runner, "chains of Neg on 16 floats", neg, lengths)
-    reshape_chain = Chain(
-        runner, "chains of Neg + Reshape on 16 floats", lambda n: graphs.neg_reshape_chain(tiny, n), lengths
-    )
-    single = Chain(runner, "a one-node graph", neg, (1, 2))
-    profiler_probe = Profiled(runner, "64 Neg on 16 floats", neg(64))
+    node_chain, reshape_chain, single, profiler_probe = _overhead_jobs(chosen.overhead_lengths, runner)
     # The reference block, timed in every pass like the ceilings: its prediction from them gives the network
     # factor, and validation times it again to read the machine's speed against its speed while calibrating.
     reference = Reference(runner.threads, runner.provider)
@@ -188,20 +177,37 @@ def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, step
             classes.append(class_job(bench, runner, rand, chosen.chain_target_s))
         steps.advance()
     return _Jobs(
-        node_chain,
-        reshape_chain,
-        single,
-        profiler_probe,
-        reference,
-        levels,
-        probes,
-        dram,
-        peaks,
-        batched,
-        int8,
-        fp16,
-        classes,
+        node_chain=node_chain,
+        reshape_chain=reshape_chain,
+        single=single,
+        profiler_probe=profiler_probe,
+        reference=reference,
+        levels=levels,
+        probes=probes,
+        dram=dram,
+        peaks=peaks,
+        batched=batched,
+        int8=int8,
+        fp16=fp16,
+        classes=classes,
     )
+
+
+def _overhead_jobs(lengths: tuple[int, int], runner: Runner) -> tuple[Chain, Chain, Chain, Profiled]:
+    """The executor's and the profiler's own costs, on 16 floats: chains of Neg ``lengths`` long (per node),
+    of Neg + Reshape pairs (a shape-only node), a one-node graph (per run) and 64 Neg profiled (per profiled
+    node); their graphs from one Rand(1)."""
+    tiny = Rand(1)
+
+    def neg(n: int) -> graphs.Built:
+        return graphs.activation_chain(tiny, n, "Neg", (16,))
+
+    node_chain = Chain(runner, "chains of Neg on 16 floats", neg, lengths)
+    reshape_chain = Chain(
+        runner, "chains of Neg + Reshape on 16 floats", lambda n: graphs.neg_reshape_chain(tiny, n), lengths
+    )
+    single = Chain(runner, "a one-node graph", neg, (1, 2))
+    return node_chain, reshape_chain, single, Profiled(runner, "64 Neg on 16 floats", neg(64))
 
 
 def _level_jobs(
