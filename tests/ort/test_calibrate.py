@@ -4,7 +4,7 @@ ceilings cover what the suite measures; the profile is cached and recalibrated w
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -22,37 +22,39 @@ from onnxroof.ort.sessions import ort
 from tests.helpers import calibrated_host
 
 
-@pytest.fixture(scope="module")
-def progress_calls() -> list[tuple[int, int]]:
-    return []
+@dataclass
+class QuickRun:
+    """A quick calibration, the progress calls it made and how long the call took."""
+
+    device: Device
+    progress: list[tuple[int, int]]
+    wall_s: float
 
 
 @pytest.fixture(scope="module")
-def wall_s() -> list[float]:
-    return []
-
-
-@pytest.fixture(scope="module")
-def quick(progress_calls: list[tuple[int, int]], wall_s: list[float]) -> Device:
+def quick_run() -> QuickRun:
+    calls: list[tuple[int, int]] = []
     start = time.perf_counter()
-    device = calibrate.calibrate(
-        threads=1, budget_s=5.0, quick=True, progress=lambda d, t: progress_calls.append((d, t))
-    )
-    wall_s.append(time.perf_counter() - start)
-    return device
+    device = calibrate.calibrate(threads=1, budget_s=5.0, quick=True, progress=lambda d, t: calls.append((d, t)))
+    return QuickRun(device, calls, time.perf_counter() - start)
 
 
-def test_quick_calibration_records_how_it_was_measured(quick: Device, wall_s: list[float]):
+@pytest.fixture(scope="module")
+def quick(quick_run: QuickRun) -> Device:
+    return quick_run.device
+
+
+def test_quick_calibration_records_how_it_was_measured(quick: Device, quick_run: QuickRun):
     assert quick.engine == "onnxruntime" and quick.kind == "cpu" and quick.overlap == "serial"
     assert quick.key == calibrate.host_key(1, "cpu")
     c = quick.calibration
     assert c is not None
     assert (c.provider, c.threads, c.onnxruntime, c.cpu) == ("cpu", 1, ort().__version__, calibrate.cpu_model())
     assert c.suite == calibrate.SUITE and f"suite = {calibrate.SUITE}" in quick.to_toml()
-    # The duration is the call's own wall time, to the tenth of a second it is rounded to.
-    assert abs(c.duration_s - wall_s[0]) <= 0.15
-    # The quick suite's two passes fit a 5 s budget: every figure says it was read over them.
-    assert "over its 5 s budget" not in " ".join(c.warnings)
+    # The duration is the call's wall time (rounded to 0.1 s) but for what follows the record: the network
+    # factor's prediction of the reference block, a small part of the run.
+    assert quick_run.wall_s / 2 <= c.duration_s <= quick_run.wall_s + 0.05
+    # The quick suite runs two passes whatever the budget, and every figure says it was read over them.
     assert f"fastest eighth of {QUICK.passes} passes" in quick.peak_flops["fp32"].source
 
 
@@ -85,8 +87,7 @@ def test_memory_levels_follow_the_os_and_never_get_slower_towards_l1(quick: Devi
     assert [(c.level, c.size, c.scope) for c in quick.caches] == [(c.level, c.size, c.scope) for c in levels]
     # A smaller level's bandwidth is raised to the next one's (and the last to DRAM's) where it measured lower.
     bandwidths = [c.bandwidth for c in quick.caches] + [quick.memory_bandwidth.value]
-    assert all(b is not None for b in bandwidths)
-    assert bandwidths == sorted(bandwidths, reverse=True)  # type: ignore[type-var]
+    assert None not in bandwidths and bandwidths == sorted(bandwidths, reverse=True)
     # DRAM is read on the operand the quick suite sizes from the last level, and overheads on its chains.
     assert f"streaming a {human_bytes(QUICK.dram_bytes(levels))} operand" in quick.memory_bandwidth.source
     lo, hi = QUICK.overhead_lengths
@@ -99,13 +100,11 @@ def test_calibrated_device_round_trips(quick: Device, tmp_path: Path):
     assert load_device(path) == quick
 
 
-def test_progress_counts_every_set_up_step_and_pass_up_to_the_total(
-    quick: Device, progress_calls: list[tuple[int, int]]
-):
+def test_progress_counts_every_set_up_step_and_pass_up_to_the_total(quick_run: QuickRun):
     # One step per op-class benchmark, per cache level and per pass, and 9 for the others.
     total = len(QUICK.benches) + len(calibrate.cache_levels()) + 9 + QUICK.passes
-    assert {t for _, t in progress_calls} == {total}
-    dones = [d for d, _ in progress_calls]
+    assert {t for _, t in quick_run.progress} == {total}
+    dones = [d for d, _ in quick_run.progress]
     assert dones == sorted(dones) and dones[-1] == total
 
 
