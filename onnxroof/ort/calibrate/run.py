@@ -320,7 +320,7 @@ def _read(jobs: _Jobs, matrix_size: int) -> _Readings:
     dram_times = jobs.dram.kernel_times().get("gemv", [])
     if not dram_times:
         raise UserError("calibration failed: the DRAM bandwidth benchmark produced no timings", "run it again")
-    b = jobs.dram.feeds["b"]
+    b = jobs.dram.feeds["b"]  # the streamed (K x N) operand; the (1 x K) vector and the (1 x N) result move too
     dram_bandwidth = 4.0 * (b.size + b.shape[0] + b.shape[1]) / max(fast_estimate(dram_times) - profiler_overhead, 1e-9)
     fp32_rates = [
         (x.cost.flops / x.time_s, f"{x.label} ({x.view.domain or 'ai.onnx'}::{x.view.op_type})")
@@ -338,19 +338,19 @@ def _read(jobs: _Jobs, matrix_size: int) -> _Readings:
     ]
     batched_conv = conv_sample(jobs.batched, profiler_overhead) if jobs.batched is not None else None
     return _Readings(
-        spreads,
-        node_overhead,
-        reshape_cost,
-        run_overhead,
-        profiler_overhead,
-        level_bandwidths,
-        level_sizes,
-        dram_bandwidth,
-        fp32_rates,
-        int8_rate,
-        fp16_rate,
-        samples,
-        batched_conv,
+        spreads=spreads,
+        node_overhead=node_overhead,
+        reshape_cost=reshape_cost,
+        run_overhead=run_overhead,
+        profiler_overhead=profiler_overhead,
+        level_bandwidths=level_bandwidths,
+        level_sizes=level_sizes,
+        dram_bandwidth=dram_bandwidth,
+        fp32_rates=fp32_rates,
+        int8_rate=int8_rate,
+        fp16_rate=fp16_rate,
+        samples=samples,
+        batched_conv=batched_conv,
     )
 
 
