@@ -1,0 +1,242 @@
+"""From samples to a device's figures: the per-class ceilings (binned efficiency points), the size a shared cache
+level serves at its bandwidth, the matrix products' rates, ``dram_overlap``, ``network_factor``, and the
+calibration's warnings.
+
+Efficiencies are computed with the functions the prediction uses (``onnxroof.predict.engine.predict_engine`` on
+the optimized graph's node, on a device without ceilings), so a calibrated point predicts back its measured
+time.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+
+from onnxroof.devices import CEILING_NAMES, Ceiling, Device, Sourced
+from onnxroof.ort import sessions
+from onnxroof.ort.calibrate.classes import COMPUTE_CLASSES, MEMORY_CLASSES
+from onnxroof.ort.calibrate.jobs import Profiled, Sample
+from onnxroof.ort.measure import fast_estimate
+from onnxroof.ort.reference import reference_model
+from onnxroof.predict import engine
+from onnxroof.predict.analysis import analyze_graph
+
+__all__ = [
+    "GEMV_RATIO",
+    "HOLDS",
+    "SPREAD_WARN",
+    "STEAL_WARN",
+    "bin_points",
+    "calibration_warnings",
+    "class_ceilings",
+    "dram_overlap",
+    "effective_size",
+    "human_bytes",
+    "matrix_rate",
+    "network_factor",
+]
+
+GEMV_RATIO = 10.0  # a matrix product whose memory time exceeds its compute time this much is a matrix-vector one
+HOLDS = 0.75  # a shared cache level serves a working set while its bandwidth there holds within this share
+SPREAD_WARN = 0.25  # median/min - 1 above which a benchmark's repeats count as noisy
+STEAL_WARN = 0.05  # share of CPU time taken by the hypervisor above which the calibration says so
+
+
+def human_bytes(nbytes: float) -> str:
+    """Bytes in binary units, e.g. '1.5 MiB'."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes:.0f} B"
+
+
+def bin_points(
+    points: list[tuple[float, float]], factor: float = 1.6, least: int = 3
+) -> tuple[tuple[float, float], ...]:
+    """Merge (work, efficiency) points whose work lies within ``factor`` of each other, and every group of fewer
+    than ``least`` points with its neighbour by work: geometric-mean work, median efficiency (4 significant
+    figures each).
+
+    A group of at least three is what makes the median robust: a busy moment that slowed one benchmark, or one
+    shape that runs unlike its class, cannot set a point of the ceiling on its own. A class with fewer points
+    than ``least`` gets one point, their median."""
+    points = sorted(p for p in points if p[0] > 0 and p[1] > 0 and math.isfinite(p[1]))
+    groups: list[list[tuple[float, float]]] = []
+    for p in points:
+        if groups and (len(groups[-1]) < least or p[0] <= groups[-1][0][0] * factor):
+            groups[-1].append(p)
+        else:
+            groups.append([p])
+    if len(groups) > 1 and len(groups[-1]) < least:
+        short = groups.pop()
+        groups[-1] += short
+    out = []
+    for g in groups:
+        work = math.exp(sum(math.log(w) for w, _ in g) / len(g))
+        out.append((float(f"{work:.4g}"), float(f"{statistics.median(e for _, e in g):.4g}")))
+    dedup: dict[float, float] = {}
+    for w, e in out:
+        dedup.setdefault(w, e)
+    return tuple(sorted(dedup.items()))
+
+
+def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dict[str, Ceiling]:
+    """Per class, (work, efficiency) points: the roofline time on the bare device over the measured time.
+
+    A compute class's points are by FLOPs against the peak, a memory class's by bytes against the level
+    bandwidth; a matrix product that is memory-bound by far (a matrix-vector one, see GEMV_RATIO) gives a memory
+    point of its class. An epilogue sample gives a point of the epilogue ceiling: its pass's bytes and time."""
+    by_class: dict[str, list[tuple[float, float]]] = {}
+    by_memory: dict[str, list[tuple[float, float]]] = {}
+    labels: dict[str, list[str]] = {}
+    for s in samples:
+        if s.part == "epilogue":
+            bare_pass = engine.epilogue_time(s.view, bare)
+            by_memory.setdefault("epilogue", []).append((engine.epilogue_bytes(s.view), bare_pass / s.time_s))
+            labels.setdefault("epilogue", []).append(s.label)
+            continue
+        cls = engine.op_class(s.view)
+        if cls not in COMPUTE_CLASSES and cls not in MEMORY_CLASSES:
+            continue
+        pred, _ = engine.predict_engine(s.view, s.cost, "fp32", bare)
+        gemv = cls in ("gemm", "matmul") and pred.memory_time_s > GEMV_RATIO * pred.compute_time_s
+        if cls in COMPUTE_CLASSES and not gemv:
+            if s.cost.flops <= 0:
+                continue
+            by_class.setdefault(cls, []).append((s.cost.flops, pred.compute_time_s / s.time_s))
+        else:
+            if s.cost.bytes <= 0:
+                continue
+            by_memory.setdefault(cls, []).append((s.cost.bytes, pred.memory_time_s / s.time_s))
+        labels.setdefault(cls, [])
+        if s.label not in labels[cls]:
+            labels[cls].append(s.label)
+    out = {}
+    for cls in [c for c in CEILING_NAMES if c in by_class or c in by_memory]:
+        compute, memory = bin_points(by_class.get(cls, [])), bin_points(by_memory.get(cls, []))
+        if not compute and not memory:
+            continue
+        what = "; ".join(labels[cls][:6]) + (f"; and {len(labels[cls]) - 6} more" if len(labels[cls]) > 6 else "")
+        parts = []
+        if compute:
+            parts.append(
+                f"fraction of the fp32 peak reached, by FLOPs, by {len(by_class[cls])} onnxruntime {cls} kernel(s)"
+            )
+        if memory and cls == "epilogue":
+            parts.append(
+                f"fraction of the memory level's bandwidth reached, by bytes moved, by the fused Clip's pass "
+                f"over the output of {len(by_memory[cls])} convolution(s) (their time with Clip less their "
+                f"time with Relu)"
+            )
+        elif memory:
+            kind = "matrix-vector " if cls in COMPUTE_CLASSES else ""
+            parts.append(
+                f"fraction of the memory level's bandwidth reached, by bytes moved, by {len(by_memory[cls])} "
+                f"{kind}{cls} kernel(s)"
+            )
+        source = f"calibrated: {'; '.join(parts)}; {threads} thread(s) ({what})"
+        out[cls] = Ceiling(compute=compute, memory=memory, source=source)
+    return out
+
+
+def effective_size(
+    nominal: int, level_bytes: int, level_bw: float, probes: Sequence[tuple[int, float]]
+) -> tuple[int, str]:
+    """The largest working set a shared cache level serves at its measured bandwidth, and a note on how it was
+    found: ``level_bw`` is measured on ``level_bytes``; ``probes`` are (bytes, bandwidth) at larger working sets.
+
+    The level's size is the largest probe whose bandwidth holds within HOLDS of ``level_bw``, or the size of the
+    level's own benchmark when even the smallest probe falls below; the reported ``nominal`` size stands when
+    every probe holds. A virtual machine reports the host's whole last-level cache, which other tenants share:
+    a working set well inside that size can already run at DRAM speed.
+    """
+    size = level_bytes
+    for nbytes, bandwidth in sorted(probes):
+        if bandwidth < HOLDS * level_bw:
+            return size, (
+                f"serves up to {human_bytes(size)}: at {human_bytes(nbytes)} its bandwidth fell to "
+                f"{bandwidth / level_bw:.0%} of the level's ({bandwidth / 1e9:.1f} GB/s)"
+            )
+        size = nbytes
+    return nominal, ""
+
+
+def matrix_rate(job: Profiled | None, profiler_overhead: float, n: int) -> float | None:
+    """OP/s of an n x n x n matrix product benchmark (None when the provider has no kernel for it)."""
+    if job is None:
+        return None
+    times = [t for ts in job.kernel_times().values() for t in ts]
+    if not times:
+        return None
+    return 2.0 * n**3 / max(fast_estimate(times) - profiler_overhead, 1e-9)
+
+
+def dram_overlap(sample: Sample, device: Device, how: str) -> Sourced | None:
+    """The share of a convolution's DRAM traffic time that its computation hides, from a convolution whose data is
+    larger than every cache: ``1 - (measured - compute) / memory``, compute at the conv ceiling (fitted on
+    convolutions whose data sits in a cache) and memory at the DRAM bandwidth, clipped to [0, 1]. None when
+    its data fits a cache faster than DRAM after all or it is memory-bound: then there is nothing to
+    measure it on."""
+    prediction, note = engine.predict_engine(sample.view, sample.cost, "fp32", device)
+    compute, memory = prediction.compute_time_s, prediction.memory_time_s
+    if note.level_bandwidth > device.memory_bandwidth.value or memory <= 0 or compute < memory:
+        return None
+    hidden = min(max(1.0 - (sample.time_s - compute) / memory, 0.0), 1.0)
+    return Sourced(
+        float(f"{hidden:.3g}"),
+        (
+            f"calibrated: {sample.label} ran {sample.time_s * 1e3:.3g} ms against {compute * 1e3:.3g} ms of compute at "
+            f"the conv ceiling and {memory * 1e3:.3g} ms of DRAM traffic ({human_bytes(note.working_set)}); {how}"
+        ),
+    )
+
+
+def network_factor(device: Device, reference_s: float, how: str) -> Sourced:
+    """The reference block's measured time over its prediction on ``device`` (which has no factor yet).
+
+    Every ceiling is read on a kernel run alone, again and again; in a network each kernel follows others that
+    took the caches, the branch predictors and the prefetchers for themselves, and a shared machine's
+    neighbours weigh differently on the block's larger working sets than on the small benchmarks. The block
+    is typical kernels run one after the other as in a model, timed in the same passes as the benchmarks, so
+    its ratio carries both to every prediction."""
+    analysis = analyze_graph(sessions.engine_graph(reference_model(), device), device, engine=True)
+    predicted = analysis.totals.predicted_time_s
+    # The factor scales the kernels' work, not the fixed costs: the run overhead and each node's dispatch.
+    fixed = (device.run_overhead.value if device.run_overhead is not None else 0.0) + sum(
+        n.prediction.overhead_time_s for n in analysis.nodes
+    )
+    factor = (reference_s - fixed) / max(predicted - fixed, 1e-12)
+    return Sourced(
+        float(f"{factor:.3g}"),
+        (
+            f"calibrated: the reference block (onnxroof.ort.reference) ran {reference_s * 1e3:.3g} ms a run against "
+            f"{predicted * 1e3:.3g} ms predicted from its kernels' ceilings; {how}"
+        ),
+    )
+
+
+def calibration_warnings(
+    spreads: Sequence[float], duration: float, budget_s: float, steal: float | None = None
+) -> list[str]:
+    """A busy machine (runs of one benchmark far apart, or CPU time taken by the hypervisor) and an overrun budget,
+    in words."""
+    out = []
+    if steal is not None and steal > STEAL_WARN:
+        out.append(
+            f"the hypervisor took {steal:.0%} of the CPU time while calibrating (steal time in /proc/stat): "
+            f"other guests were busy and every number may be pessimistic; calibrate again when they are idle"
+        )
+    spreads = [x for x in spreads if math.isfinite(x)]
+    if spreads:
+        noisy = sum(1 for x in spreads if x > SPREAD_WARN) / len(spreads)
+        median = statistics.median(spreads)
+        if median > 0.1 or noisy > 0.25:
+            out.append(
+                f"timings varied between runs (median run {median:.0%} slower than the fastest eighth, "
+                f"{noisy:.0%} of benchmarks over {SPREAD_WARN:.0%}): the machine was busy; calibrate again "
+                f"when it is idle"
+            )
+    if duration > budget_s:
+        out.append(f"the calibration took {duration:.0f} s, over its {budget_s:.0f} s budget")
+    return out

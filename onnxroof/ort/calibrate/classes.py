@@ -1,0 +1,36 @@
+"""The op classes as the calibration sorts its samples: the convolution classes, the layout reorders, and which
+term of the roofline each class's ceiling corrects."""
+
+from __future__ import annotations
+
+__all__ = ["COMPUTE_CLASSES", "CONV_CLASSES", "MEMORY_CLASSES", "REORDER_CLASSES"]
+
+# The convolution classes, each a compute class: a convolution benchmark keeps its conv node whichever of them
+# the node falls in.
+CONV_CLASSES: frozenset[str] = frozenset(
+    {"conv", "conv1x1", "conv_wide", "conv_stem", "conv_mid", "conv_small", "conv_grouped", "depthwise"}
+)
+
+# onnxruntime's NCHW <-> NCHWc layout conversions, which it inserts around NCHWc kernels.
+REORDER_CLASSES: frozenset[str] = frozenset({"reorder", "reorder_short"})
+
+# Which term of the roofline a ceiling corrects: compute classes are timed against FLOPs / peak, memory classes
+# (and the epilogue pass) against bytes / level bandwidth. The other term keeps efficiency 1.
+COMPUTE_CLASSES: frozenset[str] = CONV_CLASSES | frozenset(
+    {"gemm", "matmul", "lrn", "softmax", "activation", "layernorm", "instancenorm"}
+)
+MEMORY_CLASSES: frozenset[str] = REORDER_CLASSES | frozenset(
+    {
+        "pool",
+        "pool_nchw",
+        "global_pool",
+        "batchnorm",
+        "elementwise",
+        "broadcast",
+        "movement",
+        "transpose",
+        "resize",
+        "reduce",
+        "epilogue",
+    }
+)

@@ -1,0 +1,417 @@
+"""The calibration's micro-benchmark graphs: tiny ONNX models built with ``onnx.helper`` and their input feeds.
+
+Each builder returns (model, feeds). Builders of a benchmark in the suite take a ``Rand`` first: their random
+weights and inputs come from one generator in the order the suite builds them, so the same suite builds the same
+graphs every time. Chain builders take the chain length ``n`` next: a chain benchmark builds its graph at two
+lengths and times the difference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from onnxroof.ort import sessions
+
+__all__ = [
+    "FLOAT",
+    "Built",
+    "Rand",
+    "activation_chain",
+    "add_chain",
+    "batchnorm_chain",
+    "batchnorm_nchwc",
+    "clip_chain",
+    "concat",
+    "conv",
+    "fp16_matmul",
+    "gemm",
+    "global_pool",
+    "instancenorm_chain",
+    "int8_matmul",
+    "layernorm_chain",
+    "lrn_chain",
+    "matmul_act",
+    "matmul_weight",
+    "neg_reshape_chain",
+    "per_channel_chain",
+    "pool",
+    "reduce",
+    "reorder_chain",
+    "resize",
+    "slice_head",
+    "softmax_chain",
+    "split",
+    "streaming_gemv",
+    "tailed",
+    "transpose",
+]
+
+FLOAT = TensorProto.FLOAT
+_OPSET = 17
+
+# A benchmark's graph and the feeds it runs on.
+Built = tuple[onnx.ModelProto, dict[str, np.ndarray]]
+
+
+class Rand:
+    """Deterministic small random tensors (no denormals, no overflow), as sessions.random_array makes them."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def f(self, *shape: int) -> np.ndarray:
+        """Small normal floats of ``shape``."""
+        return sessions.random_array(tuple(shape), FLOAT, self.rng)
+
+    def positive(self, *shape: int) -> np.ndarray:
+        """Floats of ``shape`` no smaller than 0.5 (scales and variances)."""
+        return (np.abs(self.f(*shape)) + 0.5).astype(np.float32)
+
+
+def _vi(name: str, shape: Sequence[int] | None, dtype: int = FLOAT) -> onnx.ValueInfoProto:
+    """A typed graph input/output (shape None: unstated)."""
+    return helper.make_tensor_value_info(name, dtype, list(shape) if shape is not None else None)
+
+
+def _model(
+    nodes: Sequence[onnx.NodeProto],
+    inputs: Mapping[str, tuple[Sequence[int], int]],
+    outputs: Sequence[str],
+    inits: Mapping[str, np.ndarray] | None = None,
+) -> onnx.ModelProto:
+    """A model of ``nodes`` (opset 17 plus com.microsoft) with typed inputs and float outputs of unstated shape."""
+    graph = helper.make_graph(
+        list(nodes),
+        "calibration",
+        [_vi(n, s, t) for n, (s, t) in inputs.items()],
+        [_vi(o, None) for o in outputs],
+        [onnx.numpy_helper.from_array(v, k) for k, v in (inits or {}).items()],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", _OPSET), helper.make_opsetid("com.microsoft", 1)]
+    )
+    model.ir_version = 8
+    return model
+
+
+def _chain(
+    op: str,
+    shape: Sequence[int],
+    n: int,
+    rand: Rand,
+    *,
+    domain: str = "",
+    extra: Sequence[str] = (),
+    inits: Mapping[str, np.ndarray] | None = None,
+    feeds_extra: Mapping[str, np.ndarray] | None = None,
+    **attrs: Any,
+) -> Built:
+    """x -> op -> op -> ... (n nodes), each also reading the shared ``extra`` inputs (initializers or inputs)."""
+    nodes, prev = [], "x"
+    for i in range(n):
+        out = "y" if i == n - 1 else f"t{i}"
+        nodes.append(helper.make_node(op, [prev, *extra], [out], name=f"{op}_{i}", domain=domain, **attrs))
+        prev = out
+    inputs = {"x": (tuple(shape), FLOAT)}
+    feeds = {"x": rand.f(*shape)}
+    for name, value in (feeds_extra or {}).items():
+        inputs[name] = (value.shape, FLOAT)
+        feeds[name] = value
+    return _model(nodes, inputs, ["y"], inits or {}), feeds
+
+
+def _single(
+    op: str,
+    inputs: Mapping[str, np.ndarray],
+    weights: Mapping[str, np.ndarray] | None = None,
+    *,
+    order: Sequence[str],
+    domain: str = "",
+    outputs: int = 1,
+    **attrs: Any,
+) -> Built:
+    """One node reading ``order`` (graph inputs fed with ``inputs``, initializers from ``weights``)."""
+    outs = [f"y{i}" for i in range(outputs)]
+    node = helper.make_node(op, list(order), outs, name=op, domain=domain, **attrs)
+    model = _model([node], {k: (v.shape, FLOAT) for k, v in inputs.items()}, outs, weights or {})
+    return model, dict(inputs)
+
+
+def tailed(built: Built) -> Built:
+    """The model with a Neg after each graph output, so that the measured node writes an intermediate tensor (an
+    arena buffer that stays in cache between runs, as inside a model) rather than a fresh graph output."""
+    model, feeds = built
+    outputs = {o.name for o in model.graph.output}
+    for node in list(model.graph.node):
+        for i, out in enumerate(node.output):
+            if out in outputs:
+                node.output[i] = f"{out}__body"
+                model.graph.node.append(helper.make_node("Neg", [f"{out}__body"], [out], name=f"{out}__tail"))
+    return model, feeds
+
+
+# ---------------------------------------------------------------------------------------------------- chains
+
+
+def activation_chain(rand: Rand, n: int, op: str, shape: Sequence[int], domain: str = "") -> Built:
+    """``n`` of a one-input op without attributes (Neg, Relu, Sigmoid, Tanh, Erf, com.microsoft's Gelu)."""
+    return _chain(op, shape, n, rand, domain=domain)
+
+
+def softmax_chain(rand: Rand, n: int, shape: Sequence[int]) -> Built:
+    """``n`` Softmax over the last axis."""
+    return _chain("Softmax", shape, n, rand, axis=-1)
+
+
+def lrn_chain(rand: Rand, n: int, c: int, hw: int) -> Built:
+    """``n`` LRN of AlexNet's settings (size 5) on 1 x c x hw x hw."""
+    return _chain("LRN", (1, c, hw, hw), n, rand, size=5, alpha=1e-4, beta=0.75, bias=1.0)
+
+
+def batchnorm_chain(rand: Rand, n: int, c: int, hw: int) -> Built:
+    """``n`` BatchNormalization on 1 x c x hw x hw, in plain layout (no convolution in front)."""
+    weights = {"s": rand.positive(c), "b": rand.f(c), "m": rand.f(c), "v": rand.positive(c)}
+    return _chain("BatchNormalization", (1, c, hw, hw), n, rand, extra=["s", "b", "m", "v"], inits=weights)
+
+
+def layernorm_chain(rand: Rand, n: int, tokens: int, dim: int) -> Built:
+    """``n`` LayerNormalization over the last axis of 1 x tokens x dim."""
+    weights = {"g": rand.positive(dim), "bt": rand.f(dim)}
+    return _chain("LayerNormalization", (1, tokens, dim), n, rand, extra=["g", "bt"], inits=weights, axis=-1)
+
+
+def instancenorm_chain(rand: Rand, n: int, c: int, hw: int) -> Built:
+    """``n`` InstanceNormalization on 1 x c x hw x hw."""
+    weights = {"s": rand.positive(c), "b": rand.f(c)}
+    return _chain("InstanceNormalization", (1, c, hw, hw), n, rand, extra=["s", "b"], inits=weights)
+
+
+def add_chain(rand: Rand, n: int, shape: Sequence[int]) -> Built:
+    """``n`` Add of the running tensor and a second graph input of the same shape (a residual connection)."""
+    other = rand.f(*shape)
+    return _chain("Add", shape, n, rand, extra=["o"], feeds_extra={"o": other})
+
+
+def per_channel_chain(rand: Rand, n: int, op: str, shape: Sequence[int]) -> Built:
+    """``n`` of a binary op (Mul, Add) with a C x 1 x 1 weight broadcast over an NCHW tensor."""
+    return _chain(op, shape, n, rand, extra=["c"], inits={"c": rand.f(shape[1], 1, 1)})
+
+
+def clip_chain(rand: Rand, n: int, shape: Sequence[int]) -> Built:
+    """``n`` Clip to [0, 6] (MobileNet's ReLU6 where no convolution precedes it)."""
+    bounds = {"lo": np.array(0, np.float32), "hi": np.array(6, np.float32)}
+    return _chain("Clip", shape, n, rand, extra=["lo", "hi"], inits=bounds)
+
+
+def neg_reshape_chain(rand: Rand, n: int) -> Built:
+    """``n`` pairs of Neg and Reshape on 16 floats: the Reshape alternates between 4 x 4 and 16 (a shape-only node
+    between two kernels)."""
+    tiny = (16,)
+    nodes, prev = [], "x"
+    for i in range(n):
+        mid, out = f"m{i}", ("y" if i == n - 1 else f"t{i}")
+        nodes.append(helper.make_node("Neg", [prev], [mid], name=f"neg{i}"))
+        nodes.append(helper.make_node("Reshape", [mid, "s0" if i % 2 == 0 else "s1"], [out], name=f"reshape{i}"))
+        prev = out
+    inits = {"s0": np.array([4, 4], np.int64), "s1": np.array([16], np.int64)}
+    return _model(nodes, {"x": (tiny, FLOAT)}, ["y"], inits), {"x": rand.f(*tiny)}
+
+
+def reorder_chain(rand: Rand, c: int, hw: int, segments: int = 4) -> Built:
+    """1x1 Conv -> Neg, repeated: onnxruntime reorders every conv's input to NCHWc and its output back for the Neg,
+    on intermediate tensors, as between the NCHWc and plain parts of a model."""
+    nodes, prev = [], "x"
+    for i in range(segments):
+        out = "y" if i == segments - 1 else f"n{i}"
+        nodes.append(helper.make_node("Conv", [prev, "w"], [f"c{i}"], name=f"conv{i}", kernel_shape=[1, 1]))
+        nodes.append(helper.make_node("Neg", [f"c{i}"], [out], name=f"neg{i}"))
+        prev = out
+    return _model(nodes, {"x": ((1, c, hw, hw), FLOAT)}, ["y"], {"w": rand.f(c, c, 1, 1)}), {"x": rand.f(1, c, hw, hw)}
+
+
+# ---------------------------------------------------------------------------------------------------- single ops
+
+
+def conv(
+    rand: Rand,
+    cin: int,
+    cout: int,
+    hw: int,
+    k: int,
+    stride: int = 1,
+    group: int = 1,
+    batch: int = 1,
+    activation: str = "Relu",
+) -> Built:
+    """Conv, followed by an activation that onnxruntime fuses into it: Relu (as in most CNNs) or Clip to [0, 6]
+    (MobileNet's ReLU6)."""
+    pad = k // 2
+    nodes = [
+        helper.make_node(
+            "Conv",
+            ["x", "w", "b"],
+            ["c"],
+            name="conv",
+            group=group,
+            kernel_shape=[k, k],
+            strides=[stride, stride],
+            pads=[pad] * 4,
+        )
+    ]
+    weights = {"w": rand.f(cout, cin // group, k, k), "b": rand.f(cout)}
+    if activation == "Clip":
+        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"], name="clip"))
+        weights.update(lo=np.array(0, np.float32), hi=np.array(6, np.float32))
+    else:
+        nodes.append(helper.make_node(activation, ["c"], ["y"], name="act"))
+    return _model(nodes, {"x": ((batch, cin, hw, hw), FLOAT)}, ["y"], weights), {"x": rand.f(batch, cin, hw, hw)}
+
+
+def gemm(rand: Rand, m: int, k: int, n: int) -> Built:
+    """Gemm by a weight with transB, as PyTorch exports Linear layers."""
+    return _single(
+        "Gemm", {"a": rand.f(m, k)}, {"w": rand.f(n, k), "bias": rand.f(n)}, order=["a", "w", "bias"], transB=1
+    )
+
+
+def matmul_weight(rand: Rand, batch: int, m: int, k: int, n: int) -> Built:
+    """MatMul of an activation by a weight (onnxruntime prepacks it, like Gemm's)."""
+    return _single("MatMul", {"a": rand.f(batch, m, k)}, {"w": rand.f(k, n)}, order=["a", "w"])
+
+
+def matmul_act(rand: Rand, heads: int, m: int, k: int, n: int) -> Built:
+    """Batched MatMul of two activations, as attention computes scores and context per head."""
+    return _single("MatMul", {"a": rand.f(1, heads, m, k), "b": rand.f(1, heads, k, n)}, order=["a", "b"])
+
+
+def _after_conv(rand: Rand, c: int, hw: int, node: onnx.NodeProto, weights: Mapping[str, np.ndarray]) -> Built:
+    """A 1x1 Conv (c -> c channels on hw x hw) into ``node``, which reads "c" and writes "y": onnxruntime runs
+    the node in NCHWc layout when it can, as it does after a model's convolutions."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]), node]
+    inits = {"w": rand.f(c, c, 1, 1), **weights}
+    return _model(nodes, {"x": ((1, c, hw, hw), FLOAT)}, ["y"], inits), {"x": rand.f(1, c, hw, hw)}
+
+
+def pool(rand: Rand, op: str, c: int, hw: int, k: int, stride: int, pad: int, after_conv: bool = False) -> Built:
+    """A pooling window op; ``after_conv`` puts a 1x1 conv in front so that onnxruntime runs the NCHWc pool."""
+    attrs: dict[str, Any] = dict(kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4)
+    if not after_conv:
+        return _single(op, {"x": rand.f(1, c, hw, hw)}, order=["x"], **attrs)
+    return _after_conv(rand, c, hw, helper.make_node(op, ["c"], ["y"], name="pool", **attrs), {})
+
+
+def global_pool(rand: Rand, op: str, c: int, hw: int, after_conv: bool) -> Built:
+    """A global pooling; ``after_conv`` puts a 1x1 conv in front so that onnxruntime runs it in NCHWc."""
+    if not after_conv:
+        return _single(op, {"x": rand.f(1, c, hw, hw)}, order=["x"])
+    return _after_conv(rand, c, hw, helper.make_node(op, ["c"], ["y"], name="gpool"), {})
+
+
+def batchnorm_nchwc(rand: Rand, c: int, hw: int) -> Built:
+    """Conv+Relu then BatchNormalization: onnxruntime turns the BN into a depthwise 1x1 NCHWc conv (DenseNet)."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("BatchNormalization", ["r", "s", "b", "m", "v"], ["y"], name="bn"),
+    ]
+    weights = {"w": rand.f(c, c, 1, 1), "s": rand.positive(c), "b": rand.f(c), "m": rand.f(c), "v": rand.positive(c)}
+    return _model(nodes, {"x": ((1, c, hw, hw), FLOAT)}, ["y"], weights), {"x": rand.f(1, c, hw, hw)}
+
+
+def concat(rand: Rand, parts: int, c: int, hw: int) -> Built:
+    """Concat of ``parts`` NCHW tensors along channels (Inception, DenseNet, U-Net skips)."""
+    inputs = {f"x{i}": rand.f(1, c, hw, hw) for i in range(parts)}
+    return _single("Concat", inputs, order=list(inputs), axis=1)
+
+
+def split(rand: Rand, shape: Sequence[int], parts: int, axis: int) -> Built:
+    """Split of ``shape`` along ``axis`` into ``parts`` equal tensors (ShuffleNet v2's channel split, a
+    transformer's fused QKV projection)."""
+    return _single("Split", {"x": rand.f(*shape)}, order=["x"], outputs=parts, axis=axis)
+
+
+def slice_head(rand: Rand, shape: Sequence[int], axis: int, end: int) -> Built:
+    """Slice: the first ``end`` entries of ``axis``."""
+    node = helper.make_node("Slice", ["x", "st", "en", "ax"], ["y"], name="slice")
+    inits = {"st": np.array([0], np.int64), "en": np.array([end], np.int64), "ax": np.array([axis], np.int64)}
+    return _model([node], {"x": (tuple(shape), FLOAT)}, ["y"], inits), {"x": rand.f(*shape)}
+
+
+def transpose(rand: Rand, shape: Sequence[int], perm: Sequence[int]) -> Built:
+    """Transpose by ``perm`` (attention head splits and merges, channel shuffles, layout changes)."""
+    return _single("Transpose", {"x": rand.f(*shape)}, order=["x"], perm=list(perm))
+
+
+def resize(rand: Rand, c: int, hw: int, after_conv: bool) -> Built:
+    """Nearest 2x upsampling as PyTorch exports it; after a conv onnxruntime runs it as an NCHWc Upsample."""
+    scales = np.array([1, 1, 2, 2], dtype=np.float32)
+    attrs = dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    if not after_conv:
+        node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize", **attrs)
+        return _model([node], {"x": ((1, c, hw, hw), FLOAT)}, ["y"], {"scales": scales}), {"x": rand.f(1, c, hw, hw)}
+    node = helper.make_node("Resize", ["c", "", "scales"], ["y"], name="resize", **attrs)
+    return _after_conv(rand, c, hw, node, {"scales": scales})
+
+
+def reduce(rand: Rand, op: str, shape: Sequence[int], axes: Sequence[int]) -> Built:
+    """A reduction over ``axes`` (ReduceSum takes them as an input since opset 13, the others as an attribute)."""
+    node = (
+        helper.make_node(op, ["x", "axes"], ["y"], name=op, keepdims=1)
+        if op == "ReduceSum"
+        else helper.make_node(op, ["x"], ["y"], name=op, keepdims=1, axes=list(axes))
+    )
+    inits = {"axes": np.array(axes, dtype=np.int64)} if op == "ReduceSum" else {}
+    return _model([node], {"x": (tuple(shape), FLOAT)}, ["y"], inits), {"x": rand.f(*shape)}
+
+
+# ---------------------------------------------------------------------------------------------------- peaks, DRAM
+
+
+def streaming_gemv(nbytes: int) -> Built:
+    """A MatMul (1 x K) @ (K x N) whose (K x N) operand, ``nbytes`` large, is a graph input streamed from DRAM."""
+    k = 4096
+    n = max(nbytes // (4 * k), 16)
+    a = np.random.default_rng(3).standard_normal((1, k), dtype=np.float32)
+    b = np.full((k, n), 0.01, dtype=np.float32)
+    model = _model(
+        [helper.make_node("MatMul", ["a", "b"], ["y"], name="gemv")],
+        {"a": ((1, k), FLOAT), "b": ((k, n), FLOAT)},
+        ["y"],
+    )
+    return model, {"a": a, "b": b}
+
+
+def _matmul_model(n: int, a_type: int, w: np.ndarray, y_type: int, op: str, name: str) -> onnx.ModelProto:
+    """One ``op`` node of an (n x n) input of ``a_type`` by the weight ``w`` (opset 17 only)."""
+    node = helper.make_node(op, ["a", "w"], ["y"], name=name)
+    graph = helper.make_graph(
+        [node],
+        "calibration",
+        [_vi("a", (n, n), a_type)],
+        [_vi("y", None, y_type)],
+        [onnx.numpy_helper.from_array(w, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)])
+    model.ir_version = 8
+    return model
+
+
+def int8_matmul(n: int) -> Built:
+    """MatMulInteger of uint8 (n x n) by an int8 (n x n) weight."""
+    rng = np.random.default_rng(4)
+    w = rng.integers(-127, 127, size=(n, n), dtype=np.int8)
+    model = _matmul_model(n, TensorProto.UINT8, w, TensorProto.INT32, "MatMulInteger", "mmi")
+    return model, {"a": rng.integers(0, 255, size=(n, n), dtype=np.uint8)}
+
+
+def fp16_matmul(n: int) -> Built:
+    """MatMul of fp16 (n x n) by an fp16 (n x n) weight."""
+    rng = np.random.default_rng(5)
+    w = (rng.standard_normal((n, n)) * 0.05).astype(np.float16)
+    model = _matmul_model(n, TensorProto.FLOAT16, w, TensorProto.FLOAT16, "MatMul", "mm16")
+    return model, {"a": (rng.standard_normal((n, n)) * 0.05).astype(np.float16)}

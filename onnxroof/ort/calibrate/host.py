@@ -1,0 +1,183 @@
+"""Facts about this host that a calibration reads and records: the CPU model, the data cache levels the OS
+reports, CPU and memory readings from /proc, and where calibrated profiles are cached."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from onnxroof.ort import sessions
+
+__all__ = [
+    "DEFAULT_CACHES",
+    "ReportedCache",
+    "cache_dir",
+    "cache_levels",
+    "cache_path",
+    "count_cpus",
+    "cpu_model",
+    "cpu_times",
+    "host_key",
+    "lscpu_caches",
+    "memory_available",
+    "ort_version",
+    "parse_lscpu",
+    "parse_size",
+    "sysfs_caches",
+]
+
+
+def cpu_model() -> str:
+    """The CPU's model name (from /proc/cpuinfo, else the platform module), or 'unknown CPU'."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")) and ":" in line:
+                name = line.split(":", 1)[1].strip()
+                if name:
+                    return re.sub(r"\s+", " ", name)
+    return platform.processor().strip() or platform.machine().strip() or "unknown CPU"
+
+
+def ort_version() -> str:
+    """The installed onnxruntime's version string."""
+    return str(sessions.ort().__version__)
+
+
+def _slug(text: str) -> str:
+    """A file-name-safe lower-case form of a CPU model name."""
+    text = re.sub(r"\((r|tm|c)\)", "", text.lower())
+    return re.sub(r"[^a-z0-9]+", "-", text).strip("-")[:48] or "cpu"
+
+
+def host_key(threads: int = 1, provider: str = "cpu") -> str:
+    """The key of this host's calibrated profile: CPU model, onnxruntime version, provider and thread count."""
+    return f"host-{_slug(cpu_model())}-ort{ort_version()}-{provider.lower()}-t{threads}"
+
+
+def cache_dir() -> Path:
+    """Where calibrated profiles are kept: $ONNXROOF_CACHE_DIR, else $XDG_CACHE_HOME/onnxroof, else
+    ~/.cache/onnxroof."""
+    if os.environ.get("ONNXROOF_CACHE_DIR"):
+        return Path(os.environ["ONNXROOF_CACHE_DIR"]).expanduser()
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "onnxroof"
+    return Path.home() / ".cache" / "onnxroof"
+
+
+def cache_path(threads: int = 1, provider: str = "cpu") -> Path:
+    """The file this host's calibrated profile for (threads, provider) is cached in."""
+    return cache_dir() / f"{host_key(threads, provider)}.toml"
+
+
+@dataclass(frozen=True)
+class ReportedCache:
+    """A data cache level as the OS reports it: name ('L1d', 'L2', ...), size in bytes, scope ('per-core' or
+    'shared'), and where the size was read."""
+
+    level: str
+    size: int
+    scope: str
+    source: str
+
+
+def parse_size(text: str) -> int | None:
+    """A cache size as sysfs and lscpu write it ('48K', '2048K', '300M', '1.5 MiB') in bytes; None when
+    unreadable."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMG]?)(?:i?B)?\s*", text, flags=re.IGNORECASE)
+    if not m:
+        return None
+    scale = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[m.group(2).upper()]
+    return int(float(m.group(1)) * scale)
+
+
+def count_cpus(cpu_list: str) -> int:
+    """How many CPUs a sysfs list such as '0-1' or '0,32' names."""
+    count = 0
+    for part in cpu_list.strip().split(","):
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            count += int(hi) - int(lo) + 1
+        elif part.strip():
+            count += 1
+    return count
+
+
+def sysfs_caches(root: Path) -> list[ReportedCache]:
+    """Data and unified caches of one CPU from its sysfs cache folder (``root``: .../cpuN/cache), one per level,
+    smallest first: L1 and L2 per-core, a higher level per-core when only that CPU shares it, else shared."""
+    found: dict[int, ReportedCache] = {}
+    for index in sorted(root.glob("index*")):
+        try:
+            kind = (index / "type").read_text().strip()
+            level = int((index / "level").read_text().strip())
+            size = parse_size((index / "size").read_text())
+            shared = (index / "shared_cpu_list").read_text().strip() if (index / "shared_cpu_list").exists() else ""
+        except (OSError, ValueError):
+            continue
+        if kind not in ("Data", "Unified") or not size:
+            continue
+        scope = "per-core" if level <= 2 or (shared and count_cpus(shared) <= 1) else "shared"
+        name = "L1d" if level == 1 else f"L{level}"
+        found[level] = ReportedCache(name, size, scope, f"os: {index}/size = {size // 1024} KiB")
+    return [found[level] for level in sorted(found)]
+
+
+def lscpu_caches() -> list[ReportedCache]:
+    """The cache levels ``lscpu -B`` reports (see parse_lscpu); none where it cannot run."""
+    try:
+        out = subprocess.run(["lscpu", "-B"], capture_output=True, text=True, timeout=10, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return parse_lscpu(out)
+
+
+def parse_lscpu(out: str) -> list[ReportedCache]:
+    """The L1d, L2 and L3 lines of ``lscpu -B`` output as cache levels of one instance each (the total over the
+    instances it names); L3 counted as shared."""
+    caches = []
+    for line in out.splitlines():
+        m = re.match(r"\s*(L1d|L2|L3) cache:\s*(\d+)(?:\s*\((\d+) instances?\))?", line)
+        if m:
+            total, instances = int(m.group(2)), int(m.group(3) or 1)
+            scope = "shared" if m.group(1) == "L3" else "per-core"
+            caches.append(ReportedCache(m.group(1), total // instances, scope, f"os: lscpu -B: {line.strip()}"))
+    return caches
+
+
+# What a calibration assumes where the OS reports no cache at all: typical sizes of a current x86 server core.
+DEFAULT_CACHES = (
+    ReportedCache("L1d", 32 * 1024, "per-core", "assumed: typical 32 KiB L1 data cache (the OS reported none)"),
+    ReportedCache("L2", 1024 * 1024, "per-core", "assumed: typical 1 MiB L2 cache (the OS reported none)"),
+    ReportedCache("L3", 8 * 1024 * 1024, "shared", "assumed: typical 8 MiB L3 cache (the OS reported none)"),
+)
+
+
+def cache_levels() -> tuple[ReportedCache, ...]:
+    """This CPU's data cache levels, smallest first: from sysfs, else lscpu, else DEFAULT_CACHES."""
+    caches = sysfs_caches(Path("/sys/devices/system/cpu/cpu0/cache")) or lscpu_caches()
+    return tuple(caches) if caches else DEFAULT_CACHES
+
+
+def cpu_times() -> tuple[int, int] | None:
+    """(all, stolen) CPU time ticks of the machine from /proc/stat; stolen time is what a hypervisor gave other
+    guests while this one wanted to run. None where there is no such file."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()
+        if fields[0] == "cpu":
+            ticks = [int(x) for x in fields[1:]]
+            return sum(ticks[:8]), (ticks[7] if len(ticks) > 7 else 0)
+    return None
+
+
+def memory_available() -> int | None:
+    """MemAvailable from /proc/meminfo in bytes, None where there is no such file."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return None

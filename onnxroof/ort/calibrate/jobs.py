@@ -1,0 +1,348 @@
+"""The calibration's timing jobs: each holds the onnxruntime sessions of one benchmark for the whole calibration,
+runs them once a pass, and reads what they measured as samples (a node of the optimized graph and its time).
+
+- ``Profiled``: onnxruntime's profiler gives each node's kernel time in each timed run.
+- ``Chain``: the wall clock times chains of one node at two lengths; the slope is one node's time, its dispatch
+  included.
+- ``EpiloguePair``: a convolution profiled with Relu and with Clip; the difference is the Clip's pass.
+- ``Reference``: the reference block (``onnxroof.ort.reference``), timed as validation times it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import onnx
+
+from onnxroof.costs import Cost, NodeView, compute_cost
+from onnxroof.ir import UnknownShape
+from onnxroof.ort import sessions
+from onnxroof.ort.calibrate.classes import CONV_CLASSES, REORDER_CLASSES
+from onnxroof.ort.calibrate.graphs import FLOAT, Built, Rand
+from onnxroof.ort.calibrate.suite import Bench
+from onnxroof.ort.measure import fast_estimate
+from onnxroof.ort.reference import ReferenceSampler
+from onnxroof.predict import engine
+
+__all__ = [
+    "COLD_MIN_WEIGHTS",
+    "MIN_PROFILED_S",
+    "Chain",
+    "ClassJob",
+    "EpiloguePair",
+    "Flush",
+    "Job",
+    "Profiled",
+    "Reference",
+    "Runner",
+    "Sample",
+    "class_job",
+    "conv_sample",
+    "profiled",
+    "spread",
+    "views",
+]
+
+MIN_PROFILED_S = 8e-6  # profiled kernels shorter than this are too coarse (1 us resolution) to calibrate with
+COLD_MIN_WEIGHTS = 2**20  # weights below this are left hot: they cost little, and small models keep them cached
+
+
+@dataclass
+class Sample:
+    """One measured node: its view and cost on the optimized graph, its kernel time, and the benchmark's label.
+    ``part`` is "node" for the whole kernel, "epilogue" for its fused activation's pass over the output."""
+
+    view: NodeView
+    cost: Cost
+    time_s: float
+    label: str
+    part: str = "node"
+
+
+def spread(times: Sequence[float]) -> float:
+    """How much slower the median run was than the fast estimate (0.3 = 30 %)."""
+    fast = fast_estimate(times)
+    return statistics.median(times) / fast - 1 if times and fast > 0 else 0.0
+
+
+def views(model: onnx.ModelProto) -> dict[str, tuple[NodeView, Cost]]:
+    """Every runtime node of an optimized graph, by name: its view and cost, as the analysis pass computes them."""
+    from onnxroof.load import load_graph
+
+    graph = load_graph(model)
+    out: dict[str, tuple[NodeView, Cost]] = {}
+    for node in graph.nodes:
+        if node.folded:
+            continue
+        constants = {i: graph.constants[n] for i, n in enumerate(node.inputs) if n in graph.constants}
+        view = NodeView(
+            node.name,
+            node.op_type,
+            node.domain,
+            tuple(graph.tensor(i) for i in node.inputs),
+            tuple(graph.tensor(o) for o in node.outputs),
+            node.attrs,
+            constants,
+        )
+        try:
+            cost, _ = compute_cost(view)
+        except UnknownShape:
+            continue
+        out[node.name] = (view, cost)
+    return out
+
+
+def _weight_bytes(model: onnx.ModelProto) -> int:
+    """Bytes of a benchmark's float initializers."""
+    return sum(int(np.prod(t.dims)) * 4 for t in model.graph.initializer if t.data_type == FLOAT)
+
+
+class Flush:
+    """Reads a buffer larger than the caches hold for the benchmarks with weights, before each timed run: a model
+    reads each weight once per inference and streams the rest of the model through the caches in between, so its
+    kernels find their weights in DRAM, not where the previous repetition left them."""
+
+    def __init__(self, nbytes: int) -> None:
+        self.buffer = np.ones(max(nbytes // 4, 1), dtype=np.float32)
+
+    def __call__(self) -> None:
+        float(self.buffer.sum())
+
+
+class Runner:
+    """Creates sessions (kept for the whole calibration) in a scratch directory. Their thread pools park when a
+    run returns, so that the idle sessions do not take cores from the one being timed (see
+    sessions.session_options); within a run they spin as a user's session does."""
+
+    def __init__(self, threads: int, provider: str, tmp: str) -> None:
+        self.threads, self.provider, self.tmp = threads, provider, tmp
+        self.count = 0
+
+    def _path(self, stem: str) -> str:
+        self.count += 1
+        return os.path.join(self.tmp, f"{stem}{self.count}")
+
+    def session(self, model: onnx.ModelProto, *, profile: bool = False) -> tuple[Any, onnx.ModelProto]:
+        """A session on the model, and the optimized graph onnxruntime saved while creating it."""
+        opt = self._path("opt") + ".onnx"
+        prefix = self._path("prof") if profile else None
+        sess, _ = sessions.make_session(
+            model, self.provider, self.threads, "all", profile_prefix=prefix, optimized_path=opt, park_when_idle=True
+        )
+        return sess, onnx.load(opt, load_external_data=False)
+
+
+class Job(Protocol):
+    """What a pass does with every job: run it, ``reps`` timed runs after an untimed one."""
+
+    def run_pass(self, reps: int, flush: Flush) -> None: ...
+
+
+def _timed(sess: Any, feeds: Mapping[str, np.ndarray]) -> float:
+    """Wall-clock seconds of one session.run."""
+    t0 = time.perf_counter()
+    sess.run(None, feeds)
+    return time.perf_counter() - t0
+
+
+class Profiled:
+    """A benchmark timed by onnxruntime's profiler: every node's kernel time in each timed run.
+
+    The session lives for the whole calibration; each pass runs it once untimed (to re-warm code and data after the
+    other benchmarks) and ``reps`` times timed, a cold benchmark reading the flush buffer before each timed run.
+    """
+
+    def __init__(
+        self, runner: Runner, label: str, built: Built, harvest: frozenset[str] | None = None, cold: bool | None = None
+    ) -> None:
+        model, self.feeds = built
+        self.label, self.harvest = label, harvest
+        self.cold = _weight_bytes(model) >= COLD_MIN_WEIGHTS if cold is None else cold
+        self.sess, self.opt = runner.session(model, profile=True)
+        self.timed: list[bool] = []  # per run, in order: whether it was a timed one
+        self._times: dict[str, list[float]] | None = None
+
+    def run_pass(self, reps: int, flush: Flush) -> None:
+        """One untimed run, then ``reps`` timed ones."""
+        self.sess.run(None, self.feeds)
+        self.timed.append(False)
+        for _ in range(reps):
+            if self.cold:
+                flush()
+                for value in self.feeds.values():  # the activations come back: a model hands them over hot
+                    float(value.sum())
+            self.sess.run(None, self.feeds)
+            self.timed.append(True)
+
+    def kernel_times(self) -> dict[str, list[float]]:
+        """Per node, its kernel times (seconds) in the timed runs; the first call ends the profiling."""
+        if self._times is None:
+            self._times = self._read_profile()
+        return self._times
+
+    def _read_profile(self) -> dict[str, list[float]]:
+        path = self.sess.end_profiling()
+        try:
+            events = json.loads(Path(path).read_text(encoding="utf-8"))
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        per: dict[str, list[float]] = {}
+        for e in events:
+            if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time"):
+                per.setdefault(e["name"][: -len("_kernel_time")], []).append(float(e["dur"]) * 1e-6)
+        return {name: [t for t, timed in zip(ts, self.timed) if timed] for name, ts in per.items()}
+
+    def samples(self, profiler_overhead: float, spreads: list[float]) -> list[Sample]:
+        """The nodes of the harvested classes, their kernel time net of the profiler's own cost per node; each
+        one's spread goes to ``spreads``."""
+        by_name = views(self.opt)
+        found = []
+        for name, ts in self.kernel_times().items():
+            if name not in by_name or not ts:
+                continue
+            view, cost = by_name[name]
+            cls = engine.op_class(view)
+            if self.harvest is not None and cls not in self.harvest:
+                continue
+            if self.cold and cls in REORDER_CLASSES:
+                continue  # the flush pushed out the activation it reads, which a model would hand it hot
+            fast = fast_estimate(ts)
+            if fast < MIN_PROFILED_S or fast - profiler_overhead <= 0:
+                continue
+            spreads.append(spread(ts))
+            found.append(Sample(view, cost, fast - profiler_overhead, self.label))
+        return found
+
+
+def conv_sample(job: Profiled, profiler_overhead: float) -> Sample | None:
+    """The convolution kernel of a profiled benchmark, its time net of the profiler's cost per node."""
+    by_name = views(job.opt)
+    for name, ts in job.kernel_times().items():
+        if name in by_name and ts and engine.op_class(by_name[name][0]) in CONV_CLASSES:
+            view, cost = by_name[name]
+            return Sample(view, cost, max(fast_estimate(ts) - profiler_overhead, 1e-9), job.label)
+    return None
+
+
+class EpiloguePair:
+    """A convolution profiled with Relu (applied inside the kernel) and with Clip (applied in a pass over the
+    output afterwards), one after the other in each pass: the difference of their kernel times is the time of
+    the Clip's pass. Measured by difference because it is a part of a kernel the profiler cannot time apart.
+    A depthwise Relu twin is also a sample of the depthwise class, which then need not time the same graph again."""
+
+    def __init__(self, runner: Runner, label: str, build: Callable[[str], Built]) -> None:
+        self.label = label
+        self.relu = Profiled(runner, f"{label} + Relu", build("Relu"), frozenset({"depthwise"}), cold=False)
+        self.clip = Profiled(runner, f"{label} + Clip", build("Clip"), CONV_CLASSES, cold=False)
+
+    def run_pass(self, reps: int, flush: Flush) -> None:
+        """A pass of each twin, Relu first."""
+        self.relu.run_pass(reps, flush)
+        self.clip.run_pass(reps, flush)
+
+    def samples(self, profiler_overhead: float, spreads: list[float]) -> list[Sample]:
+        """A depthwise Relu twin's kernel, and the Clip's pass as an epilogue sample of the Clip convolution; no
+        epilogue sample when onnxruntime does not fuse the activations as expected or the difference is lost in
+        the noise."""
+        found = self.relu.samples(profiler_overhead, spreads)
+        relu, clip = conv_sample(self.relu, profiler_overhead), conv_sample(self.clip, profiler_overhead)
+        if relu is None or clip is None or engine.epilogue_activation(clip.view) != "Clip":
+            return found
+        if engine.epilogue_activation(relu.view) is not None or clip.time_s <= relu.time_s:
+            return found
+        spreads += [spread(ts) for ts in self.clip.kernel_times().values() if ts]
+        return found + [Sample(clip.view, clip.cost, clip.time_s - relu.time_s, self.label, part="epilogue")]
+
+
+class Reference:
+    """The reference block as a calibration job: ``reps`` batches a pass, timed as validation times it."""
+
+    def __init__(self, threads: int, provider: str) -> None:
+        self.sampler = ReferenceSampler(threads, provider)
+
+    def run_pass(self, reps: int, flush: Flush) -> None:
+        """``reps`` more samples of the block (it has no weights to read cold)."""
+        self.sampler.sample(reps)
+
+
+class Chain:
+    """A benchmark timed by the wall clock: two chains of the same node, ``lo`` and ``hi`` long, run alternately;
+    the difference of their run times over ``hi - lo`` is one node's time, its dispatch included.
+
+    Without ``lengths``, the longer chain is sized from a first timing of a two-node chain to run about
+    ``target_s`` (4 to 200 nodes more than the shorter one)."""
+
+    def __init__(
+        self,
+        runner: Runner,
+        label: str,
+        build: Callable[[int], Built],
+        lengths: tuple[int, int] | None = None,
+        target_s: float = 0.004,
+    ) -> None:
+        self.label = label
+        if lengths is None:
+            model, feeds = build(2)
+            sess, _ = runner.session(model)
+            sess.run(None, feeds)
+            per_node = max(min(_timed(sess, feeds) for _ in range(3)) / 2, 1e-7)
+            lengths = (2, 2 + int(min(max(target_s / per_node, 4), 200)))
+        self.lo, self.hi = lengths
+        self.model_lo, self.feeds_lo = build(self.lo)
+        model_hi, self.feeds_hi = build(self.hi)
+        self.sess_lo, self.opt = runner.session(self.model_lo)
+        self.sess_hi, _ = runner.session(model_hi)
+        self.t_lo: list[float] = []
+        self.t_hi: list[float] = []
+
+    def run_pass(self, reps: int, flush: Flush) -> None:
+        """One untimed run of each chain, then ``reps`` timed runs of each, alternately."""
+        self.sess_lo.run(None, self.feeds_lo)
+        self.sess_hi.run(None, self.feeds_hi)
+        for _ in range(reps):
+            self.t_lo.append(_timed(self.sess_lo, self.feeds_lo))
+            self.t_hi.append(_timed(self.sess_hi, self.feeds_hi))
+
+    def per_node(self, spreads: list[float] | None = None) -> float:
+        """Seconds per chain node, dispatch included; both chains' spreads go to ``spreads``."""
+        if spreads is not None:
+            spreads += [spread(self.t_lo), spread(self.t_hi)]
+        return max((fast_estimate(self.t_hi) - fast_estimate(self.t_lo)) / (self.hi - self.lo), 0.0)
+
+    def samples(self, node_overhead: float, spreads: list[float]) -> list[Sample]:
+        """The chain's middle node (reorders aside), its time net of the executor's cost per node."""
+        chain_nodes = [vc for vc in views(self.opt).values() if engine.op_class(vc[0]) not in REORDER_CLASSES]
+        if not chain_nodes:
+            return []
+        view, cost = chain_nodes[len(chain_nodes) // 2]
+        return [Sample(view, cost, max(self.per_node(spreads) - node_overhead, 1e-9), self.label)]
+
+
+ClassJob = Profiled | Chain | EpiloguePair
+
+
+def profiled(bench: Bench, runner: Runner, rand: Rand) -> Profiled:
+    """The profiled job of a "profile" benchmark, its graph built from ``rand``."""
+    return Profiled(runner, bench.label, bench.build(rand), bench.harvest, bench.cold)
+
+
+def class_job(bench: Bench, runner: Runner, rand: Rand, chain_target_s: float) -> ClassJob:
+    """The job that times ``bench``, its graphs built from ``rand`` (a UserError when onnxruntime cannot load
+    them)."""
+    if bench.kind == "chain":
+        return Chain(runner, bench.label, lambda n: bench.build(rand, n), target_s=chain_target_s)
+    if bench.kind == "epilogue":
+        return EpiloguePair(runner, bench.label, lambda activation: bench.build(rand, activation=activation))
+    if bench.kind == "profile":
+        return profiled(bench, runner, rand)
+    raise ValueError(f"unknown benchmark kind {bench.kind!r} ({bench.label})")

@@ -1,0 +1,529 @@
+"""The calibration run, phase by phase: set up every benchmark's sessions, time them in passes within the budget,
+read what the passes measured, and assemble the device; and ``host_device``, the cached profile of this host."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from onnxroof.devices import CacheLevel, Calibration, Device, FrozenMap, Peak, Sourced, load_device, save_device
+from onnxroof.errors import UserError
+from onnxroof.ort.calibrate import graphs
+from onnxroof.ort.calibrate.ceilings import (
+    calibration_warnings,
+    class_ceilings,
+    dram_overlap,
+    effective_size,
+    human_bytes,
+    matrix_rate,
+    network_factor,
+)
+from onnxroof.ort.calibrate.classes import COMPUTE_CLASSES
+from onnxroof.ort.calibrate.graphs import Rand
+from onnxroof.ort.calibrate.host import (
+    ReportedCache,
+    cache_levels,
+    cache_path,
+    cpu_model,
+    cpu_times,
+    host_key,
+    ort_version,
+)
+from onnxroof.ort.calibrate.jobs import (
+    Chain,
+    ClassJob,
+    Flush,
+    Job,
+    Profiled,
+    Reference,
+    Runner,
+    Sample,
+    class_job,
+    conv_sample,
+    profiled,
+)
+from onnxroof.ort.calibrate.suite import FULL, QUICK, SUITE, Suite
+from onnxroof.ort.measure import fast_estimate
+from onnxroof.predict import engine
+
+__all__ = ["calibrate", "host_device"]
+
+
+def calibrate(
+    threads: int = 1,
+    provider: str = "cpu",
+    budget_s: float = 120.0,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    quick: bool = False,
+) -> Device:
+    """Measure this host's onnxruntime roofline and per-op-class ceilings; return it as a calibrated Device.
+
+    ``threads`` is onnxruntime's intra-op thread count, ``provider`` the execution provider (only "cpu" can be
+    calibrated), ``budget_s`` the time the run may take: every benchmark is set up once, then timed in passes
+    spread over the budget (a few runs each per pass), so that a benchmark a busy moment slowed down in one pass is
+    measured again in the next; a kernel's time is the mean of its fastest eighth of runs. ``progress(done,
+    total)`` is called as benchmarks are set up and passes run. ``quick`` runs the quick suite (a reduced set of
+    small shapes in two passes, for tests and smoke checks). A large spread between runs (a busy machine) is
+    reported in ``device.calibration.warnings``; nothing is raised for it.
+    """
+    _check_arguments(threads, provider, budget_s)
+    run = _Run(threads, "cpu", budget_s, time.perf_counter(), cpu_times())
+    chosen = QUICK if quick else FULL
+    caches = cache_levels()
+    steps = _Progress(len(chosen.benches) + len(caches) + 9 + chosen.passes, progress)
+    with tempfile.TemporaryDirectory(prefix="onnxroof-calibrate-") as tmp:
+        jobs = _set_up(chosen, caches, Runner(threads, run.provider, tmp), steps)
+        passes = _time_passes(jobs.in_order(), chosen, run, steps)
+        readings = _read(jobs, chosen.matrix_size)
+    return _assemble(readings, jobs, chosen, passes, run)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What one calibration was asked for, and when it started (``time.perf_counter()`` and /proc/stat's
+    ticks)."""
+
+    threads: int
+    provider: str
+    budget_s: float
+    start: float
+    cpu_start: tuple[int, int] | None
+
+
+def _check_arguments(threads: int, provider: str, budget_s: float) -> None:
+    """A UserError for what cannot be calibrated: another provider than the CPU, a thread count or budget below 1."""
+    if provider.lower() not in ("cpu", "cpuexecutionprovider"):
+        raise UserError(
+            f"cannot calibrate the {provider!r} provider",
+            "calibration measures onnxruntime's CPU executor: use provider cpu",
+        )
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise UserError(f"threads must be a positive integer, got {threads!r}", "pass threads=1 or more")
+    if budget_s <= 0:
+        raise UserError(f"the calibration budget must be positive, got {budget_s!r} s", "pass budget_s=120")
+
+
+class _Progress:
+    """Reports (done, total) to the caller as the set-up steps and passes complete, never past the total."""
+
+    def __init__(self, total: int, callback: Callable[[int, int], None] | None) -> None:
+        self.total, self.callback, self.done = total, callback, 0
+
+    def advance(self, n: int = 1) -> None:
+        self.done = min(self.done + n, self.total)
+        if self.callback is not None:
+            self.callback(self.done, self.total)
+
+    def finish(self) -> None:
+        self.advance(self.total)
+
+
+# ---------------------------------------------------------------------------------------------------- set up
+
+
+@dataclass
+class _Jobs:
+    """Every timing job of one calibration."""
+
+    node_chain: Chain  # Neg on 16 floats: the executor's cost per node
+    reshape_chain: Chain  # Neg + Reshape pairs: what a shape-only node adds
+    single: Chain  # a one-node graph: the cost per run
+    profiler_probe: Profiled  # tiny nodes: what the profiler adds per node
+    reference: Reference
+    levels: list[tuple[ReportedCache, Chain, int]]  # per cache level: its Neg chain and the floats it streams
+    probes: dict[str, list[tuple[int, Chain]]]  # per shared level: chains on larger working sets (bytes, chain)
+    dram: Profiled
+    peaks: list[Profiled]
+    batched: Profiled | None
+    int8: Profiled | None
+    fp16: Profiled | None
+    classes: list[ClassJob]
+
+    def in_order(self) -> list[Job]:
+        """The jobs in the order each pass times them."""
+        order: list[Job] = [self.node_chain, self.reshape_chain, self.single, self.profiler_probe, self.reference]
+        for cache, chain, _ in self.levels:
+            order += [chain, *(wide for _, wide in self.probes.get(cache.level, []))]
+        order += [self.dram, *self.peaks]
+        order += [job for job in (self.batched, self.int8, self.fp16) if job is not None]
+        return order + list(self.classes)
+
+
+def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, steps: _Progress) -> _Jobs:
+    """Every benchmark's sessions, created once for the whole calibration. The op-class benchmarks' graphs come
+    from one Rand in suite order (after the peaks'), so that a suite builds the same graphs every time; an op this
+    onnxruntime build lacks leaves its benchmark out."""
+    node_chain, reshape_chain, single, profiler_probe = _overhead_jobs(chosen.overhead_lengths, runner)
+    # The reference block, timed in every pass like the ceilings: its prediction from them gives the network
+    # factor, and validation times it again to read the machine's speed against its speed while calibrating.
+    reference = Reference(runner.threads, runner.provider)
+    steps.advance(5)
+    levels, probes = _level_jobs(chosen, caches, runner, steps)
+    dram = _dram_job(chosen.dram_bytes(caches), runner)
+    rand = Rand(0)
+    peaks = [profiled(bench, runner, rand) for bench in chosen.peaks]
+    batched = profiled(chosen.batched_conv, runner, rand) if chosen.batched_conv is not None else None
+    steps.advance(2)
+    int8, fp16 = _low_precision_jobs(chosen.matrix_size, runner)
+    steps.advance(2)
+    classes: list[ClassJob] = []
+    for bench in chosen.benches:
+        with contextlib.suppress(UserError):  # an op this onnxruntime build lacks leaves its class out
+            classes.append(class_job(bench, runner, rand, chosen.chain_target_s))
+        steps.advance()
+    return _Jobs(
+        node_chain=node_chain,
+        reshape_chain=reshape_chain,
+        single=single,
+        profiler_probe=profiler_probe,
+        reference=reference,
+        levels=levels,
+        probes=probes,
+        dram=dram,
+        peaks=peaks,
+        batched=batched,
+        int8=int8,
+        fp16=fp16,
+        classes=classes,
+    )
+
+
+def _overhead_jobs(lengths: tuple[int, int], runner: Runner) -> tuple[Chain, Chain, Chain, Profiled]:
+    """The executor's and the profiler's own costs, on 16 floats: chains of Neg ``lengths`` long (per node),
+    of Neg + Reshape pairs (a shape-only node), a one-node graph (per run) and 64 Neg profiled (per profiled
+    node); their graphs from one Rand(1)."""
+    tiny = Rand(1)
+
+    def neg(n: int) -> graphs.Built:
+        return graphs.activation_chain(tiny, n, "Neg", (16,))
+
+    node_chain = Chain(runner, "chains of Neg on 16 floats", neg, lengths)
+    reshape_chain = Chain(
+        runner, "chains of Neg + Reshape on 16 floats", lambda n: graphs.neg_reshape_chain(tiny, n), lengths
+    )
+    single = Chain(runner, "a one-node graph", neg, (1, 2))
+    return node_chain, reshape_chain, single, Profiled(runner, "64 Neg on 16 floats", neg(64))
+
+
+def _level_jobs(
+    chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, steps: _Progress
+) -> tuple[list[tuple[ReportedCache, Chain, int]], dict[str, list[tuple[int, Chain]]]]:
+    """Per cache level, a chain of Neg over a working set the level holds (see Suite.level_bytes); per shared
+    level, chains over the suite's multiples of that working set that still fit its reported size."""
+    levels: list[tuple[ReportedCache, Chain, int]] = []
+    probes: dict[str, list[tuple[int, Chain]]] = {}
+    for cache in caches:
+        n_floats = max(chosen.level_bytes(cache, runner.threads) // 8, 16)
+        chain = Chain(
+            runner,
+            f"chain of Neg over {n_floats} floats ({human_bytes(8 * n_floats)} read + written per node)",
+            _neg_over(n_floats),
+            target_s=chosen.chain_target_s,
+        )
+        levels.append((cache, chain, n_floats))
+        for factor in chosen.probe_factors if cache.scope == "shared" else ():
+            wider = factor * n_floats
+            if 8 * wider <= cache.size:  # chains of 1 and 3 nodes: each node streams tens of MiB
+                wide = Chain(runner, f"chain of Neg over {wider} floats", _neg_over(wider), (1, 3))
+                probes.setdefault(cache.level, []).append((8 * wider, wide))
+        steps.advance()
+    return levels, probes
+
+
+def _neg_over(n_floats: int) -> Callable[[int], graphs.Built]:
+    """A builder of Neg chains over ``n_floats`` floats, each from its own Rand(2)."""
+    rand = Rand(2)
+    return lambda n: graphs.activation_chain(rand, n, "Neg", (n_floats,))
+
+
+def _dram_job(nbytes: int, runner: Runner) -> Profiled:
+    """A matrix-vector product streaming an ``nbytes`` operand from DRAM."""
+    model, feeds = graphs.streaming_gemv(nbytes)
+    k, n = feeds["b"].shape
+    return Profiled(runner, f"MatMul (1x{k}) @ ({k}x{n}) streaming a {human_bytes(4 * k * n)} operand", (model, feeds))
+
+
+def _low_precision_jobs(n: int, runner: Runner) -> tuple[Profiled | None, Profiled | None]:
+    """The int8 and fp16 n x n x n matrix products, each None where onnxruntime cannot run it; the fp16 one also
+    where onnxruntime runs it in fp32 between Casts (the provider has no fp16 kernel)."""
+    int8 = fp16 = None
+    with contextlib.suppress(UserError):
+        int8 = Profiled(runner, f"MatMulInteger uint8 ({n}x{n}) @ int8 ({n}x{n})", graphs.int8_matmul(n))
+    with contextlib.suppress(UserError):
+        fp16 = Profiled(runner, f"MatMul fp16 ({n}x{n}) @ ({n}x{n})", graphs.fp16_matmul(n))
+        if any(node.op_type == "Cast" for node in fp16.opt.graph.node):
+            fp16.sess.end_profiling()
+            fp16 = None
+    return int8, fp16
+
+
+# ---------------------------------------------------------------------------------------------------- time
+
+
+def _time_passes(jobs: Sequence[Job], chosen: Suite, run: _Run, steps: _Progress) -> int:
+    """Time every job in passes until the suite's passes are done or the next one would overrun the budget (at
+    least two passes); the number of passes."""
+    flush = Flush(chosen.flush_bytes)
+    passes = 0
+    pass_time = 0.0
+    while passes < chosen.passes:
+        left = run.budget_s - (time.perf_counter() - run.start)
+        if passes >= 2 and left < 1.2 * pass_time + 1.0:
+            break
+        t0 = time.perf_counter()
+        for job in jobs:
+            job.run_pass(chosen.reps, flush)
+        pass_time = time.perf_counter() - t0
+        passes += 1
+        steps.advance()
+    steps.finish()
+    return passes
+
+
+# ---------------------------------------------------------------------------------------------------- read
+
+
+@dataclass
+class _Readings:
+    """What the passes measured."""
+
+    spreads: list[float]  # every benchmark's spread between runs
+    node_overhead: float  # seconds per node the executor adds
+    reshape_cost: float  # seconds a shape-only node adds beyond that
+    run_overhead: float  # seconds per session.run beyond its nodes
+    profiler_overhead: float  # seconds per node the profiler adds to a kernel's time
+    level_bandwidths: dict[str, tuple[float, str]]  # per cache level: bytes/s and what measured it
+    level_sizes: dict[str, tuple[int, str]]  # per shared level probed: the size it serves, and how it was found
+    dram_bandwidth: float
+    fp32_rates: list[tuple[float, str]]  # FLOP/s of the peak benchmarks' kernels, and what they are
+    int8_rate: float | None
+    fp16_rate: float | None
+    samples: list[Sample]  # the op-class samples
+    batched_conv: Sample | None  # the convolution whose data is larger than any cache
+
+
+def _read(jobs: _Jobs, matrix_size: int) -> _Readings:
+    """Every job's times, read once the passes are over: the overheads first, then everything net of them
+    (``matrix_size``: n of the n x n x n int8 and fp16 matrix products)."""
+    spreads: list[float] = []
+    node_overhead = jobs.node_chain.per_node(spreads)
+    reshape_cost = max(jobs.reshape_chain.per_node(spreads) - node_overhead, 0.0)
+    run_overhead = max(fast_estimate(jobs.single.t_lo) - node_overhead, 0.0)
+    probe = [t for ts in jobs.profiler_probe.kernel_times().values() for t in ts]
+    profiler_overhead = fast_estimate(probe) if probe else 0.0
+    level_bandwidths, level_sizes = _read_levels(jobs, node_overhead, spreads)
+    dram_times = jobs.dram.kernel_times().get("gemv", [])
+    if not dram_times:
+        raise UserError("calibration failed: the DRAM bandwidth benchmark produced no timings", "run it again")
+    b = jobs.dram.feeds["b"]  # the streamed (K x N) operand; the (1 x K) vector and the (1 x N) result move too
+    dram_bandwidth = 4.0 * (b.size + b.shape[0] + b.shape[1]) / max(fast_estimate(dram_times) - profiler_overhead, 1e-9)
+    fp32_rates = [
+        (x.cost.flops / x.time_s, f"{x.label} ({x.view.domain or 'ai.onnx'}::{x.view.op_type})")
+        for job in jobs.peaks
+        for x in job.samples(profiler_overhead, spreads)
+    ]
+    int8_rate = matrix_rate(jobs.int8, profiler_overhead, matrix_size)
+    fp16_rate = matrix_rate(jobs.fp16, profiler_overhead, matrix_size)
+    samples = [
+        x
+        for job in jobs.classes + ([jobs.batched] if jobs.batched is not None else [])
+        for x in (
+            job.samples(node_overhead, spreads) if isinstance(job, Chain) else job.samples(profiler_overhead, spreads)
+        )
+    ]
+    batched_conv = conv_sample(jobs.batched, profiler_overhead) if jobs.batched is not None else None
+    return _Readings(
+        spreads=spreads,
+        node_overhead=node_overhead,
+        reshape_cost=reshape_cost,
+        run_overhead=run_overhead,
+        profiler_overhead=profiler_overhead,
+        level_bandwidths=level_bandwidths,
+        level_sizes=level_sizes,
+        dram_bandwidth=dram_bandwidth,
+        fp32_rates=fp32_rates,
+        int8_rate=int8_rate,
+        fp16_rate=fp16_rate,
+        samples=samples,
+        batched_conv=batched_conv,
+    )
+
+
+def _read_levels(
+    jobs: _Jobs, node_overhead: float, spreads: list[float]
+) -> tuple[dict[str, tuple[float, str]], dict[str, tuple[int, str]]]:
+    """Per cache level, the bandwidth of its chain (bytes read and written per node over the node's time net of
+    its dispatch); per probed shared level, the working set it serves at that bandwidth (``effective_size``)."""
+    bandwidths = {
+        cache.level: (8 * n_floats / max(chain.per_node(spreads) - node_overhead, 1e-9), chain.label)
+        for cache, chain, n_floats in jobs.levels
+    }
+    sizes = {
+        cache.level: effective_size(
+            cache.size,
+            8 * n_floats,
+            bandwidths[cache.level][0],
+            [
+                (nbytes, nbytes / max(wide.per_node(spreads) - node_overhead, 1e-9))
+                for nbytes, wide in jobs.probes[cache.level]
+            ],
+        )
+        for cache, _, n_floats in jobs.levels
+        if cache.level in jobs.probes
+    }
+    return bandwidths, sizes
+
+
+# ---------------------------------------------------------------------------------------------------- assemble
+
+
+def _assemble(readings: _Readings, jobs: _Jobs, chosen: Suite, passes: int, run: _Run) -> Device:
+    """The calibrated device: the bare device from the peaks, memory levels and overheads, the class ceilings read
+    against it, the calibration record, then dram_overlap and network_factor read against the ceilings."""
+    how = (
+        f"onnxruntime {ort_version()} {run.provider} provider, {run.threads} thread(s), "
+        f"fastest eighth of {passes} passes"
+    )
+    bare = _bare_device(readings, jobs, chosen, run, how)
+    device = replace(bare, ceilings=FrozenMap(class_ceilings(readings.samples, bare, run.threads)))
+    reference = jobs.reference.sampler.time_s()
+    device = replace(device, calibration=_record(readings, reference, run))
+    if readings.batched_conv is not None:
+        device = replace(device, dram_overlap=dram_overlap(readings.batched_conv, device, how))
+    return replace(device, network_factor=network_factor(device, reference, how)) if reference else device
+
+
+def _bare_device(readings: _Readings, jobs: _Jobs, chosen: Suite, run: _Run, how: str) -> Device:
+    """The calibrated device without its ceilings, dram_overlap, network_factor and calibration record: the
+    ceilings are read against it."""
+    lo, hi = chosen.overhead_lengths
+    cpu = cpu_model()
+    return Device(
+        key=host_key(run.threads, run.provider),
+        name=f"{cpu}, onnxruntime {ort_version()} {run.provider}, {run.threads} thread(s) (calibrated)",
+        kind="cpu",
+        overlap="serial",
+        peak_flops=FrozenMap(_peak_flops(readings, jobs, how)),
+        memory_bandwidth=Sourced(readings.dram_bandwidth, f"calibrated: {jobs.dram.label}; {how}"),
+        memory_capacity=None,
+        launch_overhead=Sourced(
+            readings.node_overhead,
+            (
+                f"calibrated: slope of session.run time over chains of {lo} and {hi} Neg nodes on 16 floats; a "
+                f"Reshape between them adds {readings.reshape_cost * 1e6:.2f} us; {how}"
+            ),
+        ),
+        caches=_memory_levels(readings, jobs.levels),
+        engine="onnxruntime",
+        run_overhead=Sourced(
+            readings.run_overhead, f"calibrated: session.run time of a one-node graph minus one node; {how}"
+        ),
+    )
+
+
+def _peak_flops(readings: _Readings, jobs: _Jobs, how: str) -> dict[str, Peak]:
+    """The fp32 peak, the best rate of the peak benchmarks and the op-class samples of compute classes that ran
+    at least 100 us; the int8 and fp16 peaks where the provider has kernels for them."""
+    candidates = readings.fp32_rates + [
+        (x.cost.flops / x.time_s, x.label)
+        for x in readings.samples
+        if engine.op_class(x.view) in COMPUTE_CLASSES and x.time_s >= 1e-4 and x.cost.flops > 0
+    ]
+    if not candidates:
+        raise UserError("calibration failed: no compute benchmark produced a timing", "run the calibration again")
+    value, what = max(candidates)
+    peaks = {"fp32": Peak(value, True, f"calibrated: best fp32 rate of large kernels, {what}; {how}")}
+    if readings.fp16_rate is not None and jobs.fp16 is not None:
+        peaks["fp16"] = Peak(readings.fp16_rate, True, f"calibrated: {jobs.fp16.label}; {how}")
+    if readings.int8_rate is not None and jobs.int8 is not None:
+        peaks["int8"] = Peak(
+            readings.int8_rate,
+            True,
+            f"calibrated: {jobs.int8.label} (OP/s, a multiply-accumulate counts 2); {how}",
+        )
+    return peaks
+
+
+def _memory_levels(readings: _Readings, levels: Sequence[tuple[ReportedCache, Chain, int]]) -> tuple[CacheLevel, ...]:
+    """The cache levels with their measured bandwidths and the sizes they serve. A smaller level is never slower
+    than a larger one (or DRAM): a tiny level's chain is mostly dispatch, and its measured bandwidth is raised to
+    the next level's when it comes out lower."""
+    floor = readings.dram_bandwidth
+    bandwidths: dict[str, float] = {}
+    for cache, _, _ in reversed(levels):
+        floor = bandwidths[cache.level] = max(readings.level_bandwidths[cache.level][0], floor)
+    out = []
+    for c, _, _ in levels:
+        measured, what = readings.level_bandwidths[c.level]
+        size, size_note = readings.level_sizes.get(c.level, (c.size, ""))
+        out.append(
+            CacheLevel(
+                c.level,
+                size,
+                bandwidths[c.level],
+                f"calibrated: bandwidth of a {what}"
+                + ("" if bandwidths[c.level] == measured else ", raised to the next level's")
+                + (f"; {size_note}; reported size from {c.source}" if size_note else f"; size from {c.source}"),
+                c.scope,
+            )
+        )
+    return tuple(out)
+
+
+def _record(readings: _Readings, reference: float | None, run: _Run) -> Calibration:
+    """How the device was measured: provider, threads, onnxruntime, CPU, when, how long, warnings, the
+    profiler's cost per node, the reference block's time and the suite."""
+    duration = time.perf_counter() - run.start
+    cpu_start, cpu_end = run.cpu_start, cpu_times()
+    steal = None
+    if cpu_start is not None and cpu_end is not None and cpu_end[0] > cpu_start[0]:
+        steal = (cpu_end[1] - cpu_start[1]) / (cpu_end[0] - cpu_start[0])
+    return Calibration(
+        provider=run.provider,
+        threads=run.threads,
+        onnxruntime=ort_version(),
+        cpu=cpu_model(),
+        date=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+        duration_s=round(duration, 1),
+        warnings=tuple(calibration_warnings(readings.spreads, duration, run.budget_s, steal)),
+        profiler_overhead=float(f"{readings.profiler_overhead:.4g}"),
+        reference_time_s=float(f"{reference:.4g}") if reference else None,
+        suite=SUITE,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------- the cache
+
+
+def host_device(
+    threads: int = 1,
+    provider: str = "cpu",
+    recalibrate: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+    budget_s: float = 120.0,
+) -> Device:
+    """This machine's calibrated profile: read from the cache (see :func:`cache_path`), or calibrated and cached
+    first when there is none, when it cannot be read, when an older benchmark suite measured it (``SUITE``), or
+    when ``recalibrate`` is set. The file is written atomically, so concurrent runs never see half a profile."""
+    path = cache_path(threads, provider)
+    if path.exists() and not recalibrate:
+        try:
+            device = load_device(path)
+        except UserError:
+            device = None
+        if (
+            device is not None
+            and device.engine == "onnxruntime"
+            and device.calibration is not None
+            and device.calibration.suite >= SUITE
+        ):
+            return device
+    device = calibrate(threads=threads, provider=provider, budget_s=budget_s, progress=progress)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_device(device, path)
+    return load_device(path)

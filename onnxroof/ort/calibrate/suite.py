@@ -1,0 +1,540 @@
+"""The benchmark suite as data: every benchmark a calibration times (kind, label, graph builder and its
+arguments, the op classes whose nodes it keeps, whether its weights are read cold), and how much and how long
+each is timed, in a full and a quick form.
+
+The op-class benchmarks use shapes typical of CNNs and transformers at batch 1. The quick suite is a reduced set
+of small shapes timed in two passes, for tests and smoke checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from onnxroof.ort.calibrate import graphs
+from onnxroof.ort.calibrate.classes import CONV_CLASSES, REORDER_CLASSES
+from onnxroof.ort.calibrate.graphs import Built, Rand
+from onnxroof.ort.calibrate.host import ReportedCache, memory_available
+
+__all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
+
+# The benchmark suite's version, recorded in every profile: a cached profile from an older suite lacks what this
+# one measures, and --device host calibrates again. What each version added:
+#   2: the epilogue ceiling of a fused Clip.
+#   3: a grouped convolution in NCHWc layout is a sample of a dense class, no longer of conv_grouped.
+#   4: the reference kernel is a small convolutional block (its time, reference_time_s), no longer a MatMul (its
+#      rate), and the block gives the network_factor.
+#   5: stems with 5x5 and wider kernels (conv_stem) are a class of their own, no longer conv samples.
+SUITE = 5
+
+MiB = 2**20
+
+
+@dataclass(frozen=True)
+class Bench:
+    """One micro-benchmark: how it is timed (``kind``), what it measures (``label``), its graph (``graph`` called
+    with a Rand, then ``args``) and which of its nodes give samples.
+
+    ``kind`` is "profile" (onnxruntime's profiler times each node), "chain" (the wall clock times chains of the
+    node at two lengths; ``graph`` takes the length after the Rand) or "epilogue" (a convolution profiled with
+    Relu and with Clip; ``graph`` takes the activation as a keyword). ``harvest`` names the op classes whose
+    nodes are kept (None: every node measured); ``cold`` reads the weights cold (None: when they are large).
+    ``tail`` puts a Neg after the outputs, so that the measured node writes an intermediate tensor.
+    """
+
+    kind: str
+    label: str
+    graph: Callable[..., Built]
+    args: tuple[Any, ...] = ()
+    harvest: frozenset[str] | None = None
+    cold: bool | None = None
+    tail: bool = True
+
+    def build(self, rand: Rand, *lead: Any, **options: Any) -> Built:
+        """The graph and its feeds: ``graph(rand, *lead, *args, **options)``, tailed when ``tail``."""
+        built = self.graph(rand, *lead, *self.args, **options)
+        return graphs.tailed(built) if self.tail else built
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A benchmark suite and how it is timed.
+
+    ``benches`` are the op-class benchmarks, ``peaks`` the fp32 peak benchmarks and ``batched_conv`` the
+    convolution whose data is larger than any cache (dram_overlap, reorders at DRAM sizes). ``measures`` are the
+    classes whose ceilings the suite sets on any host (a kernel shorter than the profiler resolves gives none).
+    Every benchmark is timed ``reps`` runs a pass, in at most ``passes`` passes. A chain is sized so that its
+    longer chain runs ``chain_target_s``; the per-node overhead is timed on chains ``overhead_lengths`` long. A
+    cold benchmark reads ``flush_bytes`` before each timed run. ``matrix_size`` is n of the n x n x n int8 and
+    fp16 matrix products. A cache level's working set is at most ``level_cap`` bytes; a shared level is timed
+    again at ``probe_factors`` times its working set. The DRAM benchmark streams twice the last cache level,
+    within ``dram_bounds`` and at most ``dram_memory_share`` of the available memory (None: no such bound).
+    """
+
+    benches: tuple[Bench, ...]
+    peaks: tuple[Bench, ...]
+    batched_conv: Bench | None
+    measures: frozenset[str]
+    passes: int
+    reps: int
+    chain_target_s: float
+    overhead_lengths: tuple[int, int]
+    flush_bytes: int
+    matrix_size: int
+    level_cap: int | None
+    probe_factors: tuple[int, ...]
+    dram_bounds: tuple[int, int]
+    dram_memory_share: float | None
+
+    def level_bytes(self, cache: ReportedCache, threads: int) -> int:
+        """Working set of the bandwidth benchmark for a cache level: half of L1/L2 (over the threads' cores when
+        per-core), a quarter of the last level up to 32 MiB."""
+        capacity = cache.size * (threads if cache.scope == "per-core" else 1)
+        target = capacity // 2 if cache.level in ("L1d", "L2") else min(capacity // 4, 32 * MiB)
+        return int(min(target, self.level_cap) if self.level_cap is not None else target)
+
+    def dram_bytes(self, caches: Sequence[ReportedCache]) -> int:
+        """Size of the DRAM benchmark's streamed operand (see the class)."""
+        last = caches[-1].size if caches else 8 * MiB
+        lo, hi = self.dram_bounds
+        size = min(max(2 * last, lo), hi)
+        if self.dram_memory_share is None:
+            return int(size)
+        available = memory_available()
+        return int(min(size, int(available * self.dram_memory_share)) if available else size)
+
+
+# ---------------------------------------------------------------------------------------------------- rows
+
+
+def _profile(
+    label: str, graph: Callable[..., Built], args: tuple[Any, ...], harvest: Iterable[str], cold: bool | None = None
+) -> Bench:
+    """A profiled row, tailed."""
+    return Bench("profile", label, graph, args, frozenset(harvest), cold)
+
+
+def _chain(label: str, graph: Callable[..., Built], *args: Any) -> Bench:
+    """A chain row: ``graph(rand, n, *args)``."""
+    return Bench("chain", label, graph, args, tail=False)
+
+
+def _dims(shape: Sequence[int]) -> str:
+    """A shape as labels write it: 1x64x56x56."""
+    return "x".join(map(str, shape))
+
+
+def _convs(*rows: tuple[int, int, int, int, int]) -> list[Bench]:
+    """Dense convolutions (cin, cout, hw, k, stride), NCHWc after optimization."""
+    return [
+        _profile(f"Conv {cin}->{cout} {k}x{k}/{s} @{hw}x{hw}", graphs.conv, (cin, cout, hw, k, s), CONV_CLASSES)
+        for cin, cout, hw, k, s in rows
+    ]
+
+
+def _depthwise(*rows: tuple[int, int, int]) -> list[Bench]:
+    """Depthwise 3x3 convolutions (channels, hw, stride)."""
+    return [
+        _profile(f"depthwise Conv {c} 3x3/{s} @{hw}x{hw}", graphs.conv, (c, c, hw, 3, s, c), CONV_CLASSES)
+        for c, hw, s in rows
+    ]
+
+
+def _epilogues(*rows: tuple[int, int, int, int, int]) -> list[Bench]:
+    """Convolutions (cin, cout, hw, k, group) timed with Relu and with Clip."""
+    return [
+        Bench(
+            "epilogue",
+            f"{'depthwise ' if g > 1 else ''}Conv {cin}->{cout} {k}x{k} @{hw}x{hw}",
+            graphs.conv,
+            (cin, cout, hw, k, 1, g),
+        )
+        for cin, cout, hw, k, g in rows
+    ]
+
+
+def _grouped(*rows: tuple[int, int, int, int]) -> list[Bench]:
+    """Grouped convolutions (channels, hw, k, groups)."""
+    return [
+        _profile(f"grouped Conv {c} g{g} {k}x{k} @{hw}x{hw}", graphs.conv, (c, c, hw, k, 1, g), CONV_CLASSES)
+        for c, hw, k, g in rows
+    ]
+
+
+def _gemms(*rows: tuple[int, int, int]) -> list[Bench]:
+    """Gemm (m, k, n) by a transposed weight."""
+    return [_profile(f"Gemm {m}x{k}x{n}", graphs.gemm, (m, k, n), {"gemm"}) for m, k, n in rows]
+
+
+def _attention(*rows: tuple[int, int, int, int]) -> list[Bench]:
+    """MatMul of two activations (heads, m, k, n)."""
+    return [_profile(f"MatMul {h}x{m}x{k}x{n}", graphs.matmul_act, (h, m, k, n), {"matmul"}) for h, m, k, n in rows]
+
+
+def _pools(*rows: tuple[str, int, int, int, int, int, bool]) -> list[Bench]:
+    """Pooling windows (op, channels, hw, k, stride, pad, NCHWc)."""
+    return [
+        _profile(
+            f"{op} {c} {k}x{k}/{s} @{hw}x{hw}{'' if nchwc else ' (NCHW)'}",
+            graphs.pool,
+            (op, c, hw, k, s, p, nchwc),
+            {"pool", "pool_nchw"},
+        )
+        for op, c, hw, k, s, p, nchwc in rows
+    ]
+
+
+def _global_pools(*rows: tuple[str, int, int, bool]) -> list[Bench]:
+    """Global poolings (op, channels, hw, NCHWc)."""
+    return [
+        _profile(f"{op} {c} @{hw}x{hw}", graphs.global_pool, (op, c, hw, nchwc), {"global_pool"})
+        for op, c, hw, nchwc in rows
+    ]
+
+
+def _batchnorms(*rows: tuple[int, int]) -> list[Bench]:
+    """BatchNormalization after a conv (channels, hw): onnxruntime runs it as a depthwise 1x1 NCHWc conv."""
+    return [
+        _profile(f"BatchNormalization {c} @{hw}x{hw} (NCHWc)", graphs.batchnorm_nchwc, (c, hw), {"batchnorm"})
+        for c, hw in rows
+    ]
+
+
+def _norm_chains(
+    batchnorm: Sequence[tuple[int, int]],
+    layernorm: Sequence[tuple[int, int]],
+    instancenorm: Sequence[tuple[int, int]],
+    lrn: Sequence[tuple[int, int]],
+    softmax: Sequence[tuple[int, ...]],
+) -> list[Bench]:
+    """Chains of the normalizations: plain BatchNormalization, LayerNormalization (tokens, dim), and
+    InstanceNormalization, LRN (channels, hw), Softmax (shape)."""
+    return (
+        [_chain(f"BatchNormalization {c} @{hw}x{hw}", graphs.batchnorm_chain, c, hw) for c, hw in batchnorm]
+        + [_chain(f"LayerNormalization {t}x{d}", graphs.layernorm_chain, t, d) for t, d in layernorm]
+        + [_chain(f"InstanceNormalization {c} @{hw}x{hw}", graphs.instancenorm_chain, c, hw) for c, hw in instancenorm]
+        + [_chain(f"LRN {c} @{hw}x{hw}", graphs.lrn_chain, c, hw) for c, hw in lrn]
+        + [_chain(f"Softmax {_dims(s)}", graphs.softmax_chain, s) for s in softmax]
+    )
+
+
+def _elementwise(*shapes: tuple[int, ...], per_channel: bool) -> list[Bench]:
+    """Chains of Relu and Add per shape, and with ``per_channel`` a per-channel Mul and Add on the 4-d ones."""
+    out = []
+    for s in shapes:
+        out += [
+            _chain(f"Relu {_dims(s)}", graphs.activation_chain, "Relu", s),
+            _chain(f"Add {_dims(s)}", graphs.add_chain, s),
+        ]
+        if len(s) == 4 and per_channel:
+            out += [
+                _chain(f"Mul per-channel {_dims(s)}", graphs.per_channel_chain, "Mul", s),
+                _chain(f"Add per-channel {_dims(s)}", graphs.per_channel_chain, "Add", s),
+            ]
+    return out
+
+
+def _activations(*rows: tuple[str, tuple[int, ...]]) -> list[Bench]:
+    """Chains of transcendental activations (op, shape); Gelu is com.microsoft's."""
+    return [
+        _chain(f"{op} {_dims(s)}", graphs.activation_chain, op, s, "com.microsoft" if op == "Gelu" else "")
+        for op, s in rows
+    ]
+
+
+def _reorders(*rows: tuple[int, int]) -> list[Bench]:
+    """NCHW <-> NCHWc reorders (channels, hw) between 1x1 convs and Negs, their activations hot."""
+    return [
+        _profile(f"Reorder NCHW <-> NCHWc {c} @{hw}x{hw}", graphs.reorder_chain, (c, hw), REORDER_CLASSES, cold=False)
+        for c, hw in rows
+    ]
+
+
+def _concats(*rows: tuple[int, int, int]) -> list[Bench]:
+    """Concat (parts, channels, hw) along channels."""
+    return [_profile(f"Concat {p}x{c} @{hw}x{hw}", graphs.concat, (p, c, hw), {"movement"}) for p, c, hw in rows]
+
+
+def _transposes(*rows: tuple[tuple[int, ...], tuple[int, ...]]) -> list[Bench]:
+    """Transposes (shape, perm)."""
+    return [_profile(f"Transpose {_dims(s)} perm {p}", graphs.transpose, (s, p), {"transpose"}) for s, p in rows]
+
+
+def _resizes(*rows: tuple[int, int, bool]) -> list[Bench]:
+    """Nearest 2x upsampling (channels, hw, after a conv)."""
+    return [_profile(f"Resize x2 {c} @{hw}x{hw}", graphs.resize, (c, hw, nchwc), {"resize"}) for c, hw, nchwc in rows]
+
+
+def _reduces(*rows: tuple[str, tuple[int, ...], tuple[int, ...]]) -> list[Bench]:
+    """Reductions (op, shape, axes)."""
+    return [_profile(f"{op} {_dims(s)} axes {a}", graphs.reduce, (op, s, a), {"reduce"}) for op, s, a in rows]
+
+
+# ---------------------------------------------------------------------------------------------------- the suites
+
+_FULL_BENCHES: tuple[Bench, ...] = (
+    # convolutions: ResNet, VGG, U-Net, AlexNet, Inception, MobileNet stems
+    *_convs(
+        (64, 64, 56, 3, 1),
+        (128, 128, 28, 3, 1),
+        (256, 256, 14, 3, 1),
+        (96, 128, 28, 3, 1),
+        (64, 96, 14, 3, 1),
+        (512, 512, 14, 3, 1),
+        (128, 128, 56, 3, 2),
+        (32, 64, 27, 5, 1),
+        (16, 64, 55, 3, 1),
+        (64, 256, 56, 1, 1),
+        (256, 64, 56, 1, 1),
+        (128, 512, 28, 1, 1),
+        (512, 128, 28, 1, 1),
+        (1024, 256, 14, 1, 1),
+        (256, 1024, 14, 1, 1),
+        (192, 32, 28, 1, 1),
+        (256, 512, 28, 1, 2),
+        (96, 32, 56, 1, 1),
+        (512, 512, 7, 3, 1),
+        (160, 224, 7, 3, 1),
+        (256, 512, 8, 3, 1),
+        (1024, 256, 7, 1, 1),
+        (2048, 512, 7, 1, 1),
+        (3, 64, 224, 7, 2),
+        (3, 32, 224, 3, 2),
+        (32, 16, 112, 1, 1),
+        (16, 96, 112, 1, 1),
+        (64, 16, 56, 1, 1),
+        (128, 128, 112, 3, 1),
+        (256, 256, 56, 3, 1),
+        (192, 64, 64, 3, 1),
+        (384, 128, 32, 3, 1),
+        (32, 32, 128, 3, 1),
+        (256, 512, 13, 3, 1),
+        (64, 192, 27, 5, 1),
+        (96, 256, 55, 5, 2),
+        (3, 64, 224, 3, 1),
+        (3, 64, 224, 11, 4),
+        (3, 96, 224, 7, 2),
+        (32, 4, 128, 1, 1),
+        (16, 32, 28, 5, 1),
+        (32, 96, 28, 5, 1),
+    ),
+    # depthwise: the strided ones; the stride-1 ones are the Relu twins of the epilogue pairs below
+    *_depthwise((96, 112, 2), (144, 56, 2), (576, 14, 2)),
+    # MobileNet's ReLU6 (Clip) is applied in a pass over the output after the kernel: its depthwise convolutions
+    # and 1x1 expansions, outputs from 188 kB to 4.8 MB (the depthwise Relu twins are depthwise samples too)
+    *_epilogues(
+        (144, 144, 56, 3, 144),
+        (32, 32, 112, 3, 32),
+        (192, 192, 28, 3, 192),
+        (384, 384, 14, 3, 384),
+        (960, 960, 7, 3, 960),
+        (16, 96, 112, 1, 1),
+        (24, 144, 56, 1, 1),
+        (32, 192, 28, 1, 1),
+        (64, 384, 14, 1, 1),
+        (160, 960, 7, 1, 1),
+    ),
+    # grouped: ShuffleNet's 1x1 and ResNeXt's 3x3 in plain layout; AlexNet's two-group 3x3, whose groups fill
+    # whole NCHWc blocks, is a conv_mid sample
+    *_grouped((136, 28, 1, 4), (272, 14, 1, 4), (544, 7, 1, 4), (384, 13, 3, 2), (128, 56, 3, 32)),
+    # matrix products: transformer projections and MLPs, attention, and matrix-vector classifiers at batch 1
+    *_gemms(
+        (197, 768, 768),
+        (197, 768, 3072),
+        (197, 3072, 768),
+        (197, 768, 2304),
+        (50, 512, 512),
+        (128, 1024, 1024),
+        (16, 256, 256),
+        (1, 9216, 4096),
+        (1, 4096, 4096),
+        (1, 2048, 1000),
+        (1, 1024, 1000),
+        (1, 512, 1000),
+    ),
+    _profile("MatMul 1x197x768 by weight 768x768", graphs.matmul_weight, (1, 197, 768, 768), {"gemm"}),
+    *_attention((12, 197, 64, 197), (12, 197, 197, 64), (8, 128, 64, 128), (4, 64, 32, 64)),
+    # pooling, in NCHWc after a convolution and in plain layout
+    *_pools(
+        ("MaxPool", 64, 112, 3, 2, 1, True),
+        ("MaxPool", 96, 109, 3, 2, 0, True),
+        ("MaxPool", 192, 56, 3, 2, 1, True),
+        ("MaxPool", 256, 27, 3, 2, 0, True),
+        ("MaxPool", 480, 28, 3, 2, 1, True),
+        ("AveragePool", 192, 28, 3, 1, 1, True),
+        ("AveragePool", 576, 14, 3, 1, 1, True),
+        ("AveragePool", 128, 56, 2, 2, 0, True),
+        ("MaxPool", 256, 13, 3, 2, 0, True),
+        ("MaxPool", 512, 14, 2, 2, 0, True),
+        ("MaxPool", 128, 32, 2, 2, 0, True),
+        ("MaxPool", 24, 112, 3, 2, 1, False),
+        ("AveragePool", 60, 28, 3, 2, 1, False),
+        ("AveragePool", 64, 56, 3, 1, 1, False),
+        ("MaxPool", 64, 112, 3, 2, 1, False),
+    ),
+    *_global_pools(
+        ("GlobalAveragePool", 2048, 7, True),
+        ("GlobalAveragePool", 1024, 7, True),
+        ("GlobalAveragePool", 512, 7, True),
+        ("GlobalAveragePool", 1000, 13, False),
+        ("GlobalAveragePool", 64, 56, True),
+        ("GlobalMaxPool", 1280, 7, True),
+    ),
+    # normalization
+    *_batchnorms((64, 56), (128, 28), (256, 14), (512, 7), (256, 56), (640, 14)),
+    *_norm_chains(
+        batchnorm=[(64, 56), (96, 28)],
+        layernorm=[(197, 768), (50, 512), (128, 1024), (16, 256)],
+        instancenorm=[(64, 56), (32, 128), (256, 14)],
+        lrn=[(96, 55), (64, 56), (192, 27), (256, 13)],
+        softmax=[(1, 1000), (1, 12, 197, 197), (1, 8, 128, 128), (1, 4, 64, 64)],
+    ),
+    # elementwise and activations, over sizes spanning the cache levels
+    *_elementwise(
+        (1, 64, 16, 16),
+        (1, 64, 56, 56),
+        (1, 256, 56, 56),
+        (1, 197, 768),
+        (1, 128, 28, 28),
+        (1, 32, 112, 112),
+        per_channel=True,
+    ),
+    _chain("Clip 1x144x56x56", graphs.clip_chain, (1, 144, 56, 56)),
+    *_activations(
+        ("Sigmoid", (1, 64, 56, 56)),
+        ("Tanh", (1, 197, 768)),
+        ("Gelu", (1, 197, 3072)),
+        ("Gelu", (1, 50, 512)),
+        ("Sigmoid", (1, 256, 14, 14)),
+        ("Erf", (1, 197, 768)),
+    ),
+    # data movement
+    *_reorders((64, 28), (64, 56), (32, 112), (96, 28), (256, 14), (512, 7), (768, 14), (1024, 7)),
+    *_concats((2, 64, 28), (4, 64, 56), (2, 256, 14), (3, 128, 28), (2, 32, 128), (4, 128, 7)),
+    _profile("Split 3x768 of 197x2304", graphs.split, ((1, 197, 2304), 3, -1), {"movement"}),
+    _profile("Split 2x116 @28x28", graphs.split, ((1, 232, 28, 28), 2, 1), {"movement"}),
+    _profile("Slice half of 1x256x56x56", graphs.slice_head, ((1, 256, 56, 56), 1, 128), {"movement"}),
+    *_transposes(
+        ((1, 197, 12, 64), (0, 2, 1, 3)),
+        ((1, 197, 12, 64), (0, 2, 3, 1)),
+        ((1, 12, 197, 64), (0, 2, 1, 3)),
+        ((1, 4, 34, 28, 28), (0, 2, 1, 3, 4)),
+        ((1, 64, 56, 56), (0, 2, 3, 1)),
+        ((1, 768, 196), (0, 2, 1)),
+        ((1, 2, 116, 14, 14), (0, 2, 1, 3, 4)),
+        ((1, 8, 128, 64), (0, 2, 1, 3)),
+    ),
+    *_resizes((64, 32, True), (128, 16, True), (32, 64, True), (256, 8, True)),
+    *_reduces(
+        ("ReduceMean", (1, 197, 768), (2,)),
+        ("ReduceSum", (1, 256, 56, 56), (2, 3)),
+        ("ReduceMax", (1, 1000), (1,)),
+        ("ReduceMean", (1, 512, 14, 14), (2, 3)),
+    ),
+)
+
+_QUICK_BENCHES: tuple[Bench, ...] = (
+    *_convs((32, 32, 28, 3, 1), (64, 64, 28, 1, 1), (64, 64, 14, 3, 1), (64, 64, 7, 3, 1)),
+    *_depthwise((64, 28, 1)),
+    *_epilogues((32, 192, 28, 1, 1)),  # large enough that the Clip's pass stands out of the profiler's 1 us
+    *_grouped((136, 28, 1, 4)),
+    *_gemms((64, 128, 128), (1, 1024, 1000)),
+    *_attention((4, 64, 32, 64)),
+    *_pools(("MaxPool", 64, 56, 3, 2, 1, True), ("AveragePool", 64, 28, 3, 1, 1, False)),
+    *_global_pools(("GlobalAveragePool", 512, 14, True)),
+    *_batchnorms((64, 56)),
+    *_norm_chains(
+        batchnorm=[(16, 14)], layernorm=[(16, 64)], instancenorm=[(8, 14)], lrn=[(16, 14)], softmax=[(1, 2, 32, 32)]
+    ),
+    *_elementwise((1, 16, 14, 14), (1, 64, 28, 28), per_channel=False),
+    *_activations(("Sigmoid", (1, 16, 14, 14))),
+    *_reorders((32, 28)),
+    *_concats((2, 64, 56)),  # tens of microseconds, well above the profiler's resolution
+    *_transposes(((1, 64, 28, 28), (0, 2, 3, 1))),
+    *_resizes((32, 28, True)),
+    *_reduces(("ReduceMean", (1, 256, 28, 28), (2, 3))),
+)
+
+
+def _peaks(n: int, conv: bool) -> tuple[Bench, ...]:
+    """The fp32 peak benchmarks: an n^3 Gemm, and with ``conv`` a large 3x3 convolution (untailed)."""
+    gemm = Bench("profile", f"Gemm {n}x{n}x{n}", graphs.gemm, (n, n, n), frozenset({"gemm"}), tail=False)
+    if not conv:
+        return (gemm,)
+    return gemm, Bench(
+        "profile", "Conv 128->128 3x3 @56x56", graphs.conv, (128, 128, 56, 3), frozenset({"conv"}), tail=False
+    )
+
+
+# A ResNet downsampling convolution (3x3, stride 2) at batch 32: its data (61 MiB) is larger than any cache, which
+# the class benchmarks' is not. Its conv kernel gives dram_overlap; its NCHWc reorders join the reorder classes
+# at DRAM sizes. A strided convolution reads four times the input per FLOP that a stride-1 one does and hides
+# less of its DRAM traffic behind its computation: the figure errs toward traffic exposed.
+_BATCHED_CONV = Bench(
+    "profile",
+    "Conv 128->128 3x3/2 @56x56, batch 32",
+    graphs.conv,
+    (128, 128, 56, 3, 2, 1, 32),
+    REORDER_CLASSES,
+    tail=False,
+)
+
+_MEASURED = frozenset(CONV_CLASSES) | {
+    "gemm",
+    "matmul",
+    "pool",
+    "pool_nchw",
+    "global_pool",
+    "batchnorm",
+    "layernorm",
+    "instancenorm",
+    "lrn",
+    "softmax",
+    "elementwise",
+    "broadcast",
+    "activation",
+    "movement",
+    "transpose",
+    "reorder",
+    "reorder_short",
+    "resize",
+    "reduce",
+    "epilogue",
+}
+
+FULL = Suite(
+    benches=_FULL_BENCHES,
+    peaks=_peaks(1024, conv=True),
+    batched_conv=_BATCHED_CONV,
+    measures=_MEASURED,
+    passes=16,
+    reps=3,
+    chain_target_s=0.004,
+    overhead_lengths=(8, 208),
+    flush_bytes=64 * MiB,
+    matrix_size=1024,
+    level_cap=None,
+    probe_factors=(2, 4),
+    dram_bounds=(256 * MiB, 1024 * MiB),
+    dram_memory_share=0.25,
+)
+
+QUICK = Suite(
+    benches=_QUICK_BENCHES,
+    peaks=_peaks(256, conv=False),
+    batched_conv=None,
+    # no wide or stem convolution, per-channel chain or DRAM-sized reorder is in it; onnxruntime runs its plain
+    # layout pool in NCHWc, and its reorders run shorter than the profiler resolves
+    measures=_MEASURED - {"conv_wide", "conv_stem", "pool_nchw", "broadcast", "reorder", "reorder_short"},
+    passes=2,
+    reps=2,
+    chain_target_s=0.0015,
+    overhead_lengths=(8, 48),
+    flush_bytes=8 * MiB,
+    matrix_size=256,
+    level_cap=4 * MiB,
+    probe_factors=(),
+    dram_bounds=(16 * MiB, 64 * MiB),
+    dram_memory_share=None,
+)

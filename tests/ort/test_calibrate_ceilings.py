@@ -1,0 +1,149 @@
+"""From samples to figures: binned ceiling points, class ceilings, cache sizes, dram_overlap, network_factor and
+the calibration's warnings, on hand-made samples and a hand-made host."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from onnxroof.api import analyze
+from onnxroof.costs import Cost
+from onnxroof.ort.calibrate import ceilings
+from onnxroof.ort.calibrate.jobs import Sample
+from onnxroof.ort.reference import reference_model
+from tests.helpers import CONV, T, W, calibrated_host, conv, make_node
+
+
+def test_binning_merges_close_work_sizes():
+    points = [(1e6, 0.5), (1.2e6, 0.7), (1.1e6, 0.6), (1e8, 0.9)]
+    # Within 1.6x of 1e6: one point at the geometric mean (1e6 * 1.1e6 * 1.2e6) ** (1/3) = 1.0969e6, median 0.6.
+    assert ceilings.bin_points(points, least=1) == ((1.097e6, 0.6), (1e8, 0.9))
+
+
+def test_binning_never_lets_fewer_than_three_kernels_set_a_point():
+    # Two kernels at 1e6 and 1.1e6 are short of three: the next one joins them, however far its work is, and the
+    # median of (0.9, 0.95, 0.5) ignores the slow outlier. The next two (1e9, 1.2e9) are short of three at the
+    # end: they join the group before them.
+    points = [(1e6, 0.9), (1.1e6, 0.95), (1e7, 0.5), (1e8, 0.8), (1.1e8, 0.85), (1.2e8, 0.82), (1e9, 0.9), (1.2e9, 0.6)]
+    (w1, e1), (w2, e2) = ceilings.bin_points(points)
+    assert e1 == 0.9 and w1 == pytest.approx((1e6 * 1.1e6 * 1e7) ** (1 / 3), rel=1e-3)
+    # Median of (0.8, 0.85, 0.82, 0.9, 0.6) is 0.82; work the geometric mean of the five.
+    assert e2 == 0.82 and w2 == pytest.approx((1e8 * 1.1e8 * 1.2e8 * 1e9 * 1.2e9) ** (1 / 5), rel=1e-3)
+    # A class with fewer kernels than that gets a single point, their median.
+    assert ceilings.bin_points([(1e6, 0.4), (1e9, 0.8)]) == ((3.162e7, 0.6),)
+
+
+def test_binning_drops_points_that_measured_nothing():
+    assert ceilings.bin_points([(0.0, 0.5), (1e6, 0.0), (1e6, float("inf")), (1e6, float("nan"))]) == ()
+
+
+def test_a_class_ceiling_is_the_roofline_time_over_the_measured_time():
+    bare = calibrated_host()
+    # A 3x3 conv on 56x56 (compute class) and a Gemm by a large weight at batch 1 (matrix-vector: memory-bound).
+    view = conv(64, 64, 56, 3)
+    cost = Cost(flops=2.3e8, bytes_read=9e5, bytes_written=8e5, kernels=1)
+    samples = [Sample(view, cost, 2.3e8 / 100e9 / f, f"conv {f}") for f in (0.5, 0.6, 0.7)]
+    gemv = make_node("Gemm", [T((1, 4096)), W((4096, 4096)), W((4096,))], [T((1, 4096))], transB=1)
+    gemv_cost = Cost(flops=2 * 4096 * 4096, bytes_read=4 * 4096 * 4097 + 4 * 4096, bytes_written=4 * 4096)
+    # 67 MB of weights at the DRAM's 10 GB/s: 6.7 ms; its compute (33.5 MFLOP at 100 GFLOP/s) is 335 us.
+    dram_s = (gemv_cost.bytes - 4 * 4096 * 4097) / 10e9 + 4 * 4096 * 4097 / 10e9
+    samples.append(Sample(gemv, gemv_cost, dram_s / 0.8, "gemv"))
+    out = ceilings.class_ceilings(samples, bare, 1)
+    # Three conv kernels at the same FLOPs: one point, their median efficiency.
+    assert out["conv"].compute == ((2.3e8, 0.6),) and out["conv"].memory == ()
+    assert (
+        "by 3 onnxruntime conv kernel(s)" in out["conv"].source and "conv 0.5; conv 0.6; conv 0.7" in out["conv"].source
+    )
+    # The matrix-vector Gemm is a memory point of the gemm class: 80% of the bandwidth its data moves at.
+    assert out["gemm"].compute == () and out["gemm"].memory == ((float(f"{gemv_cost.bytes:.4g}"), 0.8),)
+    assert "matrix-vector gemm kernel(s)" in out["gemm"].source
+
+
+def test_the_epilogue_ceiling_is_the_level_bandwidth_over_the_clip_s_extra_time():
+    bare = calibrated_host()
+    clip = make_node(
+        "Conv",
+        [T((1, 64, 28, 28)), W((64, 64, 1, 1)), W((64,))],
+        [T((1, 64, 28, 28))],
+        domain="com.microsoft.nchwc",
+        kernel_shape=[1, 1],
+        activation="Clip",
+        activation_params=[0.0, 6.0],
+    )
+    cost = Cost(flops=6.4e6, bytes_read=2.2e5, bytes_written=2e5, kernels=1)
+    # The Clip pass reads and writes the 64x28x28 fp32 output: 2 * 200,704 = 401,408 B, which fits the test
+    # host's L2 (1 MiB at 50 GB/s): 8.028 us at full bandwidth. Measured at 20 us over the Relu twin, the pass
+    # reached 8.028 / 20 = 40.1% of it.
+    extra = Sample(clip, cost, 20e-6, "Conv 64->64 1x1 @28x28", part="epilogue")
+    ceiling = ceilings.class_ceilings([extra], bare, 1)["epilogue"]
+    assert ceiling.compute == ()
+    assert ceiling.memory == ((401400.0, pytest.approx(401408 / 50e9 / 20e-6, rel=1e-3)),)  # 4 figures kept
+    assert "Clip less their time with Relu" in ceiling.source and "Conv 64->64 1x1 @28x28" in ceiling.source
+
+
+def test_a_shared_cache_serves_only_the_working_sets_at_which_its_bandwidth_holds():
+    mib = 2**20
+    nominal = 300 * mib  # what a virtual machine reports: the host's whole last-level cache
+    # Measured at 32 MiB: 20 GB/s. At 64 MiB 16 GB/s is 80% of it (holds, >= 75%); at 128 MiB 10 GB/s is 50%
+    # (falls): the level serves up to 64 MiB, and larger working sets go to DRAM.
+    size, note = ceilings.effective_size(nominal, 32 * mib, 20e9, [(128 * mib, 10e9), (64 * mib, 16e9)])
+    assert size == 64 * mib
+    assert "serves up to 64 MiB" in note and "at 128 MiB" in note and "50%" in note
+    # Falling at the first probe leaves only the working set the level was measured on.
+    assert ceilings.effective_size(nominal, 32 * mib, 20e9, [(64 * mib, 14e9)])[0] == 32 * mib
+    # Every probe holding (a real last-level cache of that size): the reported size stands, with no note.
+    assert ceilings.effective_size(nominal, 32 * mib, 20e9, [(64 * mib, 19e9), (128 * mib, 15e9)]) == (nominal, "")
+    assert ceilings.effective_size(nominal, 32 * mib, 20e9, []) == (nominal, "")
+
+
+def test_warnings_name_a_busy_machine():
+    assert ceilings.calibration_warnings([0.01, 0.02, 0.03], 10.0, 120.0, 0.0) == []
+    busy = ceilings.calibration_warnings([0.5, 0.6, 0.4], 10.0, 120.0, 0.3)
+    assert any("hypervisor took 30%" in w for w in busy)
+    assert any("machine was busy" in w for w in busy)
+    # A median under 10% still warns when over a quarter of the benchmarks spread past 25%.
+    assert any("machine was busy" in w for w in ceilings.calibration_warnings([0.0, 0.0, 0.3, 0.3], 1.0, 2.0))
+    assert any("over its 120 s budget" in w for w in ceilings.calibration_warnings([], 130.0, 120.0))
+
+
+def test_the_network_factor_is_the_reference_blocks_measured_work_over_its_predicted_work():
+    device = calibrated_host({"conv": CONV})
+    block = analyze(reference_model(), device)
+    # The fixed costs, the run overhead (5 us) and one dispatch per node (1 us each), are not the kernels' work:
+    # a block measured at fixed + 1.5 x (predicted - fixed) ran its kernels 1.5 times as long as predicted.
+    fixed = 5e-6 + 1e-6 * len(block.nodes)
+    assert sum(n.prediction.overhead_time_s for n in block.nodes) == pytest.approx(1e-6 * len(block.nodes))
+    measured = fixed + 1.5 * (block.totals.predicted_time_s - fixed)
+    factor = ceilings.network_factor(device, measured, "test")
+    assert factor.value == pytest.approx(1.5)
+    assert factor.source.startswith("calibrated: the reference block (onnxroof.ort.reference) ran")
+    # With the factor the device predicts the block at what it measured.
+    scaled = analyze(reference_model(), replace(device, network_factor=factor))
+    assert scaled.totals.predicted_time_s == pytest.approx(measured)
+
+
+def test_dram_overlap_is_the_share_of_a_dram_conv_s_traffic_its_compute_hid():
+    device = calibrated_host({"conv": CONV})
+    view = conv(64, 64, 112, 3, out_hw=56)
+    cost = Cost(flops=1e9, bytes_read=3e6, bytes_written=1e6, kernels=1)
+    # compute = 1e9 / (100e9 * 0.9) = 11.111 ms at the conv ceiling; the 4 MB working set is past the test host's
+    # L2, so memory = 4e6 / 10e9 = 400 us at DRAM. Measured 300 us over the compute: 1 - 300/400 = 0.25 hidden.
+    measured = Sample(view, cost, 1e9 / 90e9 + 300e-6, "a batched conv")
+    hidden = ceilings.dram_overlap(measured, device, "test")
+    assert hidden is not None and hidden.value == pytest.approx(0.25)
+    assert hidden.source.startswith("calibrated: a batched conv ran 11.4 ms")
+    # Faster than its compute alone: all hidden (1); slower than compute plus all the traffic: none hidden (0).
+    faster = ceilings.dram_overlap(replace(measured, time_s=0.011), device, "test")
+    slower = ceilings.dram_overlap(replace(measured, time_s=0.013), device, "test")
+    assert faster is not None and faster.value == 1.0
+    assert slower is not None and slower.value == 0.0
+    # A conv whose data sits in a cache, or one that is memory-bound, measures nothing.
+    in_cache = replace(measured, cost=Cost(flops=1e9, bytes_read=4e5, bytes_written=2e5))
+    assert ceilings.dram_overlap(in_cache, device, "test") is None
+    memory_bound = replace(measured, cost=Cost(flops=1e6, bytes_read=3e6, bytes_written=1e6))
+    assert ceilings.dram_overlap(memory_bound, device, "test") is None
+
+
+def test_human_bytes():
+    assert [ceilings.human_bytes(n) for n in (512, 1536, 3 * 2**20, 2**30)] == ["512 B", "1.5 KiB", "3 MiB", "1 GiB"]

@@ -1,0 +1,83 @@
+"""What the calibration reads about this host: cache levels from sysfs or lscpu, sizes and CPU lists, and where
+profiles are cached."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from onnxroof.ort.calibrate import host
+from onnxroof.ort.sessions import ort
+
+
+def _index(root: Path, n: int, kind: str, level: int, size: str, shared: str) -> None:
+    folder = root / f"index{n}"
+    folder.mkdir(parents=True)
+    for name, text in (("type", kind), ("level", str(level)), ("size", size), ("shared_cpu_list", shared)):
+        (folder / name).write_text(text + "\n")
+
+
+def test_sysfs_caches_are_the_data_levels_with_their_scope(tmp_path: Path):
+    _index(tmp_path, 0, "Data", 1, "48K", "0")
+    _index(tmp_path, 1, "Instruction", 1, "32K", "0")  # not a data cache
+    _index(tmp_path, 2, "Unified", 2, "2048K", "0-1")  # L2 counts per core even where siblings share it
+    _index(tmp_path, 3, "Unified", 3, "300M", "0-1")  # two CPUs: shared
+    levels = host.sysfs_caches(tmp_path)
+    assert [(c.level, c.size, c.scope) for c in levels] == [
+        ("L1d", 48 * 1024, "per-core"),
+        ("L2", 2 * 2**20, "per-core"),
+        ("L3", 300 * 2**20, "shared"),
+    ]
+    assert levels[0].source == f"os: {tmp_path / 'index0'}/size = 48 KiB"
+
+
+def test_a_last_level_only_one_cpu_reads_is_per_core(tmp_path: Path):
+    _index(tmp_path, 0, "Unified", 3, "8M", "3")
+    assert [(c.level, c.scope) for c in host.sysfs_caches(tmp_path)] == [("L3", "per-core")]
+
+
+def test_lscpu_sizes_are_per_instance():
+    out = "L1d cache:   65536 (2 instances)\nL1i cache:   65536 (2 instances)\nL2 cache:  2097152 (2 instances)\n"
+    out += "L3 cache:   33554432 (1 instance)\n"
+    assert [(c.level, c.size, c.scope) for c in host.parse_lscpu(out)] == [
+        ("L1d", 32768, "per-core"),
+        ("L2", 1048576, "per-core"),
+        ("L3", 33554432, "shared"),
+    ]
+
+
+def test_without_sysfs_or_lscpu_the_typical_caches_are_assumed(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(host, "sysfs_caches", lambda root: [])
+    monkeypatch.setattr(host, "lscpu_caches", list)
+    assert host.cache_levels() == host.DEFAULT_CACHES
+    assert all(c.source.startswith("assumed: ") for c in host.DEFAULT_CACHES)
+
+
+def test_size_and_cpu_list_parsing():
+    assert host.parse_size("48K") == 48 * 1024
+    assert host.parse_size("2048K\n") == 2 * 1024 * 1024
+    assert host.parse_size("300M") == 300 * 1024 * 1024
+    assert host.parse_size("1.5 MiB") == 3 * 2**19
+    assert host.parse_size("weird") is None
+    assert host.count_cpus("0-1") == 2
+    assert host.count_cpus("0,32") == 2
+    assert host.count_cpus("0-3,8-9") == 6
+    assert host.count_cpus("3") == 1
+
+
+def test_cache_location_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setenv("ONNXROOF_CACHE_DIR", str(tmp_path / "mine"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert host.cache_dir() == tmp_path / "mine"
+    monkeypatch.delenv("ONNXROOF_CACHE_DIR")
+    assert host.cache_dir() == tmp_path / "xdg" / "onnxroof"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert host.cache_dir() == Path.home() / ".cache" / "onnxroof"
+
+
+def test_host_key_names_cpu_onnxruntime_provider_and_threads(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(host, "cpu_model", lambda: "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz")
+    key = host.host_key(4, "CPU")
+    assert key == f"host-intel-xeon-platinum-8375c-cpu-2-90ghz-ort{ort().__version__}-cpu-t4"
+    assert host.cache_path(4, "cpu").name == f"{key}.toml"

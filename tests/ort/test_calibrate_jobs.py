@@ -1,0 +1,139 @@
+"""The calibration's timing jobs on real onnxruntime sessions, with the profiler's kernel times stated by the test
+where a number is checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from onnxroof.ort.calibrate import graphs, jobs
+from onnxroof.predict import engine
+from tests.helpers import record_parking
+
+
+def _conv_names(job: jobs.Profiled) -> list[str]:
+    return [n.name for n in job.opt.graph.node if n.op_type == "Conv"]
+
+
+def test_the_reference_is_timed_in_every_pass_in_samples_of_back_to_back_runs():
+    job = jobs.Reference(1, "cpu")
+    flush = jobs.Flush(1024)
+    for _ in range(2):
+        job.run_pass(3, flush)
+    # Three samples a pass, each one run's share of a batch sized as validation's reference sampler sizes it.
+    times = job.sampler.samples
+    assert len(times) == 6 and all(t > 0 for t in times)
+
+
+def test_an_epilogue_pair_times_the_clip_as_the_difference_of_its_twins(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    runner = jobs.Runner(1, "cpu", str(tmp_path))
+    rand = graphs.Rand(0)
+    pair = jobs.EpiloguePair(
+        runner,
+        "Conv 16->64 1x1 @28x28",
+        lambda act: graphs.tailed(graphs.conv(rand, 16, 64, 28, 1, activation=act)),
+    )
+    # onnxruntime fused each activation into the conv: Relu inside the kernel, Clip as an epilogue
+    convs = {}
+    for name, job in (("relu", pair.relu), ("clip", pair.clip)):
+        (node,) = [n for n in job.opt.graph.node if n.op_type == "Conv"]
+        assert [a.s for a in node.attribute if a.name == "activation"] == [name.capitalize().encode()]
+        convs[name] = node.name
+    pair.run_pass(1, jobs.Flush(1024))  # both sessions run
+    # kernel times as the profiler would report them: Relu twin 40 us, Clip twin 55 us (8 runs each)
+    monkeypatch.setattr(pair.relu, "kernel_times", lambda: {convs["relu"]: [40e-6] * 8})
+    monkeypatch.setattr(pair.clip, "kernel_times", lambda: {convs["clip"]: [55e-6] * 8})
+    spreads: list[float] = []
+    (sample,) = pair.samples(3e-6, spreads)
+    assert sample.part == "epilogue" and sample.time_s == pytest.approx(15e-6)  # the profiler's cost cancels
+    assert engine.epilogue_activation(sample.view) == "Clip"
+    assert spreads == [0.0]  # the Clip twin's runs, all alike
+    # a Clip twin no slower than the Relu one is noise: no sample rather than a time of zero or less
+    monkeypatch.setattr(pair.clip, "kernel_times", lambda: {convs["clip"]: [40e-6] * 8})
+    assert pair.samples(3e-6, []) == []
+
+
+def test_a_depthwise_epilogue_pair_s_relu_twin_is_a_depthwise_sample_too(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    runner = jobs.Runner(1, "cpu", str(tmp_path))
+    rand = graphs.Rand(0)
+    pair = jobs.EpiloguePair(
+        runner,
+        "depthwise Conv 32->32 3x3 @28x28",
+        lambda act: graphs.tailed(graphs.conv(rand, 32, 32, 28, 3, group=32, activation=act)),
+    )
+    pair.run_pass(1, jobs.Flush(1024))
+    monkeypatch.setattr(pair.relu, "kernel_times", lambda: {_conv_names(pair.relu)[0]: [40e-6] * 8})
+    monkeypatch.setattr(pair.clip, "kernel_times", lambda: {_conv_names(pair.clip)[0]: [55e-6] * 8})
+    node, extra = pair.samples(3e-6, [])
+    # the Relu twin's kernel, net of the profiler's 3 us, as the depthwise class benchmarks read theirs
+    assert node.part == "node" and engine.op_class(node.view) == "depthwise"
+    assert node.time_s == pytest.approx(37e-6)
+    assert extra.part == "epilogue" and extra.time_s == pytest.approx(15e-6)
+
+
+def test_a_profiled_job_keeps_the_harvested_nodes_long_enough_to_time(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    runner = jobs.Runner(1, "cpu", str(tmp_path))
+    built = graphs.tailed(graphs.conv(graphs.Rand(0), 32, 32, 28, 3))
+    job = jobs.Profiled(runner, "Conv 32->32 3x3 @28x28", built, frozenset({"conv"}))
+    assert not job.cold  # 37 KB of weights: left hot
+    (conv,) = _conv_names(job)
+    tail = next(n.name for n in job.opt.graph.node if n.op_type == "Neg")
+    # The conv's fastest eighth of 16 runs is 100 us, and 2 us of it the profiler's; the Neg is not harvested.
+    monkeypatch.setattr(job, "kernel_times", lambda: {conv: [100e-6] * 2 + [150e-6] * 14, tail: [50e-6] * 16})
+    spreads: list[float] = []
+    (sample,) = job.samples(2e-6, spreads)
+    assert sample.view.name == conv and sample.time_s == pytest.approx(98e-6) and sample.label == job.label
+    assert spreads == [pytest.approx(0.5)]  # the median run, 150 us, is 50% over the fastest eighth
+    # A kernel under MIN_PROFILED_S is too coarse for the profiler's 1 us resolution.
+    monkeypatch.setattr(job, "kernel_times", lambda: {conv: [jobs.MIN_PROFILED_S / 2] * 16})
+    assert job.samples(0.0, []) == []
+
+
+def test_a_cold_job_leaves_out_the_reorders_of_activations_its_flush_pushed_out(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    runner = jobs.Runner(1, "cpu", str(tmp_path))
+    built = graphs.reorder_chain(graphs.Rand(0), 64, 28)
+    hot = jobs.Profiled(runner, "reorders, hot", built, frozenset({"reorder"}), cold=False)
+    cold = jobs.Profiled(runner, "reorders, cold", built, frozenset({"reorder"}), cold=True)
+    for job in (hot, cold):
+        reorders = [n.name for n in job.opt.graph.node if n.op_type == "ReorderInput"]
+        assert reorders
+        monkeypatch.setattr(job, "kernel_times", lambda names=reorders: {n: [20e-6] * 8 for n in names})
+    assert len(hot.samples(0.0, [])) == len([n for n in hot.opt.graph.node if n.op_type == "ReorderInput"])
+    assert cold.samples(0.0, []) == []
+
+
+def test_a_chain_is_one_node_s_time_from_the_slope_of_its_two_lengths(tmp_path: Path):
+    runner = jobs.Runner(1, "cpu", str(tmp_path))
+    rand = graphs.Rand(0)
+    chain = jobs.Chain(runner, "Relu 1x64", lambda n: graphs.activation_chain(rand, n, "Relu", (1, 64)), (2, 12))
+    assert [n.op_type for n in chain.opt.graph.node] == ["Relu", "Relu"]
+    # 10 nodes more took 50 us more: 5 us a node; 1 us of it the dispatch.
+    chain.t_lo, chain.t_hi = [20e-6] * 8, [70e-6] * 8
+    spreads: list[float] = []
+    (sample,) = chain.samples(1e-6, spreads)
+    assert sample.time_s == pytest.approx(4e-6) and sample.view.op_type == "Relu"
+    assert spreads == [0.0, 0.0]
+
+
+def test_a_chain_without_lengths_is_sized_to_its_target(tmp_path: Path):
+    runner = jobs.Runner(1, "cpu", str(tmp_path))
+    rand = graphs.Rand(0)
+    chain = jobs.Chain(runner, "Neg", lambda n: graphs.activation_chain(rand, n, "Neg", (16,)), target_s=1e-9)
+    assert (chain.lo, chain.hi) == (2, 6)  # at least 4 nodes more, however fast the node
+    chain = jobs.Chain(runner, "Neg", lambda n: graphs.activation_chain(rand, n, "Neg", (16,)), target_s=1e3)
+    assert (chain.lo, chain.hi) == (2, 202)  # at most 200 nodes more
+
+
+def test_calibration_sessions_park_their_threads_when_a_run_returns(monkeypatch, tmp_path: Path):
+    from onnxroof.ort.reference import reference_model
+
+    seen = record_parking(monkeypatch)
+    jobs.Runner(2, "cpu", str(tmp_path)).session(reference_model())
+    assert seen == [True]

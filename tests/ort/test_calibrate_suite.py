@@ -1,0 +1,75 @@
+"""The benchmark suite as data: what it measures, how its rows build their graphs, and how it sizes the memory
+benchmarks."""
+
+from __future__ import annotations
+
+import pytest
+
+from onnxroof.devices import CEILING_NAMES, OP_CLASSES
+from onnxroof.ort.calibrate import graphs, suite
+from onnxroof.ort.calibrate.host import ReportedCache
+from onnxroof.predict.engine import CLASS_FALLBACK
+
+MiB = 2**20
+
+
+def test_every_op_class_is_measured_or_falls_back_to_one_that_is():
+    unmeasured = [c for c in OP_CLASSES if c not in suite.FULL.measures]
+    assert [c for c in unmeasured if c not in CLASS_FALLBACK] == []
+    assert suite.FULL.measures <= set(CEILING_NAMES)
+    assert suite.QUICK.measures <= suite.FULL.measures
+
+
+@pytest.mark.parametrize("chosen", [suite.FULL, suite.QUICK], ids=["full", "quick"])
+def test_every_benchmark_has_its_own_label_and_a_known_kind(chosen: suite.Suite):
+    rows = [*chosen.benches, *chosen.peaks, *([chosen.batched_conv] if chosen.batched_conv else [])]
+    labels = [b.label for b in rows]
+    assert len(labels) == len(set(labels))
+    assert {b.kind for b in rows} <= {"profile", "chain", "epilogue"}
+    assert all(b.kind == "profile" for b in chosen.peaks)
+
+
+def test_a_row_builds_its_graph_from_its_arguments():
+    conv = suite.QUICK.benches[0]
+    chain = next(b for b in suite.QUICK.benches if b.kind == "chain")
+    pair = next(b for b in suite.QUICK.benches if b.kind == "epilogue")
+    # A profiled row: graph(rand, *args), with a Neg after the output.
+    model, feeds = conv.build(graphs.Rand(0))
+    assert conv.label == "Conv 32->32 3x3/1 @28x28" and conv.args == (32, 32, 28, 3, 1)
+    assert [n.op_type for n in model.graph.node] == ["Conv", "Relu", "Neg"] and feeds["x"].shape == (1, 32, 28, 28)
+    # A chain row takes the chain length first, and is not tailed.
+    model, _ = chain.build(graphs.Rand(0), 3)
+    assert [n.op_type for n in model.graph.node] == ["BatchNormalization"] * 3
+    # An epilogue row takes the activation.
+    model, _ = pair.build(graphs.Rand(0), activation="Clip")
+    assert [n.op_type for n in model.graph.node] == ["Conv", "Clip", "Neg"]
+
+
+def test_the_same_rand_builds_the_same_graph():
+    bench = suite.FULL.benches[0]
+    first, second = bench.build(graphs.Rand(0)), bench.build(graphs.Rand(0))
+    assert first[0].SerializeToString() == second[0].SerializeToString()
+    assert (first[1]["x"] == second[1]["x"]).all()
+
+
+def test_cache_level_working_sets():
+    l1 = ReportedCache("L1d", 48 * 1024, "per-core", "test")
+    l3 = ReportedCache("L3", 300 * MiB, "shared", "test")
+    # Half of a private level over the threads' cores; a quarter of the shared last level, at most 32 MiB.
+    assert suite.FULL.level_bytes(l1, 2) == 48 * 1024
+    assert suite.FULL.level_bytes(l3, 2) == 32 * MiB
+    assert suite.FULL.level_bytes(ReportedCache("L3", 8 * MiB, "shared", "test"), 4) == 2 * MiB
+    assert suite.QUICK.level_bytes(l3, 1) == 4 * MiB  # the quick suite caps every working set
+
+
+def test_the_dram_operand_is_twice_the_last_level_within_bounds_and_memory(monkeypatch: pytest.MonkeyPatch):
+    l3 = ReportedCache("L3", 300 * MiB, "shared", "test")
+    monkeypatch.setattr(suite, "memory_available", lambda: 16 * 1024 * MiB)
+    assert suite.FULL.dram_bytes([l3]) == 600 * MiB
+    assert suite.FULL.dram_bytes([ReportedCache("L3", 8 * MiB, "shared", "test")]) == 256 * MiB
+    assert suite.FULL.dram_bytes([ReportedCache("L3", 1024 * MiB, "shared", "test")]) == 1024 * MiB
+    monkeypatch.setattr(suite, "memory_available", lambda: 1024 * MiB)  # at most a quarter of the free memory
+    assert suite.FULL.dram_bytes([l3]) == 256 * MiB
+    monkeypatch.setattr(suite, "memory_available", lambda: None)
+    assert suite.FULL.dram_bytes([l3]) == 600 * MiB
+    assert suite.QUICK.dram_bytes([l3]) == 64 * MiB and suite.QUICK.dram_bytes([]) == 16 * MiB
