@@ -147,3 +147,14 @@ def test_dram_overlap_is_the_share_of_a_dram_conv_s_traffic_its_compute_hid():
 
 def test_human_bytes():
     assert [ceilings.human_bytes(n) for n in (512, 1536, 3 * 2**20, 2**30)] == ["512 B", "1.5 KiB", "3 MiB", "1 GiB"]
+
+
+def test_the_peak_is_read_on_whole_kernels_never_on_an_epilogue_pass():
+    view = conv(64, 64, 56, 3)
+    cost = Cost(flops=2 * 64 * 56 * 56 * 64 * 9, bytes_read=1e6, bytes_written=8e5, kernels=1)  # 231,211,008 FLOPs
+    whole = Sample(view, cost, 2.3e-3, "Conv 64->64 3x3 @56x56")  # 231.2e6 / 2.3e-3 = 100.5 GFLOP/s
+    # The same convolution's Clip pass: 200 us of the kernel's time, but the cost of the whole convolution.
+    epilogue = Sample(view, cost, 2e-4, "Conv 64->64 3x3 @56x56", part="epilogue")
+    short = Sample(view, Cost(flops=1e6, kernels=1), 5e-6, "a 5 us kernel")  # under PEAK_MIN_S: fixed costs rule
+    rates = ceilings.peak_candidates([whole, epilogue, short])
+    assert rates == [(pytest.approx(231211008 / 2.3e-3), "Conv 64->64 3x3 @56x56")]

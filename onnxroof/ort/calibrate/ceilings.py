@@ -43,6 +43,23 @@ SPREAD_WARN = 0.25  # median/min - 1 above which a benchmark's repeats count as 
 STEAL_WARN = 0.05  # share of CPU time taken by the hypervisor above which the calibration says so
 
 
+PEAK_MIN_S = 1e-4  # a kernel shorter than this is dominated by fixed costs: its rate says little of the peak
+
+
+def peak_candidates(samples: Sequence[Sample]) -> list[tuple[float, str]]:
+    """(FLOP/s, label) of the class benchmarks' kernels the fp32 peak may be read on: whole kernels of a compute
+    class that ran at least PEAK_MIN_S. An epilogue sample is the time of a fused activation's pass alone, while its
+    cost is the whole convolution's, so its rate is no kernel's and it is never a candidate."""
+    return [
+        (x.cost.flops / x.time_s, x.label)
+        for x in samples
+        if x.part == "node"
+        and engine.op_class(x.view) in COMPUTE_CLASSES
+        and x.time_s >= PEAK_MIN_S
+        and x.cost.flops > 0
+    ]
+
+
 def human_bytes(nbytes: float) -> str:
     """Bytes in binary units, e.g. '1.5 MiB'."""
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):

@@ -21,8 +21,8 @@ from onnxroof.ort.calibrate.ceilings import (
     human_bytes,
     matrix_rate,
     network_factor,
+    peak_candidates,
 )
-from onnxroof.ort.calibrate.classes import COMPUTE_CLASSES
 from onnxroof.ort.calibrate.graphs import Rand
 from onnxroof.ort.calibrate.host import (
     ReportedCache,
@@ -48,7 +48,6 @@ from onnxroof.ort.calibrate.jobs import (
 )
 from onnxroof.ort.calibrate.suite import FULL, QUICK, SUITE, Suite
 from onnxroof.ort.measure import fast_estimate
-from onnxroof.predict import engine
 
 __all__ = ["calibrate", "host_device"]
 
@@ -427,13 +426,9 @@ def _bare_device(readings: _Readings, jobs: _Jobs, chosen: Suite, run: _Run, how
 
 
 def _peak_flops(readings: _Readings, jobs: _Jobs, how: str) -> dict[str, Peak]:
-    """The fp32 peak, the best rate of the peak benchmarks and the op-class samples of compute classes that ran
-    at least 100 us; the int8 and fp16 peaks where the provider has kernels for them."""
-    candidates = readings.fp32_rates + [
-        (x.cost.flops / x.time_s, x.label)
-        for x in readings.samples
-        if engine.op_class(x.view) in COMPUTE_CLASSES and x.time_s >= 1e-4 and x.cost.flops > 0
-    ]
+    """The fp32 peak, the best rate of the peak benchmarks and of the op-class kernels a peak may be read on (see
+    ceilings.peak_candidates); the int8 and fp16 peaks where the provider has kernels for them."""
+    candidates = readings.fp32_rates + peak_candidates(readings.samples)
     if not candidates:
         raise UserError("calibration failed: no compute benchmark produced a timing", "run the calibration again")
     value, what = max(candidates)

@@ -26,7 +26,8 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #   4: the reference kernel is a small convolutional block (its time, reference_time_s), no longer a MatMul (its
 #      rate), and the block gives the network_factor.
 #   5: stems with 5x5 and wider kernels (conv_stem) are a class of their own, no longer conv samples.
-SUITE = 5
+#   6: the fp32 peak is read on whole kernels only, never on the epilogue pass of a fused Clip.
+SUITE = 6
 
 MiB = 2**20
 
