@@ -3,16 +3,16 @@ term of the roofline each class's ceiling corrects."""
 
 from __future__ import annotations
 
+from onnxroof.predict.engine import REFINEMENTS
+
 __all__ = ["COMPUTE_CLASSES", "CONV_CLASSES", "MEMORY_CLASSES", "REORDER_CLASSES"]
 
 # The convolution classes, each a compute class: a convolution benchmark keeps its conv node whichever of them
-# the node falls in.
-CONV_CLASSES: frozenset[str] = frozenset(
-    {"conv", "conv1x1", "conv_wide", "conv_stem", "conv_mid", "conv_small", "conv_grouped", "depthwise"}
-)
+# the node falls in. A depthwise 1x1 convolution is a per-channel scale and shift, the memory class batchnorm.
+CONV_CLASSES: frozenset[str] = REFINEMENTS["conv"].classes - {"batchnorm"}
 
 # onnxruntime's NCHW <-> NCHWc layout conversions, which it inserts around NCHWc kernels.
-REORDER_CLASSES: frozenset[str] = frozenset({"reorder", "reorder_short"})
+REORDER_CLASSES: frozenset[str] = REFINEMENTS["reorder"].classes
 
 # Which term of the roofline a ceiling corrects: compute classes are timed against FLOPs / peak, memory classes
 # (and the epilogue pass) against bytes / level bandwidth. The other term keeps efficiency 1.
