@@ -127,8 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         "--threads", default="1,2", help="thread counts, comma separated (each calibrated first if needed)"
     )
     parser.add_argument("--models", default=None, help="comma-separated zoo:NAME / light:NAME (default: all)")
-    # 32 samples over 8 s: with 16 over 4 s, a slow phase of the shared machine lasting the whole window set the
-    # fastest eighth (2 samples) of a few models 15-25% slow; rerun with these, the same models agreed within 2%.
+    # 32 samples over 8 s: the fastest eighth is four samples a quarter of a second apart or more, so that a
+    # slow phase of a shared machine lasting a few seconds cannot set a round's estimate alone.
     parser.add_argument("--repeat", type=int, default=32, help="whole-model timing samples per model and round")
     parser.add_argument("--spread", type=float, default=8.0, help="seconds each round's samples are spread over")
     parser.add_argument(
@@ -152,12 +152,21 @@ def main(argv: list[str] | None = None) -> int:
         device = host_device(threads, recalibrate=args.recalibrate)
         rows = _measured_rows(model_sources(args.models), device, threads, args)
         _say()
+        calibration = device.calibration
+        cpu = calibration.cpu if calibration is not None else "unknown CPU"
         print(
             f"\n{device.name} [{device.key}], {threads} thread(s), onnxruntime optimization level all, "
             f"{args.rounds} round(s) of {args.repeat} samples over {args.spread:g} s"
         )
+        print(f"CPU: {cpu}; calibrated {calibration.date if calibration is not None else 'never'}")
         _print_table(rows)
-        dump[str(threads)] = {"device": device.key, "models": [row_dict(r) for r in rows]}
+        dump[str(threads)] = {
+            "device": device.key,
+            "cpu": cpu,
+            "calibrated": calibration.date if calibration is not None else None,
+            "network_factor": device.network_factor.value if device.network_factor is not None else None,
+            "models": [row_dict(r) for r in rows],
+        }
         if args.json:  # rewritten after each thread count, so that an interrupted run keeps what it finished
             from onnxroof import atomic
 
@@ -166,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def row_dict(row: Row) -> dict[str, Any]:
+    """One model's line of the JSON dump: its prediction, its measurement read three ways, the machine's speed per
+    round, the per-kernel agreement and every round's samples."""
     from onnxroof.ort.agreement import relative_error
 
     v = row.validation
