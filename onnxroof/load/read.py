@@ -10,6 +10,7 @@ inference result's serialized bytes.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import mmap
 import os
@@ -208,7 +209,7 @@ def read_graph_python(graph: GraphProto) -> RawGraph:
     for init in graph.initializer:
         dims = tuple(init.dims)
         value = _small_array(init) if prod(dims) <= SMALL_CONSTANT else None
-        initializers.append(RawInitializer(init.name, init.data_type, dims, value))
+        initializers.append(_new_initializer((init.name, init.data_type, dims, value)))
     nodes = []
     for index, proto in enumerate(graph.node):
         op_type = proto.op_type
@@ -222,12 +223,15 @@ def read_graph_python(graph: GraphProto) -> RawGraph:
                 if op_type == "Constant" and a.name == "value":
                     constant_type = (a.t.data_type, tuple(a.t.dims))
         name = proto.name or f"{op_type}_{index}"
-        nodes.append(
-            RawNode(
-                name, op_type, proto.domain, tuple(proto.input), tuple(proto.output), attrs, constant_type, has_subgraph
-            )
-        )
+        inputs, outputs = tuple(proto.input), tuple(proto.output)
+        nodes.append(_new_node((name, op_type, proto.domain, inputs, outputs, attrs, constant_type, has_subgraph)))
     return RawGraph(initializers, _sparse(graph), nodes, tuple(vi.name for vi in graph.input))
+
+
+# A named tuple from a tuple without the extra Python frame of its generated __new__: one is built per node and
+# per initializer (the native reader allocates them the same way).
+_new_node = functools.partial(tuple.__new__, RawNode)
+_new_initializer = functools.partial(tuple.__new__, RawInitializer)
 
 
 def _sparse(graph: GraphProto) -> list[RawInitializer]:
