@@ -2,10 +2,10 @@
  * types) straight from the protobuf wire format into Python values, and encodes the typed graph inputs that
  * shape inference gets for large weights.
  *
- * Reading a large graph field by field through the protobuf Python API costs a few microseconds per node,
- * as much as onnx's C++ shape inference of it; decoding the bytes here costs a small fraction of that.
- * The Python reader it stands in for (graph._read_graph_python, inference.read_shapes and typed_inputs) is
- * used where this module was not built and defines the values returned: tests/test_native_reader.py checks
+ * Reading a large graph field by field through the protobuf Python API costs about as much as onnx's C++
+ * shape inference of it; decoding the bytes here costs a small fraction of that.
+ * The Python reader it stands in for (read.read_graph_python, read.value_types, lean.typed_inputs_python) is
+ * used where this module was not built and defines the values returned: tests/load/test_native_reader.py checks
  * that the two agree on the same graphs.
  *
  * Field numbers are onnx.proto's. The input is a serialization protobuf wrote, so every field is well formed;
@@ -322,9 +322,20 @@ static int read_tensor_head(Span t, long long cap, TensorHead *head) {
     return head->dims == NULL ? -1 : 0;
 }
 
-/* One NodeProto as (name, op_type, domain, inputs, outputs, attrs, (dtype, dims) of a Constant's value tensor
- * or None, whether an attribute is a graph): the node tuple of onnxroof.load.graph._RawGraph. */
-static PyObject *read_node(Span n, Py_ssize_t index, SharedTexts *cache, PyObject *raw) {
+/* A new instance of `type`, a tuple subclass (a NamedTuple), with `size` items to set, allocated as
+ * tuple.__new__ allocates one, without a Python call. */
+static PyObject *new_record(PyTypeObject *type, Py_ssize_t size) { return type->tp_alloc(type, size); }
+
+/* Whether `type` can be given to new_record; a TypeError where not. */
+static int is_record_type(PyTypeObject *type, const char *function) {
+    if (PyType_IsSubtype(type, &PyTuple_Type)) return 1;
+    PyErr_Format(PyExc_TypeError, "%s: record types must be tuple subclasses", function);
+    return 0;
+}
+
+/* One NodeProto as a `node_type` (onnxroof.load.read.RawNode) of (name, op_type, domain, inputs, outputs,
+ * attrs, (dtype, dims) of a Constant's value tensor or None, whether an attribute is a graph). */
+static PyObject *read_node(Span n, Py_ssize_t index, SharedTexts *cache, PyObject *raw, PyTypeObject *node_type) {
     Span s = n, name = {n.p, n.p}, op_type = {n.p, n.p}, domain = {n.p, n.p}, value_tensor = {n.p, n.p};
     Field f;
     int r, has_value = 0, has_subgraph = 0;
@@ -348,7 +359,7 @@ static PyObject *read_node(Span n, Py_ssize_t index, SharedTexts *cache, PyObjec
             }
         }
     }
-    PyObject *result = r < 0 || PyErr_Occurred() ? NULL : PyTuple_New(8);
+    PyObject *result = r < 0 || PyErr_Occurred() ? NULL : new_record(node_type, 8);
     if (result == NULL) {
         Py_DECREF(attrs);
         return NULL;
@@ -378,23 +389,31 @@ static PyObject *read_node(Span n, Py_ssize_t index, SharedTexts *cache, PyObjec
     return NULL;
 }
 
-/* One TensorProto's header as (name, data_type, dims, the whole tensor's bytes when it has at most `small`
- * elements and is not external, else None). */
-static PyObject *read_initializer(Span t, long long small) {
+/* One TensorProto's header as an `initializer_type` (onnxroof.load.read.RawInitializer) of (name, data_type,
+ * dims, the whole tensor's bytes when it has at most `small` elements and is not external, else None). */
+static PyObject *read_initializer(Span t, long long small, PyTypeObject *initializer_type) {
     TensorHead head;
     if (read_tensor_head(t, small, &head) < 0) return NULL;
     PyObject *value = head.elements <= small && head.location != 1 /* TensorProto.EXTERNAL */
         ? PyBytes_FromStringAndSize((const char *)t.p, t.end - t.p) : Py_NewRef(Py_None);
     PyObject *name = value ? text(head.name) : NULL;
-    if (name == NULL) {
+    PyObject *data_type = name ? PyLong_FromUnsignedLongLong((unsigned long long)head.data_type) : NULL;
+    PyObject *result = data_type ? new_record(initializer_type, 4) : NULL;
+    if (result == NULL) {
         Py_DECREF(head.dims);
         Py_XDECREF(value);
+        Py_XDECREF(name);
+        Py_XDECREF(data_type);
         return NULL;
     }
-    return Py_BuildValue("(NKNN)", name, (unsigned long long)head.data_type, head.dims, value);
+    PyTuple_SET_ITEM(result, 0, name);
+    PyTuple_SET_ITEM(result, 1, data_type);
+    PyTuple_SET_ITEM(result, 2, head.dims);
+    PyTuple_SET_ITEM(result, 3, value);
+    return result;
 }
 
-/* The element type and static shape of a TypeProto, as onnxroof.load.infer.shape_of reads them: the shape is
+/* The element type and static shape of a TypeProto, as onnxroof.load.read.shape_of reads them: the shape is
  * None when the type has no tensor shape or any dim has no value. */
 static PyObject *read_type(Span type) {
     Span s = type;
@@ -478,7 +497,12 @@ static int bytes_span(PyObject *arg, Span *s) {
 static PyObject *graph_contents(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *graph_bytes;
     long long small;
-    if (!PyArg_ParseTuple(args, "SL", &graph_bytes, &small)) return NULL;
+    PyTypeObject *node_type, *initializer_type;
+    if (!PyArg_ParseTuple(args, "SLO!O!", &graph_bytes, &small, &PyType_Type, &node_type, &PyType_Type,
+                          &initializer_type))
+        return NULL;
+    if (!is_record_type(node_type, "graph_contents") || !is_record_type(initializer_type, "graph_contents"))
+        return NULL;
     Span s;
     if (bytes_span(graph_bytes, &s) < 0) return NULL;
     PyObject *nodes = PyList_New(0), *initializers = PyList_New(0), *raw = PyList_New(0);
@@ -488,7 +512,8 @@ static PyObject *graph_contents(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_ssize_t index = 0;
     while (r >= 0 && (r = next_field(&s, &f)) == 1) {
         if (f.wire != 2 || (f.field != 1 && f.field != 5)) continue; /* GraphProto.node, .initializer */
-        PyObject *item = f.field == 1 ? read_node(f.bytes, index++, &cache, raw) : read_initializer(f.bytes, small);
+        PyObject *item = f.field == 1 ? read_node(f.bytes, index++, &cache, raw, node_type)
+                                      : read_initializer(f.bytes, small, initializer_type);
         if (item == NULL || PyList_Append(f.field == 1 ? nodes : initializers, item) < 0) r = -1;
         Py_XDECREF(item);
     }
@@ -502,10 +527,9 @@ static PyObject *graph_contents(PyObject *Py_UNUSED(self), PyObject *args) {
     return Py_BuildValue("(NNN)", nodes, initializers, raw);
 }
 
-/* A new instance of `tensor_type` (a tuple subclass: onnxroof.costs.Tensor) holding (name, elem_type, shape,
- * False), built as tuple.__new__ builds one, without a Python call. */
+/* A new `tensor_type` (onnxroof.ir.Tensor) holding (name, elem_type, shape, False). */
 static PyObject *new_tensor(PyTypeObject *tensor_type, PyObject *name, PyObject *entry) {
-    PyObject *tensor = tensor_type->tp_alloc(tensor_type, 4);
+    PyObject *tensor = new_record(tensor_type, 4);
     if (tensor == NULL) return NULL;
     PyTuple_SET_ITEM(tensor, 0, Py_NewRef(name));
     PyTuple_SET_ITEM(tensor, 1, Py_NewRef(PyTuple_GET_ITEM(entry, 0)));
@@ -545,10 +569,7 @@ static PyObject *value_types(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_ssize_t input_count;
     PyTypeObject *tensor_type;
     if (!PyArg_ParseTuple(args, "SnO!", &graph_bytes, &input_count, &PyType_Type, &tensor_type)) return NULL;
-    if (!PyType_IsSubtype(tensor_type, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "value_types: the tensor type must be a tuple subclass");
-        return NULL;
-    }
+    if (!is_record_type(tensor_type, "value_types")) return NULL;
     Span s;
     if (bytes_span(graph_bytes, &s) < 0) return NULL;
     PyObject *shapes = PyDict_New(), *types = PyDict_New();
@@ -557,7 +578,7 @@ static PyObject *value_types(PyObject *Py_UNUSED(self), PyObject *args) {
         Py_XDECREF(types);
         return NULL;
     }
-    /* Inputs, then value_info, then outputs, as read_shapes takes them, whatever their order on the wire. */
+    /* Inputs, then value_info, then outputs, as read.value_types takes them, whatever their order on the wire. */
     static const uint32_t order[3] = {11, 13, 12};
     int r = 0;
     for (int pass = 0; pass < 3 && r >= 0; pass++) {
@@ -820,7 +841,8 @@ static PyObject *strip_weight_bytes(PyObject *Py_UNUSED(self), PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"graph_contents", graph_contents, METH_VARARGS,
-     "graph_contents(graph_bytes, small) -> (nodes, initializers, raw attributes) of a serialized GraphProto."},
+     "graph_contents(graph_bytes, small, node_type, initializer_type) -> (nodes, initializers, raw attributes) of a"
+     " serialized GraphProto."},
     {"value_types", value_types, METH_VARARGS,
      "value_types(graph_bytes, input_count, tensor_type) -> {name: tensor_type(name, elem_type, shape or None, False)}"
      " of a serialized GraphProto."},

@@ -12,8 +12,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from onnxroof.errors import UserError
-from onnxroof.load.graph import load_graph, parse_shape
-from onnxroof.load.infer import shape_of
+from onnxroof.load import load_graph, parse_shape
+from onnxroof.load.read import shape_of
 
 LIGHT_DIR = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 
@@ -184,7 +184,8 @@ def test_symbolic_inference_does_not_read_weight_bytes():
     # Symbolic inference reads the value of any initializer an Add takes, to follow shape arithmetic. The bias
     # has 96 elements, above the small-constant limit, so loading strips its bytes (as it leaves external weights
     # unread): symbolic inference must treat it as a value it cannot know, and still give Add's shape.
-    from onnxroof.load.infer import drop_weight_bytes, symbolic_infer
+    from onnxroof.load.read import drop_weight_bytes
+    from onnxroof.load.symbolic import symbolic_infer
 
     bias = numpy_helper.from_array(np.ones((96, 1, 1), np.float32), "bias")
     graph = helper.make_graph(
@@ -213,12 +214,10 @@ def test_light_models_use_ir3_inputs_and_constant_of_shape_weights():
 def test_a_failing_symbolic_inference_is_a_warning_and_onnx_shapes_stay(monkeypatch):
     # onnx cannot infer the custom op, so symbolic inference runs; when it raises (no sympy, an op it chokes
     # on), loading goes on with onnx's shapes and says why the rest stayed unknown.
-    import onnxroof.load.infer as inference_module
-
     def broken(model: onnx.ModelProto) -> onnx.ModelProto:
         raise RuntimeError("no sympy here\nsecond line")
 
-    monkeypatch.setattr(inference_module, "symbolic_infer", broken)
+    monkeypatch.setattr("onnxroof.load.symbolic.symbolic_infer", broken)
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Mystery", ["r"], ["y"], domain="example.custom")],
         "custom",
@@ -289,12 +288,12 @@ def test_inference_gets_large_weights_as_typed_inputs_and_small_constants_as_val
     # Shape inference gets the 40,000-element weight as a graph input of its type, after the declared inputs
     # (once: IR 3 declares it already), and keeps the 2-element Reshape target as an initializer whose values
     # it needs: y is [2,200] reshaped to [4,100].
-    from onnxroof.load.graph import _read_graph
-    from onnxroof.load.infer import weights_as_inputs
+    from onnxroof.load.lean import weights_as_inputs
+    from onnxroof.load.read import read_graph
 
     model = _weights_model(ir_version)
     w_name = "w" * 150
-    lean = onnx.ModelProto.FromString(weights_as_inputs(model, _read_graph(model.graph).initializers))
+    lean = onnx.ModelProto.FromString(weights_as_inputs(model, read_graph(model.graph).initializers))
     declared = ["x", w_name, "to"] if ir_version < 4 else ["x"]
     assert [vi.name for vi in lean.graph.input] == declared + ([] if ir_version < 4 else [w_name])
     w_input = next(vi for vi in lean.graph.input if vi.name == w_name)
@@ -312,13 +311,13 @@ def test_model_graph_bytes_finds_and_merges_the_graph_field():
     # ModelProto.graph is field 7. A model serialized by protobuf holds it once, between other fields (ir_version
     # 1, opset_import 8, producer_name 2); weights_as_inputs appends a second occurrence, which protobuf merges
     # into the first, so the two payloads concatenated parse to the same merged graph.
-    from onnxroof.load.graph import _read_graph
-    from onnxroof.load.infer import model_graph_bytes, weights_as_inputs
+    from onnxroof.load.lean import weights_as_inputs
+    from onnxroof.load.read import model_graph_bytes, read_graph
 
     model = _weights_model(8)
     model.producer_name = "p" * 300  # a length-delimited field over 127 bytes: a two-byte length varint
     assert model_graph_bytes(model.SerializeToString()) == model.graph.SerializeToString()
-    lean = weights_as_inputs(model, _read_graph(model.graph).initializers)
+    lean = weights_as_inputs(model, read_graph(model.graph).initializers)
     assert onnx.GraphProto.FromString(model_graph_bytes(lean)) == onnx.ModelProto.FromString(lean).graph
     assert model_graph_bytes(onnx.ModelProto().SerializeToString()) == b""
     with pytest.raises(ValueError):
@@ -362,14 +361,12 @@ def test_a_failing_onnx_inference_is_a_warning_and_the_weights_stay_weights(monk
     # onnx's inference raises (as it does on some odd but runnable models): loading goes on with the shapes the
     # model declares, says why, and the weight that inference was given as an input is still a weight, not a
     # runtime input. Symbolic inference is made to fail too, so that only declared shapes remain.
-    import onnxroof.load.infer as inference_module
-
     def broken(*args, **kwargs):
         raise RuntimeError("[ShapeInferenceError] odd model")
 
-    monkeypatch.setattr(inference_module.onnx.shape_inference, "infer_shapes", broken)
-    monkeypatch.setattr(inference_module, "_infer_wire", broken)  # the loader's bytes-to-bytes call
-    monkeypatch.setattr(inference_module, "symbolic_infer", broken)
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", broken)
+    monkeypatch.setattr("onnxroof.load.infer.onnx_infer_bytes", broken)  # the loader's bytes-to-bytes call
+    monkeypatch.setattr("onnxroof.load.symbolic.symbolic_infer", broken)
     g = load_graph(_weights_model(8))
     assert g.warnings[0] == "onnx shape inference failed ([ShapeInferenceError] odd model); shapes may be missing"
     assert g.inputs == ("x",)
@@ -411,8 +408,8 @@ def test_shape_arithmetic_onnx_does_not_follow_is_evaluated(monkeypatch, ir_vers
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version)
     plain = onnx.shape_inference.infer_shapes(model, data_prop=True)
     assert shape_of(plain.graph.output[0].type)[1] is None  # onnx alone leaves a dim of it unknown
-    # only the evaluation may resolve it here: the symbolic fallback after it is switched off
-    monkeypatch.setattr("onnxroof.load.graph.with_symbolic_shapes", lambda inferred, warnings: inferred)
+    # only the evaluation may resolve it here: the symbolic inference after it is made to resolve nothing
+    monkeypatch.setattr("onnxroof.load.symbolic.symbolic_infer", lambda model: onnx.ModelProto())
     g = load_graph(model)
     assert g.tensors["target"].shape == (3,)
     assert g.tensors["z"].shape == (2, 3, 4)

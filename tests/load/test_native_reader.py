@@ -23,8 +23,18 @@ import model_zoo
 from onnxroof.api import analyze
 from onnxroof.ir import Tensor
 from onnxroof.load import native
-from onnxroof.load.graph import _read_graph_native, _read_graph_python
-from onnxroof.load.infer import SMALL_CONSTANT, STRIPPED, Inferred, drop_weight_bytes, read_shapes, typed_inputs
+from onnxroof.load.lean import typed_inputs_python
+from onnxroof.load.read import (
+    SMALL_CONSTANT,
+    STRIPPED,
+    RawInitializer,
+    RawNode,
+    Serialized,
+    drop_weight_bytes,
+    read_graph_native,
+    read_graph_python,
+    value_types,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 LIGHT_DIR = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
@@ -58,8 +68,8 @@ def _plain(value: Any) -> Any:
         return ("array", value.dtype.str, value.shape, value.tobytes())
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_plain(v) for v in value)
+    if isinstance(value, (list, tuple)):  # the type's name kept: a RawNode must not equal a plain tuple
+        return (type(value).__name__, [_plain(v) for v in value])
     return value
 
 
@@ -147,16 +157,17 @@ MODELS = _models()
 
 @pytest.mark.parametrize("label,model", MODELS, ids=[label for label, _ in MODELS])
 def test_graph_contents_match_the_python_reader(reader: ModuleType, label: str, model: onnx.ModelProto):
-    ours, theirs = _read_graph_native(model.graph, reader), _read_graph_python(model.graph)
+    ours, theirs = read_graph_native(model.graph, reader), read_graph_python(model.graph)
     assert _plain(ours.nodes) == _plain(theirs.nodes)
     assert _plain(ours.initializers) == _plain(theirs.initializers)
-    assert ours.sparse == theirs.sparse
 
 
 def test_every_attribute_kind_reads_as_defined(reader: ModuleType):
     """Spot checks of the hand-built graph against the values it was built with (not against either reader)."""
-    raw = _read_graph_native(_every_attribute_kind().graph, reader)
+    raw = read_graph_native(_every_attribute_kind().graph, reader)
     custom, constant, constant_int, _, relu, relu_unnamed, cast = raw.nodes
+    assert all(type(node) is RawNode for node in raw.nodes)
+    assert all(type(init) is RawInitializer for init in raw.initializers)
     name, op_type, domain, inputs, outputs, attrs, constant_type, has_subgraph = custom
     assert (name, op_type, domain, inputs, outputs) == (
         "näme",
@@ -225,7 +236,7 @@ def test_value_types_match_the_python_reader(
     reader: ModuleType, monkeypatch: pytest.MonkeyPatch, label: str, graph: onnx.GraphProto, input_count: int | None
 ):
     monkeypatch.setattr(native, "reader", None)
-    expected = read_shapes(graph, input_count)
+    expected = value_types(graph, input_count)
     count = -1 if input_count is None else input_count
     assert reader.value_types(graph.SerializeToString(), count, Tensor) == expected
 
@@ -237,9 +248,9 @@ def test_inferred_model_bytes_give_the_python_readers_shapes(
     # The loader keeps onnx's inference result serialized and reads its value types from the model's bytes.
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     monkeypatch.setattr(native, "reader", None)
-    expected = read_shapes(graph, 1)
+    expected = value_types(graph, 1)
     monkeypatch.setattr(native, "reader", reader)
-    assert Inferred(data=model.SerializeToString()).shapes(1) == expected
+    assert Serialized(model.SerializeToString()).value_types(1) == expected
 
 
 def test_value_types_read_as_defined(reader: ModuleType):
@@ -259,9 +270,14 @@ def test_value_types_read_as_defined(reader: ModuleType):
     assert all(type(t) is Tensor for t in shapes.values())
 
 
-def test_value_types_want_a_tuple_type_for_tensors(reader: ModuleType):
+def test_records_are_built_only_as_tuple_types(reader: ModuleType):
+    graph = _typed_graph().SerializeToString()
     with pytest.raises(TypeError, match="tuple subclass"):
-        reader.value_types(_typed_graph().SerializeToString(), 1, dict)
+        reader.value_types(graph, 1, dict)
+    with pytest.raises(TypeError, match="tuple subclass"):
+        reader.graph_contents(graph, 64, dict, RawInitializer)
+    with pytest.raises(TypeError, match="tuple subclass"):
+        reader.graph_contents(graph, 64, RawNode, list)
 
 
 def test_typed_inputs_encode_as_the_python_encoder_does(reader: ModuleType):
@@ -271,7 +287,7 @@ def test_typed_inputs_encode_as_the_python_encoder_does(reader: ModuleType):
         ("big", TensorProto.INT8, (2**40, 1)),
     ]
     encoded = reader.typed_inputs(entries)
-    assert encoded == typed_inputs(entries)
+    assert encoded == typed_inputs_python(entries)
     graph = onnx.GraphProto.FromString(encoded)  # the fields of a GraphProto's inputs, and nothing else
     assert [
         (vi.name, vi.type.tensor_type.elem_type, tuple(d.dim_value for d in vi.type.tensor_type.shape.dim))
@@ -295,7 +311,7 @@ def test_packed_repeated_fields_are_read(reader: ModuleType):
     )  # op_type, 2 attributes
     tensor = bytes([0x0A, 2, 3, 4, 0x10, 1, 0x42, 1]) + b"t"  # dims packed (3, 4), data_type 1, name "t"
     graph = bytes([0x0A, len(node)]) + node + bytes([0x2A, len(tensor)]) + tensor
-    nodes, initializers, raw_attributes = reader.graph_contents(graph, 64)
+    nodes, initializers, raw_attributes = reader.graph_contents(graph, 64, RawNode, RawInitializer)
     assert nodes[0][5] == {"p": [1, 128], "q": [0.5, 2.0]} and not raw_attributes
     assert initializers[0][:3] == ("t", TensorProto.FLOAT, (3, 4))
 
@@ -394,7 +410,7 @@ def test_analysis_reads_a_file_the_same_through_either_reader(
 def test_malformed_bytes_raise_value_error(reader: ModuleType, data: bytes):
     # A length past the end, a missing length, a group (wire type 3), a varint longer than 64 bits.
     with pytest.raises(ValueError, match="malformed protobuf"):
-        reader.graph_contents(data, 64)
+        reader.graph_contents(data, 64, RawNode, RawInitializer)
     with pytest.raises(ValueError, match="malformed protobuf"):
         reader.value_types(data, -1, Tensor)
     with pytest.raises(ValueError, match="malformed protobuf"):
