@@ -78,4 +78,7 @@ def analyze(
             graph = engine_graph(model, dev, inputs, dims)
         else:
             graph = load_graph(model, inputs=inputs, dims=dims)
-        return analyze_graph(graph, dev, precision=precision, engine=engine, progress=progress)
+        analysis = analyze_graph(graph, dev, precision=precision, engine=engine, progress=progress)
+        # Dropped before the collector resumes: its first pass would otherwise walk every object of the graph.
+        del graph
+    return analysis

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnxroof.ort.sessions
 from onnxroof.errors import UserError
-from onnxroof.load.graph import load_graph
+from onnxroof.load import load_graph
 from onnxroof.ort.mapping import MERGED, REMOVED, name_candidates, tensor_candidate
 from onnxroof.ort.profile import FLOOR_S, NodeProfile, profile_nodes, split_runs
 from onnxroof.ort.sessions import runnable_model
