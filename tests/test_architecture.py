@@ -158,10 +158,22 @@ def private_reaches(source: str, module: str) -> list[str]:
 def test_no_module_reaches_into_another_modules_private_names():
     violations = [
         f"{path.relative_to(ROOT)}:{v}"
-        for path in python_files("onnxroof", "tools", "model_zoo")
+        for path in python_files("onnxroof", "tools", "model_zoo", "tests")
         for v in private_reaches(path.read_text(encoding="utf-8"), module_name(path))
     ]
     assert violations == []
+
+
+def test_tests_share_fixtures_through_conftest_never_by_importing_a_test_module():
+    imported = []
+    for path in python_files("tests"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            imported += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[-1].startswith("test_")]
+    assert imported == []
 
 
 def test_no_python_file_of_the_package_is_longer_than_a_reader_can_hold():
