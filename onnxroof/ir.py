@@ -14,7 +14,16 @@ from typing import Any, NamedTuple
 import numpy as np
 from onnx import TensorProto
 
-__all__ = ["Graph", "Node", "Tensor", "UnknownShape", "dtype_size"]
+__all__ = ["DEFAULT_DOMAINS", "Graph", "Node", "Tensor", "UnknownShape", "dtype_size", "op_domain"]
+
+# The standard operator set's two spellings of its domain.
+DEFAULT_DOMAINS = frozenset({"", "ai.onnx"})
+
+
+def op_domain(domain: str) -> str:
+    """'' for the standard ONNX domain however it is spelled; any other domain as it is."""
+    return "" if domain in DEFAULT_DOMAINS else domain
+
 
 # Element sizes in bytes per ONNX element type. Sub-byte types (int4/uint4/float4) are rounded per element to
 # half a byte; strings have no fixed size and count as 0 (they never carry compute).

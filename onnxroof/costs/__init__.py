@@ -45,7 +45,7 @@ import numpy as np
 from onnx import TensorProto
 
 from onnxroof.devices import OP_CLASSES
-from onnxroof.ir import Tensor, UnknownShape
+from onnxroof.ir import Tensor, UnknownShape, op_domain
 
 __all__ = [
     "ENGINE_CLASSES",
@@ -180,9 +180,6 @@ _NON_PARAM_DTYPES = {TensorProto.INT64, TensorProto.BOOL, TensorProto.STRING}
 # (domain, op_type) -> (cost function, engine class)
 _REGISTRY: dict[tuple[str, str], tuple[CostFn, str]] = {}
 
-# Domains that onnxruntime treats as the standard one.
-_DEFAULT_DOMAINS = {"", "ai.onnx"}
-
 _loaded = False
 
 
@@ -192,11 +189,7 @@ def _key(op: str) -> tuple[str, str]:
         domain, op_type = op.split("::", 1)
     else:
         domain, op_type = "", op
-    return _domain_key(domain), op_type
-
-
-def _domain_key(domain: str) -> str:
-    return "" if domain in _DEFAULT_DOMAINS else domain
+    return op_domain(domain), op_type
 
 
 def register(*ops: str, engine: str) -> Callable[[CostFn], CostFn]:
@@ -235,14 +228,14 @@ def _load_families() -> None:
 def lookup(domain: str, op_type: str) -> CostFn | None:
     """The cost function for an op, or None when none is registered."""
     _load_families()
-    found = _REGISTRY.get((_domain_key(domain), op_type))
+    found = _REGISTRY.get((op_domain(domain), op_type))
     return None if found is None else found[0]
 
 
 def engine_class(domain: str, op_type: str) -> str | None:
     """The engine class registered with an op's cost function, or None when the op has no cost function."""
     _load_families()
-    found = _REGISTRY.get((_domain_key(domain), op_type))
+    found = _REGISTRY.get((op_domain(domain), op_type))
     return None if found is None else found[1]
 
 

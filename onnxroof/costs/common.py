@@ -16,7 +16,7 @@ from math import ceil, floor, prod
 import numpy as np
 
 from onnxroof.costs import Cost, NodeView, distinct_tensors, weight_params
-from onnxroof.ir import Tensor, UnknownShape, dtype_size
+from onnxroof.ir import DEFAULT_DOMAINS, Tensor, UnknownShape, dtype_size
 
 __all__ = [
     "ACTIVATION_FLOPS",
@@ -225,7 +225,7 @@ def mac_kernel_cost(node: NodeView, flops: float, macs: float, note: str = "") -
 
 def op_key(node: NodeView) -> str:
     """'Relu' for the default domain, 'com.microsoft::Gelu' otherwise: the key of a family's per-op table."""
-    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}::{node.op_type}"
+    return node.op_type if node.domain in DEFAULT_DOMAINS else f"{node.domain}::{node.op_type}"
 
 
 def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:

@@ -11,6 +11,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, numpy_helper
 
+from onnxroof.ir import DEFAULT_DOMAINS
 from onnxroof.load.read import SMALL_CONSTANT, RawGraph, ValueTypes
 
 
@@ -18,7 +19,7 @@ def known_values(raw: RawGraph) -> dict[str, np.ndarray]:
     """The values of a graph's small initializers and Constant nodes, by tensor name."""
     values = {init.name: init.value for init in raw.initializers if init.value is not None}
     for node in raw.nodes:
-        if node.op_type != "Constant" or node.domain not in ("", "ai.onnx") or not node.outputs:
+        if node.op_type != "Constant" or node.domain not in DEFAULT_DOMAINS or not node.outputs:
             continue
         attrs = node.attrs
         if isinstance(attrs.get("value"), np.ndarray):
@@ -90,7 +91,7 @@ def fold_shape_values(model: ModelProto, constants: Mapping[str, np.ndarray], ty
     values = dict(constants)
     computed: set[str] = set()
     for node in model.graph.node:
-        if node.domain not in ("", "ai.onnx") or not node.output:
+        if node.domain not in DEFAULT_DOMAINS or not node.output:
             continue
         value = None
         if node.op_type in ("Shape", "Size"):

@@ -24,7 +24,7 @@ import onnx
 from onnx import AttributeProto, GraphProto, ModelProto, TensorProto, numpy_helper
 
 from onnxroof.errors import UserError
-from onnxroof.ir import Tensor
+from onnxroof.ir import DEFAULT_DOMAINS, Tensor
 from onnxroof.load import native
 
 SMALL_CONSTANT = 64  # constants up to this many elements keep their values (trip counts, K of TopK, axes)
@@ -138,7 +138,7 @@ def drop_weight_bytes(graph: GraphProto) -> None:
 
 def opset_of(model: ModelProto) -> int:
     """The model's default-domain opset (0 when it imports none)."""
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    return next((o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS), 0)
 
 
 # -------------------------------------------------------------------------------------------------------------

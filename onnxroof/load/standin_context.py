@@ -16,6 +16,8 @@ import numpy as np
 import numpy.typing as npt
 from onnx import AttributeProto, NodeProto, TensorProto, helper, numpy_helper
 
+from onnxroof.ir import op_domain
+
 MS = "com.microsoft"
 NCHWC = "com.microsoft.nchwc"
 
@@ -160,7 +162,7 @@ ProxyBuilder = Callable[[NodeProto, ProxyContext], bool]
 
 def domain_of(node: NodeProto) -> str:
     """A node's domain, with the default domain's two spellings ('' and 'ai.onnx') as ''."""
-    return "" if node.domain == "ai.onnx" else node.domain
+    return op_domain(node.domain)
 
 
 def attr(node: NodeProto, name: str, default: Any = None) -> Any:

@@ -37,6 +37,7 @@ import numpy as np
 import onnx
 from onnx import NodeProto, numpy_helper
 
+from onnxroof.ir import op_domain
 from onnxroof.load import NON_DETERMINISTIC
 
 # Kernels onnxruntime adds that compute nothing of the model: layout reorders of the NCHWc transformer, copies
@@ -100,7 +101,7 @@ class _EngineIndex:
             for t in node.outputs:
                 if t:
                     producer_op[t] = node.op_type
-        self.layout = {j for j, e in enumerate(engine) if (_domain(e.domain), e.op_type) in ENGINE_ONLY_OPS}
+        self.layout = {j for j, e in enumerate(engine) if (op_domain(e.domain), e.op_type) in ENGINE_ONLY_OPS}
         self.by_name: dict[str, int] = {}
         self.derived_name: dict[str, int] = {}
         self.derived_tensor: dict[str, int] = {}
@@ -342,7 +343,12 @@ def value_numbers(originals: Sequence[Any], initializers: Mapping[str, onnx.Tens
             key: Any = ("unique", i)
         else:
             attrs = tuple(sorted((k, _attr_key(v)) for k, v in node.attrs.items()))
-            key = (node.op_type, _domain(node.domain), attrs, tuple(tensor_number(t) if t else -1 for t in node.inputs))
+            key = (
+                node.op_type,
+                op_domain(node.domain),
+                attrs,
+                tuple(tensor_number(t) if t else -1 for t in node.inputs),
+            )
         node_number = number(key)
         nodes.append(node_number)
         for k, out in enumerate(node.outputs):
@@ -387,7 +393,7 @@ def _nchwc_final_tensor(
     """The original tensor an NCHWc node finally writes. It is named after the tensor it replaced when it was
     created; an Add/Sum fused later (a fourth input) and then an activation (the "activation" attribute, when
     the named tensor is not already that activation's output) move its output down the original graph."""
-    if node.op_type != "Conv" or _domain(node.domain) != "com.microsoft.nchwc":
+    if node.op_type != "Conv" or op_domain(node.domain) != "com.microsoft.nchwc":
         return tensor
 
     def next_of(t: str, ops: Iterable[str]) -> str:
@@ -406,7 +412,7 @@ def _nchwc_final_tensor(
 def _direct(node: Any, index: _EngineIndex) -> int | str | None:
     """The engine node that evidently computes ``node`` (by name, derived name or written tensor), REMOVED for
     an eliminated Identity/Dropout, or None when there is no direct evidence."""
-    if node.op_type in _ELIMINATED_OPS and _domain(node.domain) == "" and node.name not in index.by_name:
+    if node.op_type in _ELIMINATED_OPS and op_domain(node.domain) == "" and node.name not in index.by_name:
         return REMOVED
     for table in (index.by_name, index.derived_name):
         if node.name in table:
@@ -468,9 +474,4 @@ def _static_nodes(originals: Sequence[Any], initializers: set[str]) -> set[int]:
 
 def _same_op(original: Any, engine_node: NodeProto) -> bool:
     """Whether the engine node runs the original node's op unchanged (same op type and domain)."""
-    return original.op_type == engine_node.op_type and _domain(original.domain) == _domain(engine_node.domain)
-
-
-def _domain(domain: str) -> str:
-    """'' for the default ONNX domain however it is spelled."""
-    return "" if domain in ("", "ai.onnx") else domain
+    return original.op_type == engine_node.op_type and op_domain(original.domain) == op_domain(engine_node.domain)

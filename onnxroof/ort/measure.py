@@ -25,6 +25,7 @@ import onnx
 from onnx import ModelProto, numpy_helper
 
 from onnxroof.errors import UserError
+from onnxroof.ir import DEFAULT_DOMAINS
 from onnxroof.ort.sessions import RunnableModel
 
 MIN_SAMPLE_S = 0.01
@@ -211,7 +212,7 @@ def materialize_weight_fills(model: ModelProto) -> int:
     kept: list[onnx.NodeProto] = []
     added: list[onnx.TensorProto] = []
     for node in graph.node:
-        is_fill = node.op_type == "ConstantOfShape" and node.domain in ("", "ai.onnx") and bool(node.input)
+        is_fill = node.op_type == "ConstantOfShape" and node.domain in DEFAULT_DOMAINS and bool(node.input)
         if not is_fill or node.input[0] not in initializers:
             kept.append(node)
             continue
