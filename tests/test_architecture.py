@@ -6,10 +6,12 @@ The stages, lowest first (a module may import from its own stage and from the st
     errors, atomic          the user error and atomic file writes
     ir, devices             the analysis graph; the device schema and files (data: they import nothing above)
     load                    file -> Graph
+    passes                  graph rewrites: model -> model
     costs                   per-op cost functions
     predict                 roofline, engine model, analysis
     ort                     everything that runs onnxruntime (measure, profile, calibrate, validate)
-    report                  renderers of what predict and ort produce
+    whatif                  variants of a model compared: rewrite, compare, sweep, explore
+    report                  renderers of what predict, ort and whatif produce
     api, cli                the front doors
 """
 
@@ -32,13 +34,15 @@ STAGES: dict[str, int] = {
     "onnxroof.ir": 1,
     "onnxroof.devices": 1,
     "onnxroof.load": 2,
-    "onnxroof.costs": 3,
-    "onnxroof.predict": 4,
-    "onnxroof.ort": 5,
-    "onnxroof.report": 6,
-    "onnxroof.api": 7,
-    "onnxroof.cli": 8,
-    "onnxroof.__main__": 9,
+    "onnxroof.passes": 3,
+    "onnxroof.costs": 4,
+    "onnxroof.predict": 5,
+    "onnxroof.ort": 6,
+    "onnxroof.whatif": 7,
+    "onnxroof.report": 8,
+    "onnxroof.api": 9,
+    "onnxroof.cli": 10,
+    "onnxroof.__main__": 11,
 }
 MAX_LINES = 600
 
