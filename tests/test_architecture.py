@@ -10,9 +10,10 @@ The stages, lowest first (a module may import from its own stage and from the st
     costs                   per-op cost functions
     predict                 roofline, engine model, analysis
     ort                     everything that runs onnxruntime (measure, profile, calibrate, validate)
+    api                     the library's front door: onnxroof.analyze
     whatif                  variants of a model compared: rewrite, compare, sweep, explore
     report                  renderers of what predict, ort and whatif produce
-    api, cli                the front doors
+    cli                     the command line
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ STAGES: dict[str, int] = {
     "onnxroof.costs": 4,
     "onnxroof.predict": 5,
     "onnxroof.ort": 6,
-    "onnxroof.whatif": 7,
-    "onnxroof.report": 8,
-    "onnxroof.api": 9,
+    "onnxroof.api": 7,
+    "onnxroof.whatif": 8,
+    "onnxroof.report": 9,
     "onnxroof.cli": 10,
     "onnxroof.__main__": 11,
 }

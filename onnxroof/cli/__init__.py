@@ -5,6 +5,10 @@ Commands:
   measure MODEL   time the model with onnxruntime (whole model; --per-node adds the profiler's kernel times)
   calibrate       measure this machine's roofline through onnxruntime, for --device host
   validate MODEL  predicted against measured, per kernel and for the model, on this machine
+  rewrite MODEL   rewrite a model (separable convs, strides, fp16, int8, batch, input size) and write it
+  compare A B     two models side by side: predicted per device, measured here
+  sweep MODEL     every combination of batch, input size, precision and device
+  explore MODEL   the rewrites that apply, ranked by predicted speedup on a device
   devices         the device catalog (peak FLOP/s per precision, bandwidth, launch overhead)
   zoo             the built-in models usable as zoo:NAME wherever a model path goes
   ops             the op types onnxroof has cost functions for
@@ -20,7 +24,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from onnxroof.cli import analyze, calibrate, devices, measure, ops, validate, zoo
+from onnxroof.cli import analyze, calibrate, compare, devices, explore, measure, ops, rewrite, sweep, validate, zoo
 
 # The commands in the order --help lists them: each module has HELP, DESCRIPTION, configure(parser) and run(args).
 COMMANDS: dict[str, ModuleType] = {
@@ -28,6 +32,10 @@ COMMANDS: dict[str, ModuleType] = {
     "measure": measure,
     "calibrate": calibrate,
     "validate": validate,
+    "rewrite": rewrite,
+    "compare": compare,
+    "sweep": sweep,
+    "explore": explore,
     "devices": devices,
     "zoo": zoo,
     "ops": ops,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from onnxroof.errors import UserError
 
-__all__ = ["Progress", "add_session_options", "add_shape_options", "dims", "emit", "warn"]
+__all__ = ["Progress", "add_session_options", "add_shape_options", "dims", "emit", "split_list", "warn"]
 
 
 def _pair(kind: str) -> Callable[[str], tuple[str, str]]:
@@ -70,6 +70,11 @@ def dims(args: argparse.Namespace) -> dict[str, int]:
         if out[name] <= 0:
             raise UserError(f"--dim {name}={value}: the value must be positive", f"e.g. --dim {name}=1")
     return out
+
+
+def split_list(values: list[str] | None) -> list[str]:
+    """Repeatable, comma-separated option values as one list: ['a,b', 'c'] -> ['a', 'b', 'c']."""
+    return [item.strip() for value in values or [] for item in value.split(",") if item.strip()]
 
 
 def emit(text: str, output: str | None) -> None:

@@ -1,0 +1,51 @@
+"""onnxroof explore: every rewrite that applies to a model, ranked by predicted gain on a device."""
+
+from __future__ import annotations
+
+import argparse
+
+from onnxroof.cli.common import Progress, emit, split_list
+
+HELP = "the rewrites that apply to a model, ranked by predicted speedup on a device"
+DESCRIPTION = """Try every rewrite onnxroof has on a model (separable convolutions, the LWU-Net strides, fp16,
+dynamic and static int8), list the layers each touches and its predicted time on the device before and after,
+ranked by predicted speedup; the ones that do not apply are listed with the reason. On --device host the
+prediction is made on the graph onnxruntime runs, so the Casts its CPU provider inserts around ops without fp16
+kernels and the cost of dynamic quantization are predicted. --measure N builds and times the N best here and
+shows their measured speedup beside this machine's prediction.
+
+examples:
+  onnxroof explore zoo:unet --device rtx2060-super
+  onnxroof explore model.onnx --device host --measure 3
+"""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
+    parser.add_argument("-d", "--device", default=None, help="catalog key, device file or host (default v100-sxm2)")
+    parser.add_argument("--measure", type=int, default=0, metavar="N", help="time the N best rewrites here")
+    parser.add_argument("--only", action="append", default=None, metavar="R", help="try only these rewrites")
+    parser.add_argument("--threads", type=int, default=1, metavar="N", help="threads to measure and predict at")
+    parser.add_argument("-f", "--format", default="table", choices=("table", "json"), help="output format")
+    parser.add_argument("-o", "--output", default=None, metavar="FILE", help="write the report to FILE")
+
+
+def run(args: argparse.Namespace) -> int:
+    from onnxroof.api import DEFAULT_DEVICE
+    from onnxroof.report.explore import render_explore
+    from onnxroof.whatif.explore import explore
+
+    progress = Progress("exploring")
+    try:
+        result = explore(
+            args.model,
+            args.device or DEFAULT_DEVICE,
+            measure=args.measure,
+            threads=args.threads,
+            only=tuple(split_list(args.only)),
+            progress=progress.stage,
+        )
+    finally:
+        progress.close()
+    emit(render_explore(result, args.format), args.output)
+    return 0

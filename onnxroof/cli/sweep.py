@@ -1,0 +1,82 @@
+"""onnxroof sweep: predicted time, throughput, intensity and bound over batch, input size, precision, device."""
+
+from __future__ import annotations
+
+import argparse
+
+from onnxroof.cli.common import Progress, emit, split_list
+from onnxroof.errors import UserError
+
+HELP = "every combination of batch, input size, precision and device in one table"
+DESCRIPTION = """Predict a model over every combination of batch sizes, input sizes, precisions and devices
+(paper 000 sections 4.3-4.5; paper 004's batch 1/64/256): one row each with the predicted time, throughput
+(samples/s), FLOPs, bytes, arithmetic intensity and bound.
+
+--precision is the analysis' "what if": every float tensor costed at that precision (bytes and the device's peak
+for it), the graph unchanged. --rewrite converts the graph instead (fp16, int8-dynamic, int8-static), so its rows
+include the Casts and quantize nodes the conversion adds: on an onnxruntime host that is what really runs. The
+precision column says which a row is. Batch and input size rewrite the graph (hard-coded shapes repaired).
+
+examples:
+  onnxroof sweep zoo:unet --batch 1,16,64 --precision fp32,fp16,int8 --input-size 128x128,192x192 \\
+      --device v100-sxm2,rtx2060-super
+  onnxroof sweep model.onnx --batch 1,8 --rewrite fp16,int8-dynamic --device host --format csv -o sweep.csv
+"""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
+    parser.add_argument("--batch", default=None, metavar="B1,B2", help="batch sizes (default: the model's)")
+    parser.add_argument("--input-size", default=None, metavar="HxW,...", help="image sizes (default: the model's)")
+    parser.add_argument("-p", "--precision", default=None, metavar="P1,P2", help="what-if precisions: fp64 ... int8")
+    parser.add_argument(
+        "--rewrite", default=None, metavar="R1,R2", help="graph conversions: fp16, int8-dynamic, int8-static"
+    )
+    parser.add_argument(
+        "-d", "--device", action="append", default=None, metavar="D", help="devices, repeatable or comma-separated"
+    )
+    parser.add_argument("--threads", type=int, default=1, metavar="N", help="--device host: calibration threads")
+    parser.add_argument("-f", "--format", default="table", choices=("table", "json", "csv"), help="output format")
+    parser.add_argument("-o", "--output", default=None, metavar="FILE", help="write the report to FILE")
+
+
+def _ints(text: str | None, option: str) -> list[int]:
+    out = []
+    for item in split_list([text] if text else None):
+        if not item.isdigit() or int(item) < 1:
+            raise UserError(f"{option} {item}: expected positive integers", f"e.g. {option} 1,16,64")
+        out.append(int(item))
+    return out
+
+
+def _sizes(text: str | None) -> list[tuple[int, int]]:
+    out = []
+    for item in split_list([text] if text else None):
+        h, sep, w = item.lower().partition("x")
+        if not (h.isdigit() and (not sep or w.isdigit())) or int(h) < 1 or (sep and int(w) < 1):
+            raise UserError(f"--input-size {item}: expected HxW", "e.g. --input-size 128x128,192x192")
+        out.append((int(h), int(w) if sep else int(h)))
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from onnxroof.api import DEFAULT_DEVICE
+    from onnxroof.report.sweep import render_sweep
+    from onnxroof.whatif.sweep import sweep
+
+    progress = Progress("sweeping", unit="analyses")
+    try:
+        result = sweep(
+            args.model,
+            split_list(args.device) or [DEFAULT_DEVICE],
+            batches=_ints(args.batch, "--batch"),
+            sizes=_sizes(args.input_size),
+            precisions=split_list([args.precision] if args.precision else None),
+            rewrites=split_list([args.rewrite] if args.rewrite else None),
+            threads=args.threads,
+            progress=progress,
+        )
+    finally:
+        progress.close()
+    emit(render_sweep(result, args.format), args.output)
+    return 0
