@@ -145,7 +145,7 @@ def _dynamic(source: Path, target: Path) -> None:
 def _static(source: Path, target: Path, feeds: Sequence[Mapping[str, np.ndarray]]) -> None:
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
 
-    class Reader(CalibrationDataReader):  # type: ignore[misc]  # onnxruntime has no type information
+    class Reader(CalibrationDataReader):
         """The calibration inputs, one run each, as onnxruntime's reader protocol (None when done)."""
 
         def __init__(self) -> None:
