@@ -118,9 +118,8 @@ def _check_block_ops(block_ops: Sequence[str], op_types: Counter[str]) -> list[N
         if not op or op != op.strip():
             raise Refused(f"block_ops holds an empty or padded op type ({op!r})", "name op types such as Softmax")
         if op not in known:
-            close = difflib.get_close_matches(op, sorted(known), n=3) or difflib.get_close_matches(
-                op.lower(), sorted(known, key=str.lower), n=3
-            )
+            same = [k for k in sorted(known) if k.lower() == op.lower()]
+            close = same or difflib.get_close_matches(op, sorted(known), n=3)
             hint = f"did you mean {' or '.join(close)}?" if close else "op types are spelled as in onnx (Softmax)"
             raise Refused(f"block_ops names {op!r}, which is no op type of this model or of onnx", hint)
         if op not in op_types:
