@@ -154,16 +154,17 @@ class Edits:
 
 def candidates_in_order(
     model: ModelProto, wanted: Callable[[NodeProto], bool], extra_deps: Callable[[NodeProto], Iterable[str]]
-) -> list[tuple[NodeProto, set[int]]]:
-    """The nodes ``wanted`` selects, each with the indices (into this list) of the selected nodes upstream of it.
+) -> list[tuple[int, set[int]]]:
+    """The positions of the nodes ``wanted`` selects, each with the indices (into this list) of the selected
+    nodes upstream of it.
 
     Upstream means upstream of the node's inputs and of the values ``extra_deps`` names for it. A pass decides a
     node only after every selected node upstream of it, so that the shapes it reads are already repaired.
     """
-    graph = model.graph
-    producer = {out: node for node in graph.node for out in node.output}
-    selected = [node for node in graph.node if wanted(node)]
-    index = {id(node): i for i, node in enumerate(selected)}
+    nodes = list(model.graph.node)
+    producer = {out: pos for pos, node in enumerate(nodes) for out in node.output}
+    selected = [pos for pos, node in enumerate(nodes) if wanted(node)]
+    index = {pos: i for i, pos in enumerate(selected)}
     memo: dict[str, frozenset[int]] = {}
 
     def above(value: str) -> frozenset[int]:
@@ -174,11 +175,12 @@ def candidates_in_order(
             if top in memo:
                 stack.pop()
                 continue
-            node = producer.get(top)
-            if node is None:
+            pos = producer.get(top)
+            if pos is None:
                 memo[top] = frozenset()
                 stack.pop()
                 continue
+            node = nodes[pos]
             missing = [v for v in node.input if v and v not in memo]
             if missing:
                 stack.extend(missing)
@@ -187,20 +189,20 @@ def candidates_in_order(
             for v in node.input:
                 if v:
                     found |= memo[v]
-            if id(node) in index:
-                found.add(index[id(node)])
+            if pos in index:
+                found.add(index[pos])
             memo[top] = frozenset(found)
             stack.pop()
         return memo[value]
 
     result = []
-    for i, node in enumerate(selected):
+    for i, pos in enumerate(selected):
         deps: set[int] = set()
-        for value in (*node.input, *extra_deps(node)):
+        for value in (*nodes[pos].input, *extra_deps(nodes[pos])):
             if value:
                 deps |= above(value)
         deps.discard(i)
-        result.append((node, deps))
+        result.append((pos, deps))
     return result
 
 
@@ -214,8 +216,7 @@ def decide_in_order(
     nodes upstream of it (see :func:`candidates_in_order`), with the shapes inferred on ``model`` as the earlier
     decisions left it (``decide`` makes its changes on ``model``). Where selected nodes wait on each other, the
     rest are decided on the shapes at hand."""
-    position = {id(node): i for i, node in enumerate(model.graph.node)}
-    pending = [(position[id(node)], deps) for node, deps in candidates_in_order(model, wanted, extra_deps)]
+    pending = candidates_in_order(model, wanted, extra_deps)
     done: set[int] = set()
     while len(done) < len(pending):
         shapes = infer(model)
