@@ -31,6 +31,7 @@ __all__ = [
     "infer",
     "shape_of",
     "shape_text",
+    "strict_check",
 ]
 
 Dim = int | str | None  # a static size, a symbolic name, or unknown
@@ -228,6 +229,20 @@ def decide_in_order(
             done.add(i)
 
 
+def strict_check(model: ModelProto, what: str) -> ModelProto:
+    """``model`` with the shapes onnx's strict inference (data propagation on) gives it, its declared output shapes
+    and value_info left out; a Refused naming the node where inference fails, ``what`` saying at which change."""
+    probe = copy_model(model)
+    del probe.graph.value_info[:]
+    for out in probe.graph.output:
+        if out.type.HasField("tensor_type"):
+            out.type.tensor_type.ClearField("shape")
+    try:
+        return onnx.shape_inference.infer_shapes(probe, check_type=True, strict_mode=True, data_prop=True)
+    except onnx.shape_inference.InferenceError as exc:
+        raise Refused(_refusal(what, str(exc))) from exc
+
+
 def declare_inferred(model: ModelProto, what: str) -> list[Note]:
     """Check ``model`` with onnx's strict shape inference (data propagation on) and write what it infers into the
     declared shapes of the graph outputs and value_info; a Refused names the node where inference fails.
@@ -237,15 +252,7 @@ def declare_inferred(model: ModelProto, what: str) -> list[Note]:
     contradicts inference. Returns a note per output whose declared shape changed and one for value_info.
     """
     graph = model.graph
-    probe = copy_model(model)
-    del probe.graph.value_info[:]
-    for out in probe.graph.output:
-        if out.type.HasField("tensor_type"):
-            out.type.tensor_type.ClearField("shape")
-    try:
-        inferred = onnx.shape_inference.infer_shapes(probe, check_type=True, strict_mode=True, data_prop=True)
-    except onnx.shape_inference.InferenceError as exc:
-        raise Refused(_refusal(what, str(exc))) from exc
+    inferred = strict_check(model, what)
     found = {vi.name: vi for vi in (*inferred.graph.value_info, *inferred.graph.output)}
     notes: list[Note] = []
     for out in graph.output:
@@ -273,10 +280,12 @@ def declare_inferred(model: ModelProto, what: str) -> list[Note]:
 def _refusal(what: str, message: str) -> str:
     """A refusal naming the node onnx's inference error names."""
     match = _NODE_NAME.search(message)
-    first = message.strip().splitlines()[-1] if message.strip() else message
-    if match:
-        return f"{match.group(1)} {match.group(2) or '(unnamed)'}: {what}; onnx shape inference: {first}"
-    return f"{what}; onnx shape inference: {first}"
+    if match is None:
+        return f"{what}; onnx shape inference: {message.strip()}"
+    rest = message[match.end() :]
+    following = _NODE_NAME.search(rest)
+    reason = (rest[: following.start()] if following else rest).strip(" :\n(")
+    return f"{match.group(1)} {match.group(2) or '(unnamed)'}: {what}; onnx shape inference: {reason}"
 
 
 def shape_text(shape: Sequence[Dim] | None) -> str:
