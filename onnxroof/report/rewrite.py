@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Sequence
 
-from onnxroof.report.format import TABLE_WIDTH, clip
+from onnxroof.report.format import TABLE_WIDTH
 from onnxroof.whatif.rewrite import Rewritten
 
 __all__ = ["render_rewrite"]
@@ -22,7 +23,8 @@ def render_rewrite(done: Rewritten, written: Sequence[str], fmt: str = "table") 
         return json.dumps({**done.to_dict(), "written": list(written)}, indent=2) + "\n"
     result = done.result
     lines = [f"{done.source}: {', '.join(result.passes)}" + ("" if result.changed else " (nothing changed)")]
-    lines += [clip(f"  {note}", TABLE_WIDTH) for note in result.notes]
+    for note in result.notes:
+        lines += textwrap.wrap(str(note), TABLE_WIDTH, initial_indent="  ", subsequent_indent="      ")
     if done.differences:
         lines.append("outputs against the original, on the same random inputs:")
         for d in done.differences:
