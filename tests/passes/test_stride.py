@@ -277,3 +277,17 @@ def test_lwu_refuses_a_model_without_unet_encoder_blocks() -> None:
         lwu(model)
     with pytest.raises(Refused, match=r"no U-Net encoder block found"):
         lwu(residual("Add"))
+
+
+def test_a_conflict_the_repairs_do_not_cover_is_refused_with_onnxs_message() -> None:
+    # Reshape to [1, -1] still fits, but the Gemm after it holds a weight for 2*8*8 = 128 features, not 32.
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Reshape", ["c", "target"], ["r"], name="reshape"),
+        helper.make_node("Gemm", ["r", "fc"], ["y"], name="fc"),
+    ]
+    weights = {"w": kernel(2, 2, 3), "fc": np.ones((128, 10), np.float32)}
+    model = model_of(nodes, [1, 2, 8, 8], [1, 10], weights)
+    model.graph.initializer.append(numpy_helper.from_array(np.array([1, -1], np.int64), "target"))
+    with pytest.raises(Refused, match=r"the new sizes break the model: .*node name: fc"):
+        stride(model, {"conv": 2})
