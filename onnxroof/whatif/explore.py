@@ -15,12 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from onnx import ModelProto
+
 from onnxroof.errors import UserError
 from onnxroof.passes import Refused
 from onnxroof.whatif.compare import direction_agrees, size_agrees, time_pair
 from onnxroof.whatif.rewrite import LWU, RewriteRequest, apply_request
 
-__all__ = ["CANDIDATES", "EFFECTS", "Candidate", "Exploration", "explore"]
+__all__ = ["CANDIDATES", "EFFECTS", "Candidate", "Exploration", "explore", "touched_nodes"]
 
 # The rewrites explore tries, by the name its table shows.
 CANDIDATES: dict[str, RewriteRequest] = {
@@ -140,7 +142,7 @@ def explore(
             continue
         say(f"analyzing {name} on {device}")
         after = analyze(done.result.model, device, threads=threads)
-        layers = tuple(dict.fromkeys(note.node for note in done.result.notes))
+        layers = touched_nodes(source.model, done.result.model)
         variants[name] = done.result
         applied.append(
             Candidate(
@@ -156,6 +158,41 @@ def explore(
     if measure:
         applied = _measured(source, applied, variants, measure, threads, say)
     return Exploration(source.name, base.device.key, base.graph, base.totals.predicted_time_s, tuple(applied + refused))
+
+
+def touched_nodes(before: ModelProto, after: ModelProto) -> tuple[str, ...]:
+    """The nodes of ``before`` that a rewrite changed: gone, or with another op, attributes or inputs, or reading
+    or writing a tensor of another dtype (an fp16 conversion keeps every node but changes its tensors)."""
+    old_types, new_types = _dtypes(before), _dtypes(after)
+    rewritten = {n.name: n for n in after.graph.node}
+    touched = []
+    for node in before.graph.node:
+        new = rewritten.get(node.name)
+        same = (
+            new is not None
+            and new.op_type == node.op_type
+            and list(new.input) == list(node.input)
+            and list(new.attribute) == list(node.attribute)
+            and all(old_types.get(t) == new_types.get(t) for t in list(node.input) + list(node.output))
+        )
+        if not same:
+            touched.append(node.name)
+    return tuple(touched)
+
+
+def _dtypes(model: ModelProto) -> dict[str, int]:
+    """Every tensor's element type, after onnx's shape inference on the model without its weights' bytes."""
+    import onnx
+
+    from onnxroof.load.read import read_model
+
+    lean, _ = read_model(model, weight_bytes=False)
+    inferred = onnx.shape_inference.infer_shapes(lean)
+    graph = inferred.graph
+    types = {i.name: i.data_type for i in graph.initializer}
+    for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
+        types[vi.name] = vi.type.tensor_type.elem_type
+    return types
 
 
 def _measured(
