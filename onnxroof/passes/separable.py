@@ -30,6 +30,7 @@ from onnx_graphsurgeon.ir.tensor import LazyValues
 
 from onnxroof.ir import op_domain
 from onnxroof.passes import Note, Refused, RewriteResult
+from onnxroof.passes.graph_edit import Names, export_like
 from onnxroof.passes.weights import absent_tensor, has_values, tensor, values
 
 __all__ = ["factorize", "separable"]
@@ -79,9 +80,9 @@ def separable(model: ModelProto, nodes: Sequence[str] | None = None) -> RewriteR
         if not chosen:
             return RewriteResult(model, False, (), not has_values(model))
 
-    names = _Names(graph)
+    names = Names(graph)
     notes = [_convert(graph, node, initializers[node.inputs[1].name], names) for node in chosen]
-    result = _export_like(graph, model)
+    result = export_like(graph, model)
     return RewriteResult(result, True, tuple(notes), not has_values(model))
 
 
@@ -128,22 +129,7 @@ def _ineligible(node: gs.Node, initializers: dict[str, TensorProto], input_names
     return None
 
 
-class _Names:
-    """Fresh node and tensor names: the wanted one where it is free, else with _1, _2, ... appended."""
-
-    def __init__(self, graph: gs.Graph) -> None:
-        self.used = {node.name for node in graph.nodes} | set(graph.tensors())
-
-    def fresh(self, wanted: str) -> str:
-        candidate, n = wanted, 0
-        while candidate in self.used:
-            n += 1
-            candidate = f"{wanted}_{n}"
-        self.used.add(candidate)
-        return candidate
-
-
-def _convert(graph: gs.Graph, node: gs.Node, proto: TensorProto, names: _Names) -> Note:
+def _convert(graph: gs.Graph, node: gs.Node, proto: TensorProto, names: Names) -> Note:
     """Replace ``node`` in ``graph`` by its depthwise and pointwise Convs; the Note of the change."""
     base = _label(node)
     c_out, c_in, kh, kw = (int(d) for d in proto.dims)
@@ -185,16 +171,3 @@ def _convert(graph: gs.Graph, node: gs.Node, proto: TensorProto, names: _Names) 
         f"{pw_name} (pointwise 1x1 {c_in}->{c_out}){tail}"
     )
     return Note(base, change, error)
-
-
-def _export_like(graph: gs.Graph, original: ModelProto) -> ModelProto:
-    """``graph`` cleaned up, sorted and exported, with ``original``'s IR version, opsets and model metadata."""
-    out = gs.export_onnx(graph.cleanup().toposort())
-    out.ir_version = original.ir_version
-    del out.opset_import[:]
-    out.opset_import.extend(original.opset_import)
-    for field in ("producer_name", "producer_version", "domain", "model_version", "doc_string"):
-        setattr(out, field, getattr(original, field))
-    del out.metadata_props[:]
-    out.metadata_props.extend(original.metadata_props)
-    return out

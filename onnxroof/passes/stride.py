@@ -33,6 +33,7 @@ from onnx import ModelProto
 
 from onnxroof.ir import op_domain
 from onnxroof.passes import Note, Refused, RewriteResult, unchanged
+from onnxroof.passes.graph_edit import Names, export_like
 from onnxroof.passes.weights import has_values
 
 __all__ = ["JOINS", "lwu", "stride"]
@@ -96,7 +97,7 @@ def stride(model: ModelProto, strides: Mapping[str, int]) -> RewriteResult:
         node.attrs["strides"] = [value] * len(old)
         notes.append(Note(name, f"stride {_text(old)} -> {value}"))
     notes += _repair(graph, model, dropped, {})
-    return RewriteResult(_export_like(graph, model), True, tuple(notes), not has_values(model))
+    return RewriteResult(export_like(graph, model), True, tuple(notes), not has_values(model))
 
 
 def lwu(model: ModelProto) -> RewriteResult:
@@ -127,7 +128,7 @@ def lwu(model: ModelProto) -> RewriteResult:
         graph.nodes.remove(pool)
         notes.append(Note(pool.name, f"MaxPool removed: {conv.name} with stride 2 halves the size instead"))
     notes += _repair(graph, model, dropped, pooled)
-    return RewriteResult(_export_like(graph, model), True, tuple(notes), not has_values(model))
+    return RewriteResult(export_like(graph, model), True, tuple(notes), not has_values(model))
 
 
 def _encoder_block(pool: gs.Node) -> tuple[gs.Node, gs.Node] | None:
@@ -296,22 +297,7 @@ def _mismatch(
     return sorted(scales.items()) or None
 
 
-class _Names:
-    """Fresh node and tensor names: the wanted one where it is free, else with _1, _2, ... appended."""
-
-    def __init__(self, graph: gs.Graph) -> None:
-        self.used = {node.name for node in graph.nodes} | set(graph.tensors())
-
-    def fresh(self, wanted: str) -> str:
-        candidate, n = wanted, 0
-        while candidate in self.used:
-            n += 1
-            candidate = f"{wanted}_{n}"
-        self.used.add(candidate)
-        return candidate
-
-
-def _upsample(graph: gs.Graph, node: gs.Node, index: int, scales: list[float], names: _Names) -> str:
+def _upsample(graph: gs.Graph, node: gs.Node, index: int, scales: list[float], names: Names) -> str:
     """Put a nearest Resize by ``scales`` on input ``index`` of ``node``; the Resize's name."""
     x = node.inputs[index]
     name = names.fresh(f"{node.name or node.outputs[0].name}.upsample")
@@ -345,7 +331,7 @@ def _repair(graph: gs.Graph, original: ModelProto, declared: set[str], pooled: M
     must be the one the pool gave, or the rewrite does not keep the later levels' sizes.
     """
     before = _shapes(original)
-    names = _Names(graph)
+    names = Names(graph)
     notes: list[Note] = []
     for _ in range(len(graph.nodes) + 1):  # each round repairs one join, so this bounds the rounds
         graph.toposort()
@@ -386,16 +372,3 @@ def _repair(graph: gs.Graph, original: ModelProto, declared: set[str], pooled: M
         if now is not None and was != now:
             notes.append(Note(out.name, f"output '{out.name}' is now {_text(now)}, was {_text(was)}"))
     return notes
-
-
-def _export_like(graph: gs.Graph, original: ModelProto) -> ModelProto:
-    """``graph`` cleaned up, sorted and exported, with ``original``'s IR version, opsets and model metadata."""
-    out = gs.export_onnx(graph.cleanup().toposort())
-    out.ir_version = original.ir_version
-    del out.opset_import[:]
-    out.opset_import.extend(original.opset_import)
-    for field in ("producer_name", "producer_version", "domain", "model_version", "doc_string"):
-        setattr(out, field, getattr(original, field))
-    del out.metadata_props[:]
-    out.metadata_props.extend(original.metadata_props)
-    return out
