@@ -47,14 +47,16 @@ PEAK_MIN_S = 1e-4  # a kernel shorter than this is dominated by fixed costs: its
 
 
 def peak_candidates(samples: Sequence[Sample]) -> list[tuple[float, str]]:
-    """(FLOP/s, label) of the class benchmarks' kernels the fp32 peak may be read on: whole kernels of a compute
-    class that ran at least PEAK_MIN_S. An epilogue sample is the time of a fused activation's pass alone, while its
-    cost is the whole convolution's, so its rate is no kernel's and it is never a candidate."""
+    """(FLOP/s, label) of the class benchmarks' kernels the fp32 peak may be read on: whole fp32 kernels of a
+    compute class that ran at least PEAK_MIN_S. An epilogue sample is the time of a fused activation's pass alone,
+    while its cost is the whole convolution's, so its rate is no kernel's and it is never a candidate; an 8-bit
+    kernel runs on the int8 peak, not the fp32 one."""
     return [
         (x.cost.flops / x.time_s, x.label)
         for x in samples
         if x.part == "node"
         and engine.op_class(x.view) in COMPUTE_CLASSES
+        and node_precision(x.view.op_type, x.view.inputs, x.view.outputs) == "fp32"
         and x.time_s >= PEAK_MIN_S
         and x.cost.flops > 0
     ]
