@@ -304,12 +304,13 @@ def _int8_convs(graph: Callable[..., Built], what: str, *rows: tuple[int, int, i
 
 # (cin, cout, hw, k, group) of the full suite's int8 convolutions: dense and depthwise ones of ResNet's and
 # MobileNet's stages; the dynamic ones include deep layers on 2x2 outputs, bound by their weights.
-_DYNAMIC_INT8_ROWS = ((64, 64, 28, 3, 1), (128, 128, 14, 3, 1), (32, 192, 28, 1, 1), (256, 256, 2, 3, 1))
-_DYNAMIC_INT8_ROWS += ((512, 512, 2, 3, 1), (320, 1280, 2, 1, 1), (144, 144, 56, 3, 144), (192, 192, 28, 3, 192))
-_DYNAMIC_INT8_ROWS += ((576, 576, 14, 3, 576), (960, 960, 7, 3, 960))
-_STATIC_INT8_ROWS = ((64, 64, 28, 3, 1), (128, 128, 14, 3, 1), (256, 256, 7, 3, 1), (512, 512, 4, 3, 1))
-_STATIC_INT8_ROWS += ((32, 192, 28, 1, 1), (96, 24, 56, 1, 1), (144, 144, 56, 3, 144), (192, 192, 28, 3, 192))
-_STATIC_INT8_ROWS += ((576, 576, 14, 3, 576), (960, 960, 7, 3, 960))
+_Row = tuple[int, int, int, int, int]
+_DYNAMIC_INT8_ROWS: tuple[_Row, ...] = ((64, 64, 28, 3, 1), (128, 128, 14, 3, 1), (32, 192, 28, 1, 1))
+_DYNAMIC_INT8_ROWS += ((256, 256, 2, 3, 1), (512, 512, 2, 3, 1), (320, 1280, 2, 1, 1), (144, 144, 56, 3, 144))
+_DYNAMIC_INT8_ROWS += ((192, 192, 28, 3, 192), (576, 576, 14, 3, 576), (960, 960, 7, 3, 960))
+_STATIC_INT8_ROWS: tuple[_Row, ...] = ((64, 64, 28, 3, 1), (128, 128, 14, 3, 1), (256, 256, 7, 3, 1))
+_STATIC_INT8_ROWS += ((512, 512, 4, 3, 1), (32, 192, 28, 1, 1), (96, 24, 56, 1, 1), (144, 144, 56, 3, 144))
+_STATIC_INT8_ROWS += ((192, 192, 28, 3, 192), (576, 576, 14, 3, 576), (960, 960, 7, 3, 960))
 
 _FULL_BENCHES: tuple[Bench, ...] = (
     # convolutions: ResNet, VGG, U-Net, AlexNet, Inception, MobileNet stems
