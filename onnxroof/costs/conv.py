@@ -191,14 +191,14 @@ def conv_transpose(node: NodeView) -> Cost:
     return mac_kernel_cost(with_output_shape(node, y_shape, x.dtype), 2 * macs + bias_adds, macs)
 
 
-@register("ConvInteger", engine="conv")
+@register("ConvInteger", engine="conv_integer")
 def conv_integer(node: NodeView) -> Cost:
     """ONNX ConvInteger (x, w, x_zero_point, w_zero_point -> int32): the Conv MAC count on 8-bit operands. The
     zero points are folded into the integer accumulation and not counted separately; there is no bias."""
     return _conv(node)
 
 
-@register("QLinearConv", engine="conv")
+@register("QLinearConv", engine="qconv")
 def qlinear_conv(node: NodeView) -> Cost:
     """ONNX QLinearConv (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B): the Conv
     MAC count on 8-bit operands, plus :data:`REQUANTIZE_FLOPS` per output element to requantize the int32
@@ -247,13 +247,13 @@ def internal_nhwc_conv(node: NodeView) -> Cost:
     return _conv(node, bias_index=2, activation=node.text("activation"), channels_last=True)
 
 
-@register("com.ms.internal.nhwc::QLinearConv", engine="conv")
+@register("com.ms.internal.nhwc::QLinearConv", engine="qconv")
 def internal_nhwc_qlinear_conv(node: NodeView) -> Cost:
     """The channels-last QLinearConv of onnxruntime's layout transformer. Same count as QLinearConv."""
     return _conv(node, w_index=3, bias_index=8, per_output=REQUANTIZE_FLOPS, channels_last=True)
 
 
-@register("com.microsoft::QLinearConv", engine="conv")
+@register("com.microsoft::QLinearConv", engine="qconv")
 def ms_qlinear_conv(node: NodeView) -> Cost:
     """onnxruntime's QLinearConv (same inputs as ONNX QLinearConv, plus ``channels_last``, which marks X and Y as
     NHWC). Same count as QLinearConv."""

@@ -248,7 +248,7 @@ def clip(node: NodeView) -> Cost:
     return pointwise(node, bounds, _input0_shape(node))
 
 
-@register("DynamicQuantizeLinear", engine="elementwise")
+@register("DynamicQuantizeLinear", engine="quantize")
 def dynamic_quantize_linear(node: NodeView) -> Cost:
     """DynamicQuantizeLinear: a min and a max over x (2 FLOPs per element), then quantize (2 per element); the
     scalar scale and zero point it derives are O(1) and not counted. Writes y (uint8) and the two scalars."""

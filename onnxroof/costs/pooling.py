@@ -18,7 +18,7 @@ from math import prod
 
 from onnx import TensorProto
 
-from onnxroof.costs import OTHER, Cost, NodeView, register
+from onnxroof.costs import Cost, NodeView, register
 from onnxroof.costs.common import (
     BILINEAR_FLOPS,
     DEQUANTIZE_FLOPS,
@@ -105,9 +105,9 @@ def _window_output_shape(node: NodeView) -> tuple[int, ...]:
     "com.ms.internal.nhwc::MaxPool",
     "com.ms.internal.nhwc::AveragePool",
     "com.ms.internal.nhwc::QLinearAveragePool",
+    "com.microsoft::NhwcMaxPool",
     engine="pool",
 )
-@register("com.microsoft::NhwcMaxPool", engine=OTHER)
 def window_pool(node: NodeView) -> Cost:
     """A windowed pool: per output element, ``WINDOW_POOL_FLOPS[op]`` = (per window element, per output) FLOPs,
     i.e. ``out_numel * (a * prod(kernel_shape) + b)``. The NCHWc and NHWC variants cost what the plain op does

@@ -31,6 +31,10 @@ OP_CLASSES: tuple[str, ...] = (
     "conv_small",  # dense convolution on a small output (<= 9x9 positions) or with few channels
     "conv_grouped",  # grouped convolution in plain layout (not depthwise; a blocked NCHWc one is a dense class)
     "depthwise",  # one input channel per group
+    "conv_integer",  # ConvInteger (dynamic int8 quantization): im2col and an integer product per group, plain layout
+    "conv_integer_grouped",  # a grouped or depthwise ConvInteger: one im2col and integer product per group
+    "qconv",  # QLinearConv (static int8 quantization, fused from QDQ), channels-last after optimization
+    "qconv_depthwise",  # a depthwise QLinearConv: one input channel per group
     "gemm",  # matrix product with a weight operand (Gemm, FusedGemm, MatMul by an initializer)
     "matmul",  # matrix product of two activations (attention scores, context)
     "pool",  # MaxPool / AveragePool / LpPool windows in onnxruntime's NCHWc layout (after a convolution)
@@ -50,6 +54,8 @@ OP_CLASSES: tuple[str, ...] = (
     "reorder_short",  # NCHWc -> NCHW onto a small output (under 20x20 positions): short rows, slower per byte
     "resize",  # Resize, Upsample
     "reduce",  # ReduceSum/Mean/Max/..., ArgMax/ArgMin
+    "cast",  # Cast, CastLike: a dtype conversion (fp32 <-> fp16 around a kernel without fp16 support, int32 -> fp32)
+    "quantize",  # DynamicQuantizeLinear: a min/max pass over a float tensor, then its conversion to uint8
 )
 
 # Ceilings for a part of a node rather than for a class of nodes: "epilogue" is the second pass over a

@@ -79,6 +79,10 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "conv_mid": "conv",
     "conv_small": "conv",
     "conv_grouped": "conv_small",
+    "conv_integer": "conv",
+    "conv_integer_grouped": "conv_integer",
+    "qconv": "conv",
+    "qconv_depthwise": "depthwise",
     "matmul": "gemm",
     "global_pool": "pool",
     "pool_nchw": "pool",
@@ -90,6 +94,8 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "reorder_short": "reorder",
     "resize": "movement",
     "epilogue": "elementwise",
+    "cast": "elementwise",
+    "quantize": "elementwise",
 }
 
 # Dense convolutions this small run well below the large-conv efficiency: few output positions per image
@@ -189,7 +195,7 @@ def _conv_class(view: NodeView) -> str:
     conv_mid / conv_stem / conv_wide / conv1x1 / conv, from the weight's shape (or the attributes when it is
     unknown); a grouped convolution in onnxruntime's NCHWc layout takes the dense class of one group."""
     x, y = _known(view.input(0)), _known(view.output(0))
-    w = _known(view.input(3 if view.op_type == "QLinearConv" else 1))
+    w = _known(view.input(1))
     nhwc = view.op_type in _NHWC_CONV
     group = int(view.attr("group", 1) or 1)
     if w is not None and len(w) >= 3:
@@ -229,6 +235,31 @@ def _conv_class(view: NodeView) -> str:
     if kernel and prod(kernel) >= WIDE_CONV_KERNEL_AREA:  # past the stem: stems returned above
         return "conv_wide"
     return "conv1x1" if pointwise else "conv"
+
+
+def _grouping(view: NodeView, w_index: int) -> tuple[int, int | None]:
+    """(group, input channels per group) of a convolution whose weight is input ``w_index``: the weight's second
+    dimension, else the input's channels over the groups (None when neither is known)."""
+    group = int(view.attr("group", 1) or 1)
+    w = _known(view.input(w_index))
+    if w is not None and len(w) >= 3:
+        return group, w[1]
+    x = _known(view.input(0))
+    return group, (x[1] // group if x is not None and len(x) >= 3 else None)
+
+
+def _integer_conv_class(view: NodeView) -> str:
+    """conv_integer_grouped for a grouped ConvInteger (depthwise included), conv_integer otherwise: onnxruntime's
+    ConvInteger runs an im2col and an integer matrix product per group, so a grouped one pays that per group."""
+    group, _ = _grouping(view, 1)
+    return "conv_integer_grouped" if group > 1 else "conv_integer"
+
+
+def _qconv_class(view: NodeView) -> str:
+    """qconv_depthwise for a QLinearConv with one input channel per group (onnxruntime's depthwise int8 kernel),
+    qconv otherwise."""
+    group, per_group_in = _grouping(view, 3)
+    return "qconv_depthwise" if group > 1 and per_group_in == 1 else "qconv"
 
 
 def _product_class(view: NodeView) -> str:
@@ -294,6 +325,8 @@ REFINEMENTS: Mapping[str, Refinement] = {
             }
         ),
     ),
+    "conv_integer": Refinement(_integer_conv_class, frozenset({"conv_integer", "conv_integer_grouped"})),
+    "qconv": Refinement(_qconv_class, frozenset({"qconv", "qconv_depthwise"})),
     "gemm": Refinement(_product_class, frozenset({"gemm", "matmul"})),
     "pool": Refinement(_pool_class, frozenset({"pool", "pool_nchw"})),
     "elementwise": Refinement(_elementwise_class, frozenset({"elementwise", "broadcast"})),
@@ -306,6 +339,7 @@ def op_class(view: NodeView) -> str:
 
     The base class is the one the op registered with its cost function (``onnxroof.costs.engine_class``; OTHER for
     an op without one); :data:`REFINEMENTS` splits convolutions by their weight's shape and the output's size,
+    integer convolutions (ConvInteger, QLinearConv) into grouped or depthwise ones and the rest,
     matrix products by their second operand, pooling windows by layout (NCHWc or plain), elementwise ops by
     whether they broadcast along the innermost axis, and NCHWc output reorders by the size of the planes they
     write.

@@ -59,6 +59,12 @@ def test_cast_reads_one_dtype_and_writes_another():
     assert (cost.flops, cost.bytes_read, cost.bytes_written, cost.kernels) == (0, 24 * 4, 24 * 2, 1)
 
 
+def test_cast_of_an_activation_to_half_moves_its_bytes_at_both_dtypes():
+    cost = cost_of(make_node("Cast", [T([1, 64, 56, 56])], [T([1, 64, 56, 56], FLOAT16)], to=FLOAT16))
+    # 1*64*56*56 = 200704 elements: 200704 * 4 B read + 200704 * 2 B written = 1204224 B
+    assert (cost.flops, cost.bytes) == (0, 1204224)
+
+
 def test_castlike_reads_only_the_data_input():
     cost = cost_of(make_node("CastLike", [T([10]), T([1], FLOAT16)], [T([10], FLOAT16)]))
     assert (cost.bytes_read, cost.bytes_written) == (10 * 4, 10 * 2)

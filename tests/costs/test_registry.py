@@ -36,6 +36,32 @@ def test_every_registered_op_declares_a_device_class_or_shape_or_other():
     assert {op: cls for op, cls in declared.items() if cls not in {*OP_CLASSES, SHAPE, OTHER}} == {}
 
 
+def test_the_low_precision_kernels_register_their_own_classes():
+    # what onnxruntime's CPU provider runs for fp16 and int8 models: each has a class its calibration measures
+    assert {
+        op: engine_class(*split(op))
+        for op in (
+            "Cast",
+            "CastLike",
+            "DynamicQuantizeLinear",
+            "ConvInteger",
+            "QLinearConv",
+            "com.microsoft::QLinearConv",
+            "com.ms.internal.nhwc::QLinearConv",
+            "com.microsoft::NhwcMaxPool",
+        )
+    } == {
+        "Cast": "cast",
+        "CastLike": "cast",
+        "DynamicQuantizeLinear": "quantize",
+        "ConvInteger": "conv_integer",
+        "QLinearConv": "qconv",
+        "com.microsoft::QLinearConv": "qconv",
+        "com.ms.internal.nhwc::QLinearConv": "qconv",
+        "com.microsoft::NhwcMaxPool": "pool",
+    }
+
+
 def test_a_registration_without_an_engine_class_is_an_error():
     with pytest.raises(TypeError, match="engine"):
         register("onnxroof.test::NoClass")

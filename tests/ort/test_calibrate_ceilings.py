@@ -9,10 +9,11 @@ import pytest
 
 from onnxroof.api import analyze
 from onnxroof.costs import Cost
+from onnxroof.devices import FrozenMap, Peak
 from onnxroof.ort.calibrate import ceilings
 from onnxroof.ort.calibrate.jobs import Sample
 from onnxroof.ort.reference import reference_model
-from tests.helpers import CONV, T, W, calibrated_host, conv, make_node
+from tests.helpers import CONV, INT32, UINT8, T, W, calibrated_host, conv, make_node
 
 
 def test_binning_merges_close_work_sizes():
@@ -58,6 +59,37 @@ def test_a_class_ceiling_is_the_roofline_time_over_the_measured_time():
     # The matrix-vector Gemm is a memory point of the gemm class: 80% of the bandwidth its data moves at.
     assert out["gemm"].compute == () and out["gemm"].memory == ((float(f"{gemv_cost.bytes:.4g}"), 0.8),)
     assert "matrix-vector gemm kernel(s)" in out["gemm"].source
+
+
+def _conv_integer(cin: int, cout: int, hw: int):
+    """A 3x3 ConvInteger (uint8 input and weight, int32 output) on hw x hw, padded to keep the size."""
+    return make_node(
+        "ConvInteger",
+        [T((1, cin, hw, hw), UINT8), W((cout, cin, 3, 3), UINT8), T((), UINT8), W((), UINT8)],
+        [T((1, cout, hw, hw), INT32)],
+        kernel_shape=[3, 3],
+        pads=[1, 1, 1, 1],
+    )
+
+
+def test_an_int8_convolution_is_timed_against_the_int8_peak_and_a_weight_bound_one_gives_a_memory_point():
+    bare = replace(
+        calibrated_host(),
+        peak_flops=FrozenMap({"fp32": Peak(100e9, True, "calibrated: test"), "int8": Peak(400e9, True, "test")}),
+    )
+    # 64 -> 64 3x3 on 28x28: compute-bound, its compute time at the 400 GOP/s int8 peak 1e8 / 400e9 = 250 us;
+    # measured 1 ms, it reaches a quarter of the int8 peak.
+    wide = _conv_integer(64, 64, 28)
+    wide_cost = Cost(flops=1e8, bytes_read=1e5, bytes_written=1e5, kernels=1)
+    # 512 -> 512 3x3 on 2x2: 2,359,296 B of weight at the DRAM's 10 GB/s take 236 us, its 1.9e7 FLOPs 47 us at the
+    # peak: weight-bound. Measured 2.36 ms, it reaches a tenth of the bandwidth its weight streams at.
+    deep = _conv_integer(512, 512, 2)
+    deep_cost = Cost(flops=1.9e7, bytes_read=2359296, bytes_written=0, kernels=1)
+    samples = [Sample(wide, wide_cost, 1e-3, "wide")] + [Sample(deep, deep_cost, 2359296 / 1e9, "deep")]
+    out = ceilings.class_ceilings(samples, bare, 1)
+    assert out["conv_integer"].compute == ((1e8, 0.25),)
+    assert out["conv_integer"].memory == ((2.359e6, 0.1),)
+    assert "int8 peak" in out["conv_integer"].source and "weight-bound" in out["conv_integer"].source
 
 
 def test_the_epilogue_ceiling_is_the_level_bandwidth_over_the_clip_s_extra_time():
@@ -156,5 +188,7 @@ def test_the_peak_is_read_on_whole_kernels_never_on_an_epilogue_pass():
     # The same convolution's Clip pass: 200 us of the kernel's time, but the cost of the whole convolution.
     epilogue = Sample(view, cost, 2e-4, "Conv 64->64 3x3 @56x56", part="epilogue")
     short = Sample(view, Cost(flops=1e6, kernels=1), 5e-6, "a 5 us kernel")  # under PEAK_MIN_S: fixed costs rule
-    rates = ceilings.peak_candidates([whole, epilogue, short])
+    # An 8-bit convolution runs on the int8 peak: its rate says nothing of the fp32 one.
+    int8 = Sample(_conv_integer(64, 64, 56), cost, 5e-4, "ConvInteger 64->64 3x3 @56x56")
+    rates = ceilings.peak_candidates([whole, epilogue, short, int8])
     assert rates == [(pytest.approx(231211008 / 2.3e-3), "Conv 64->64 3x3 @56x56")]

@@ -16,7 +16,20 @@ from onnxroof.devices import (
     load_device,
 )
 from onnxroof.predict import engine, roofline
-from tests.helpers import CONV, ELEMENTWISE, INT32, INT64, T, W, calibrated_host, conv, make_node
+from tests.helpers import (
+    CONV,
+    ELEMENTWISE,
+    FLOAT16,
+    INT8,
+    INT32,
+    INT64,
+    UINT8,
+    T,
+    W,
+    calibrated_host,
+    conv,
+    make_node,
+)
 
 NCHWC = "com.microsoft.nchwc"
 MS = "com.microsoft"
@@ -123,6 +136,87 @@ CASES = [
     (make_node("Reshape", [T((1, 197, 768)), W((2,), INT64)], [T((197, 768))]), engine.SHAPE),
     (make_node("Flatten", [T((1, 512, 1, 1))], [T((1, 512))]), engine.SHAPE),
     (make_node("NonMaxSuppression", [T((1, 100, 4)), T((1, 1, 100))], [T((10, 3), INT64)]), engine.OTHER),
+    # low precision: the Casts around fp16 nodes, dynamic and static int8 convolutions
+    (make_node("Cast", [T((1, 64, 56, 56))], [T((1, 64, 56, 56), FLOAT16)], to=FLOAT16), "cast"),
+    (make_node("Cast", [T((1, 64, 56, 56), INT32)], [T((1, 64, 56, 56))], to=1), "cast"),
+    (
+        make_node("DynamicQuantizeLinear", [T((1, 64, 56, 56))], [T((1, 64, 56, 56), UINT8), T(()), T((), UINT8)]),
+        "quantize",
+    ),
+    (
+        make_node(
+            "ConvInteger",
+            [T((1, 64, 56, 56), UINT8), W((64, 64, 3, 3), UINT8), T((), UINT8), W((), UINT8)],
+            [T((1, 64, 56, 56), INT32)],
+            kernel_shape=[3, 3],
+            pads=[1, 1, 1, 1],
+        ),
+        "conv_integer",
+    ),
+    (
+        make_node(
+            "ConvInteger",
+            [T((1, 144, 56, 56), UINT8), W((144, 1, 3, 3), UINT8), T((), UINT8), W((), UINT8)],
+            [T((1, 144, 56, 56), INT32)],
+            kernel_shape=[3, 3],
+            pads=[1, 1, 1, 1],
+            group=144,
+        ),
+        "conv_integer_grouped",
+    ),
+    (
+        make_node(
+            "QLinearConv",
+            [
+                T((1, 56, 56, 64), UINT8),
+                W(()),
+                W((), UINT8),
+                W((64, 64, 3, 3), INT8),
+                W(()),
+                W((), INT8),
+                W(()),
+                W((), UINT8),
+                W((64,), INT32),
+            ],
+            [T((1, 56, 56, 64), UINT8)],
+            domain=MS,
+            channels_last=1,
+            kernel_shape=[3, 3],
+            pads=[1, 1, 1, 1],
+        ),
+        "qconv",
+    ),
+    (
+        make_node(
+            "QLinearConv",
+            [
+                T((1, 144, 56, 56), UINT8),
+                W(()),
+                W((), UINT8),
+                W((144, 1, 3, 3), INT8),
+                W(()),
+                W((), INT8),
+                W(()),
+                W((), UINT8),
+            ],
+            [T((1, 144, 56, 56), UINT8)],
+            kernel_shape=[3, 3],
+            pads=[1, 1, 1, 1],
+            group=144,
+        ),
+        "qconv_depthwise",
+    ),
+    (
+        make_node(
+            "NhwcMaxPool",
+            [T((1, 32, 32, 64), UINT8)],
+            [T((1, 16, 16, 64), UINT8)],
+            domain=MS,
+            kernel_shape=[2, 2],
+            strides=[2, 2],
+        ),
+        "pool_nchw",
+    ),
 ]
 
 

@@ -15,12 +15,12 @@ from collections.abc import Sequence
 
 from onnxroof.devices import CEILING_NAMES, Ceiling, Device, Sourced
 from onnxroof.ort import sessions
-from onnxroof.ort.calibrate.classes import COMPUTE_CLASSES, MEMORY_CLASSES
+from onnxroof.ort.calibrate.classes import COMPUTE_CLASSES, INT8_CONV_CLASSES, MEMORY_CLASSES
 from onnxroof.ort.calibrate.jobs import Profiled, Sample
 from onnxroof.ort.measure import fast_estimate
 from onnxroof.ort.reference import reference_model
 from onnxroof.predict import engine
-from onnxroof.predict.analysis import analyze_graph
+from onnxroof.predict.analysis import analyze_graph, node_precision
 
 __all__ = [
     "GEMV_RATIO",
@@ -47,14 +47,16 @@ PEAK_MIN_S = 1e-4  # a kernel shorter than this is dominated by fixed costs: its
 
 
 def peak_candidates(samples: Sequence[Sample]) -> list[tuple[float, str]]:
-    """(FLOP/s, label) of the class benchmarks' kernels the fp32 peak may be read on: whole kernels of a compute
-    class that ran at least PEAK_MIN_S. An epilogue sample is the time of a fused activation's pass alone, while its
-    cost is the whole convolution's, so its rate is no kernel's and it is never a candidate."""
+    """(FLOP/s, label) of the class benchmarks' kernels the fp32 peak may be read on: whole fp32 kernels of a
+    compute class that ran at least PEAK_MIN_S. An epilogue sample is the time of a fused activation's pass alone,
+    while its cost is the whole convolution's, so its rate is no kernel's and it is never a candidate; an 8-bit
+    kernel runs on the int8 peak, not the fp32 one."""
     return [
         (x.cost.flops / x.time_s, x.label)
         for x in samples
         if x.part == "node"
         and engine.op_class(x.view) in COMPUTE_CLASSES
+        and node_precision(x.view.op_type, x.view.inputs, x.view.outputs) == "fp32"
         and x.time_s >= PEAK_MIN_S
         and x.cost.flops > 0
     ]
@@ -98,12 +100,22 @@ def bin_points(
     return tuple(sorted(dedup.items()))
 
 
+def _memory_point(cls: str, compute_s: float, memory_s: float) -> bool:
+    """Whether a sample of a compute class gives a point of its class's memory ceiling: a matrix product that is
+    memory-bound by far (matrix-vector, see GEMV_RATIO), or a ConvInteger whose weight takes longer to stream than
+    its products take at the peak (a deep layer on a small output, whose time grows with its weight)."""
+    if cls in ("gemm", "matmul"):
+        return memory_s > GEMV_RATIO * compute_s
+    return cls == "conv_integer" and memory_s > compute_s
+
+
 def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dict[str, Ceiling]:
     """Per class, (work, efficiency) points: the roofline time on the bare device over the measured time.
 
-    A compute class's points are by FLOPs against the peak, a memory class's by bytes against the level
-    bandwidth; a matrix product that is memory-bound by far (a matrix-vector one, see GEMV_RATIO) gives a memory
-    point of its class. An epilogue sample gives a point of the epilogue ceiling: its pass's bytes and time."""
+    A compute class's points are by FLOPs against the peak of the precision the node computes at (int8 for the
+    8-bit convolutions), a memory class's by bytes against the level bandwidth; a matrix product that is
+    memory-bound by far (a matrix-vector one, see GEMV_RATIO) or a weight-bound ConvInteger gives a memory point
+    of its class. An epilogue sample gives a point of the epilogue ceiling: its pass's bytes and time."""
     by_class: dict[str, list[tuple[float, float]]] = {}
     by_memory: dict[str, list[tuple[float, float]]] = {}
     labels: dict[str, list[str]] = {}
@@ -116,9 +128,9 @@ def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dic
         cls = engine.op_class(s.view)
         if cls not in COMPUTE_CLASSES and cls not in MEMORY_CLASSES:
             continue
-        pred, _ = engine.predict_engine(s.view, s.cost, "fp32", bare)
-        gemv = cls in ("gemm", "matmul") and pred.memory_time_s > GEMV_RATIO * pred.compute_time_s
-        if cls in COMPUTE_CLASSES and not gemv:
+        precision = node_precision(s.view.op_type, s.view.inputs, s.view.outputs)
+        pred, _ = engine.predict_engine(s.view, s.cost, precision, bare)
+        if cls in COMPUTE_CLASSES and not _memory_point(cls, pred.compute_time_s, pred.memory_time_s):
             if s.cost.flops <= 0:
                 continue
             by_class.setdefault(cls, []).append((s.cost.flops, pred.compute_time_s / s.time_s))
@@ -138,7 +150,8 @@ def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dic
         parts = []
         if compute:
             parts.append(
-                f"fraction of the fp32 peak reached, by FLOPs, by {len(by_class[cls])} onnxruntime {cls} kernel(s)"
+                f"fraction of the {'int8' if cls in INT8_CONV_CLASSES else 'fp32'} peak reached, by FLOPs, by "
+                f"{len(by_class[cls])} onnxruntime {cls} kernel(s)"
             )
         if memory and cls == "epilogue":
             parts.append(
@@ -147,7 +160,7 @@ def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dic
                 f"time with Relu)"
             )
         elif memory:
-            kind = "matrix-vector " if cls in COMPUTE_CLASSES else ""
+            kind = "weight-bound " if cls == "conv_integer" else "matrix-vector " if cls in COMPUTE_CLASSES else ""
             parts.append(
                 f"fraction of the memory level's bandwidth reached, by bytes moved, by {len(by_memory[cls])} "
                 f"{kind}{cls} kernel(s)"

@@ -5,19 +5,33 @@ from __future__ import annotations
 
 from onnxroof.predict.engine import REFINEMENTS
 
-__all__ = ["COMPUTE_CLASSES", "CONV_CLASSES", "MEMORY_CLASSES", "REORDER_CLASSES"]
+__all__ = [
+    "COMPUTE_CLASSES",
+    "CONV_CLASSES",
+    "INT8_CONV_CLASSES",
+    "INTEGER_CONV_CLASSES",
+    "MEMORY_CLASSES",
+    "REORDER_CLASSES",
+]
 
 # The convolution classes, each a compute class: a convolution benchmark keeps its conv node whichever of them
 # the node falls in. A depthwise 1x1 convolution is a per-channel scale and shift, the memory class batchnorm.
 CONV_CLASSES: frozenset[str] = REFINEMENTS["conv"].classes - {"batchnorm"}
+
+# The 8-bit convolutions: ConvInteger after DynamicQuantizeLinear (dynamic quantization) and the QLinearConv that
+# onnxruntime fuses from a QDQ convolution (static quantization).
+INTEGER_CONV_CLASSES: frozenset[str] = REFINEMENTS["conv_integer"].classes
+INT8_CONV_CLASSES: frozenset[str] = INTEGER_CONV_CLASSES | REFINEMENTS["qconv"].classes
 
 # onnxruntime's NCHW <-> NCHWc layout conversions, which it inserts around NCHWc kernels.
 REORDER_CLASSES: frozenset[str] = REFINEMENTS["reorder"].classes
 
 # Which term of the roofline a ceiling corrects: compute classes are timed against FLOPs / peak, memory classes
 # (and the epilogue pass) against bytes / level bandwidth. The other term keeps efficiency 1.
-COMPUTE_CLASSES: frozenset[str] = CONV_CLASSES | frozenset(
-    {"gemm", "matmul", "lrn", "softmax", "activation", "layernorm", "instancenorm"}
+COMPUTE_CLASSES: frozenset[str] = (
+    CONV_CLASSES
+    | INT8_CONV_CLASSES
+    | frozenset({"gemm", "matmul", "lrn", "softmax", "activation", "layernorm", "instancenorm"})
 )
 MEMORY_CLASSES: frozenset[str] = REORDER_CLASSES | frozenset(
     {
@@ -32,5 +46,7 @@ MEMORY_CLASSES: frozenset[str] = REORDER_CLASSES | frozenset(
         "resize",
         "reduce",
         "epilogue",
+        "cast",
+        "quantize",
     }
 )

@@ -25,9 +25,11 @@ __all__ = [
     "add_chain",
     "batchnorm_chain",
     "batchnorm_nchwc",
+    "cast_pair",
     "clip_chain",
     "concat",
     "conv",
+    "conv_integer",
     "fp16_matmul",
     "gemm",
     "global_pool",
@@ -40,6 +42,7 @@ __all__ = [
     "neg_reshape_chain",
     "per_channel_chain",
     "pool",
+    "qdq_conv",
     "reduce",
     "reorder_chain",
     "resize",
@@ -415,3 +418,66 @@ def fp16_matmul(n: int) -> Built:
     w = (rng.standard_normal((n, n)) * 0.05).astype(np.float16)
     model = _matmul_model(n, TensorProto.FLOAT16, w, TensorProto.FLOAT16, "MatMul", "mm16")
     return model, {"a": (rng.standard_normal((n, n)) * 0.05).astype(np.float16)}
+
+
+# ---------------------------------------------------------------------------------------------------- low precision
+
+
+def cast_pair(rand: Rand, shape: Sequence[int]) -> Built:
+    """Cast fp32 -> fp16 then fp16 -> fp32: the two conversions onnxruntime's CPU provider inserts around a node of
+    an fp16 model that it has no fp16 kernel for."""
+    nodes = [
+        helper.make_node("Cast", ["x"], ["h"], name="to_half", to=TensorProto.FLOAT16),
+        helper.make_node("Cast", ["h"], ["y"], name="to_float", to=FLOAT),
+    ]
+    return _model(nodes, {"x": (tuple(shape), FLOAT)}, ["y"]), {"x": rand.f(*shape)}
+
+
+def _pad_attrs(k: int, stride: int, group: int) -> dict[str, Any]:
+    pad = k // 2
+    return {"group": group, "kernel_shape": [k, k], "strides": [stride, stride], "pads": [pad] * 4}
+
+
+def conv_integer(rand: Rand, cin: int, cout: int, hw: int, k: int, stride: int = 1, group: int = 1) -> Built:
+    """A convolution as onnxruntime's dynamic quantization writes it: DynamicQuantizeLinear of the input, ConvInteger
+    by a uint8 weight, Cast of the int32 accumulator to float, and Mul by the product of the two scales."""
+    w = np.clip(rand.f(cout, cin // group, k, k) * 40 + 128, 0, 255).astype(np.uint8)
+    nodes = [
+        helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"], name="quantize"),
+        helper.make_node("ConvInteger", ["xq", "w", "xz", "wz"], ["acc"], name="conv", **_pad_attrs(k, stride, group)),
+        helper.make_node("Cast", ["acc"], ["accf"], name="to_float", to=FLOAT),
+        helper.make_node("Mul", ["xs", "ws"], ["s"], name="scale"),
+        helper.make_node("Mul", ["accf", "s"], ["y"], name="rescale"),
+    ]
+    weights = {"w": w, "wz": np.array(128, np.uint8), "ws": np.array(0.02, np.float32)}
+    return _model(nodes, {"x": ((1, cin, hw, hw), FLOAT)}, ["y"], weights), {"x": rand.f(1, cin, hw, hw)}
+
+
+def qdq_conv(rand: Rand, cin: int, cout: int, hw: int, k: int, stride: int = 1, group: int = 1) -> Built:
+    """A convolution as onnxruntime's static quantization writes it in QDQ format (uint8 activations, int8 weight,
+    int32 bias, Relu), which onnxruntime fuses into one QLinearConv in channels-last layout."""
+    x_scale, w_scale = 0.05, 0.01
+    w = np.clip(rand.f(cout, cin // group, k, k) * 40, -127, 127).astype(np.int8)
+    weights = {
+        "w": w,
+        "b": (rand.f(cout) * 100).astype(np.int32),
+        "xs": np.array(x_scale, np.float32),
+        "xz": np.array(128, np.uint8),
+        "ws": np.array(w_scale, np.float32),
+        "wz": np.array(0, np.int8),
+        "bs": np.array(x_scale * w_scale, np.float32),
+        "bz": np.array(0, np.int32),
+        "ys": np.array(0.05, np.float32),
+        "yz": np.array(0, np.uint8),
+    }
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="q_in"),
+        helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"], name="dq_in"),
+        helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], name="dq_w"),
+        helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["bd"], name="dq_b"),
+        helper.make_node("Conv", ["xd", "wd", "bd"], ["c"], name="conv", **_pad_attrs(k, stride, group)),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["yq"], name="q_out"),
+        helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"], name="dq_out"),
+    ]
+    return _model(nodes, {"x": ((1, cin, hw, hw), FLOAT)}, ["y"], weights), {"x": rand.f(1, cin, hw, hw)}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from onnxroof.ort.calibrate import graphs
-from onnxroof.ort.calibrate.classes import CONV_CLASSES, REORDER_CLASSES
+from onnxroof.ort.calibrate.classes import CONV_CLASSES, INT8_CONV_CLASSES, REORDER_CLASSES
 from onnxroof.ort.calibrate.graphs import Built, Rand
 from onnxroof.ort.calibrate.host import ReportedCache, memory_available
 
@@ -27,7 +27,10 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      rate), and the block gives the network_factor.
 #   5: stems with 5x5 and wider kernels (conv_stem) are a class of their own, no longer conv samples.
 #   6: the fp32 peak is read on whole kernels only, never on the epilogue pass of a fused Clip.
-SUITE = 6
+#   7: the low-precision kernels: Cast fp32 <-> fp16 (cast), the dynamic int8 convolution (DynamicQuantizeLinear,
+#      ConvInteger dense and grouped, the Cast of its accumulator), and the static QDQ convolution onnxruntime fuses
+#      into a channels-last QLinearConv (dense and depthwise); 8-bit convolutions are timed against the int8 peak.
+SUITE = 7
 
 MiB = 2**20
 
@@ -272,7 +275,42 @@ def _reduces(*rows: tuple[str, tuple[int, ...], tuple[int, ...]]) -> list[Bench]
     return [_profile(f"{op} {_dims(s)} axes {a}", graphs.reduce, (op, s, a), {"reduce"}) for op, s, a in rows]
 
 
+def _casts(*shapes: tuple[int, ...]) -> list[Bench]:
+    """Cast fp32 -> fp16 -> fp32 (shape): two cast samples each."""
+    return [_profile(f"Cast fp32 <-> fp16 {_dims(s)}", graphs.cast_pair, (s,), {"cast"}) for s in shapes]
+
+
+# The nodes an 8-bit convolution benchmark keeps: the convolution, and for the dynamic form the quantization of
+# its input and the Cast of its int32 accumulator to float.
+_INT8_HARVEST = INT8_CONV_CLASSES | {"quantize", "cast"}
+
+
+def _int8_convs(graph: Callable[..., Built], what: str, *rows: tuple[int, int, int, int, int]) -> list[Bench]:
+    """8-bit convolutions (cin, cout, hw, k, group) built by ``graph`` (graphs.conv_integer or graphs.qdq_conv);
+    a weight of 256 kB or more is read cold, as in a model."""
+    return [
+        _profile(
+            f"{what} {cin}->{cout}{f' g{g}' if g > 1 else ''} {k}x{k} @{hw}x{hw}",
+            graph,
+            (cin, cout, hw, k, 1, g),
+            _INT8_HARVEST,
+            cold=cin // g * cout * k * k >= 256 * 1024,
+        )
+        for cin, cout, hw, k, g in rows
+    ]
+
+
 # ---------------------------------------------------------------------------------------------------- the suites
+
+# (cin, cout, hw, k, group) of the full suite's int8 convolutions: dense and depthwise ones of ResNet's and
+# MobileNet's stages; the dynamic ones include deep layers on 2x2 outputs, bound by their weights.
+_Row = tuple[int, int, int, int, int]
+_DYNAMIC_INT8_ROWS: tuple[_Row, ...] = ((64, 64, 28, 3, 1), (128, 128, 14, 3, 1), (32, 192, 28, 1, 1))
+_DYNAMIC_INT8_ROWS += ((256, 256, 2, 3, 1), (512, 512, 2, 3, 1), (320, 1280, 2, 1, 1), (144, 144, 56, 3, 144))
+_DYNAMIC_INT8_ROWS += ((192, 192, 28, 3, 192), (576, 576, 14, 3, 576), (960, 960, 7, 3, 960))
+_STATIC_INT8_ROWS: tuple[_Row, ...] = ((64, 64, 28, 3, 1), (128, 128, 14, 3, 1), (256, 256, 7, 3, 1))
+_STATIC_INT8_ROWS += ((512, 512, 4, 3, 1), (32, 192, 28, 1, 1), (96, 24, 56, 1, 1), (144, 144, 56, 3, 144))
+_STATIC_INT8_ROWS += ((192, 192, 28, 3, 192), (576, 576, 14, 3, 576), (960, 960, 7, 3, 960))
 
 _FULL_BENCHES: tuple[Bench, ...] = (
     # convolutions: ResNet, VGG, U-Net, AlexNet, Inception, MobileNet stems
@@ -433,6 +471,11 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         ("ReduceMax", (1, 1000), (1,)),
         ("ReduceMean", (1, 512, 14, 14), (2, 3)),
     ),
+    # low precision: the Casts around fp16 nodes without fp16 kernels, and int8 convolutions, dynamic (ResNet's and
+    # MobileNet's, the deep ones on small outputs bound by their weights) and static (QDQ fused into QLinearConv)
+    *_casts((1, 64, 56, 56), (1, 256, 56, 56), (1, 128, 28, 28), (1, 197, 768)),
+    *_int8_convs(graphs.conv_integer, "ConvInteger", *_DYNAMIC_INT8_ROWS),
+    *_int8_convs(graphs.qdq_conv, "QDQ Conv", *_STATIC_INT8_ROWS),
 )
 
 _QUICK_BENCHES: tuple[Bench, ...] = (
@@ -455,6 +498,9 @@ _QUICK_BENCHES: tuple[Bench, ...] = (
     *_transposes(((1, 64, 28, 28), (0, 2, 3, 1))),
     *_resizes((32, 28, True)),
     *_reduces(("ReduceMean", (1, 256, 28, 28), (2, 3))),
+    *_casts((1, 64, 56, 56)),
+    *_int8_convs(graphs.conv_integer, "ConvInteger", (32, 32, 28, 3, 1), (64, 64, 14, 3, 64)),
+    *_int8_convs(graphs.qdq_conv, "QDQ Conv", (32, 32, 28, 3, 1), (64, 64, 28, 3, 64)),
 )
 
 
@@ -502,6 +548,9 @@ _MEASURED = frozenset(CONV_CLASSES) | {
     "resize",
     "reduce",
     "epilogue",
+    "cast",
+    "quantize",
+    *INT8_CONV_CLASSES,
 }
 
 FULL = Suite(
@@ -526,8 +575,9 @@ QUICK = Suite(
     peaks=_peaks(256, conv=False),
     batched_conv=None,
     # no wide or stem convolution, per-channel chain or DRAM-sized reorder is in it; onnxruntime runs its plain
-    # layout pool in NCHWc, and its reorders run shorter than the profiler resolves
-    measures=_MEASURED - {"conv_wide", "conv_stem", "pool_nchw", "broadcast", "reorder", "reorder_short"},
+    # layout pool in NCHWc, and its reorders and the quantization of its int8 convolutions' small inputs run shorter
+    # than the profiler resolves
+    measures=_MEASURED - {"conv_wide", "conv_stem", "pool_nchw", "broadcast", "reorder", "reorder_short", "quantize"},
     passes=2,
     reps=2,
     chain_target_s=0.0015,
