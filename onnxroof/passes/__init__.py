@@ -26,7 +26,7 @@ from onnx import ModelProto
 
 from onnxroof.errors import UserError
 
-__all__ = ["Note", "Pass", "Refused", "RewriteResult", "check_model", "compose"]
+__all__ = ["Note", "Pass", "Refused", "RewriteResult", "check_model", "compose", "inferred_copy", "lean"]
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,30 @@ class Refused(UserError):
 Pass = Callable[[ModelProto], RewriteResult]
 
 
+def lean(model: ModelProto) -> ModelProto:
+    """A copy of ``model`` without the bytes of its weights larger than a small constant (their dims and dtypes
+    stay): what shape inference and the checker need, and under protobuf's 2 GB limit whatever the weights weigh.
+    """
+    from onnxroof.load.read import read_model
+
+    return read_model(model, weight_bytes=False)[0]
+
+
+def inferred_copy(model: ModelProto) -> ModelProto:
+    """A copy of ``model`` with the value_info onnx's shape inference gives, inferred on its lean copy (so that
+    a model of 2 GB or more, which onnx cannot infer in one message, is inferred all the same)."""
+    import onnx
+
+    inferred = onnx.shape_inference.infer_shapes(lean(model))
+    out = ModelProto()
+    out.CopyFrom(model)
+    del out.graph.value_info[:]
+    out.graph.value_info.extend(inferred.graph.value_info)
+    return out
+
+
 def check_model(model: ModelProto, what: str = "the rewritten model") -> None:
-    """``onnx.checker``'s full check (which includes strict shape inference) of ``model``.
+    """``onnx.checker``'s full check (which includes strict shape inference) of ``model``'s lean copy.
 
     A failure is a defect of the pass that produced the model, never the user's input, so it raises
     RuntimeError naming ``what``.
@@ -75,7 +97,7 @@ def check_model(model: ModelProto, what: str = "the rewritten model") -> None:
     import onnx
 
     try:
-        onnx.checker.check_model(model, full_check=True)
+        onnx.checker.check_model(lean(model), full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         raise RuntimeError(f"{what} fails onnx's full check: {exc}") from exc
 

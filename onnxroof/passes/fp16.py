@@ -36,7 +36,7 @@ import onnx
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, helper
 
 from onnxroof.load.symbolic import captured_warnings
-from onnxroof.passes import Note, Refused, RewriteResult
+from onnxroof.passes import Note, Refused, RewriteResult, inferred_copy
 from onnxroof.passes.weights import is_absent, values
 
 __all__ = ["FP16_MAX", "fp16"]
@@ -55,7 +55,7 @@ def fp16(model: ModelProto, *, keep_io_types: bool = False, block_ops: Sequence[
     """
     from onnxruntime.transformers import float16 as converter
 
-    work = onnx.shape_inference.infer_shapes(model)  # a new proto: the input stays untouched
+    work = inferred_copy(model)  # a new proto: the input stays untouched
     op_types = Counter(node.op_type for graph in _graphs(work.graph) for node in graph.node)
     notes = _check_block_ops(block_ops, op_types)
     if not _has_float32(work):

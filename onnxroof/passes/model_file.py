@@ -25,7 +25,7 @@ from onnx import ModelProto, TensorProto, external_data_helper
 from onnxroof.errors import UserError
 from onnxroof.passes.weights import is_absent
 
-__all__ = ["PROTOBUF_LIMIT", "Source", "read_source", "write_model"]
+__all__ = ["PROTOBUF_LIMIT", "Source", "read_source", "too_large", "weight_bytes", "write_model"]
 
 PROTOBUF_LIMIT = 2**31 - 1  # the largest message protobuf serializes
 
@@ -125,7 +125,7 @@ def write_model(model: ModelProto, path: str | os.PathLike[str], *, force: bool 
         raise UserError(f"{target} is a directory", "give a file name for the rewritten model")
     if not target.parent.is_dir():
         raise UserError(f"no such folder: {target.parent}", "create it first, or write elsewhere")
-    large = _weight_bytes(model) >= PROTOBUF_LIMIT - 64 * 2**20
+    large = too_large(model)
     outputs = [target] + ([target.parent / data_name] if large else [])
     existing = [p for p in outputs if p.exists()]
     if existing and not force:
@@ -148,7 +148,13 @@ def write_model(model: ModelProto, path: str | os.PathLike[str], *, force: bool 
     return outputs
 
 
-def _weight_bytes(model: ModelProto) -> int:
+def too_large(model: ModelProto) -> bool:
+    """Whether ``model`` is too large for one protobuf message (its weights within 64 MiB of 2 GB, the rest of
+    the graph taking less than that)."""
+    return weight_bytes(model) >= PROTOBUF_LIMIT - 64 * 2**20
+
+
+def weight_bytes(model: ModelProto) -> int:
     """Bytes of the weights held in the proto (absent ones hold none)."""
     return sum(len(t.raw_data) + 4 * len(t.float_data) + 8 * len(t.int64_data) for t in _tensors(model))
 

@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
-from onnxroof.passes import Note, Refused
+from onnxroof.passes import Note, Refused, lean
 
 __all__ = [
     "Dim",
@@ -66,7 +66,7 @@ def shape_of(vi: onnx.ValueInfoProto) -> Shape | None:
 def infer(model: ModelProto) -> Shapes:
     """Every value's shape as onnx's shape inference (non-strict, with data propagation) sees it; values it
     cannot shape are absent. Initializers count with their dims."""
-    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    inferred = onnx.shape_inference.infer_shapes(lean(model), strict_mode=False, data_prop=True)
     shapes: Shapes = {init.name: tuple(init.dims) for init in inferred.graph.initializer}
     for vi in (*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output):
         shape = shape_of(vi)
@@ -232,7 +232,7 @@ def decide_in_order(
 def strict_check(model: ModelProto, what: str) -> ModelProto:
     """``model`` with the shapes onnx's strict inference (data propagation on) gives it, its declared output shapes
     and value_info left out; a Refused naming the node where inference fails, ``what`` saying at which change."""
-    probe = copy_model(model)
+    probe = lean(model)
     del probe.graph.value_info[:]
     for out in probe.graph.output:
         if out.type.HasField("tensor_type"):

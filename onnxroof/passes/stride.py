@@ -32,7 +32,7 @@ import onnx_graphsurgeon as gs
 from onnx import ModelProto
 
 from onnxroof.ir import op_domain
-from onnxroof.passes import Note, Refused, RewriteResult, unchanged
+from onnxroof.passes import Note, Refused, RewriteResult, lean, unchanged
 from onnxroof.passes.graph_edit import Names, export_like
 from onnxroof.passes.weights import has_values
 
@@ -201,7 +201,7 @@ def _import(model: ModelProto) -> tuple[gs.Graph, set[str]]:
 
 def _shapes(model: ModelProto) -> dict[str, Shape]:
     """Every tensor's shape that onnx's shape inference finds (non-strict: a conflict leaves a shape out)."""
-    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    inferred = onnx.shape_inference.infer_shapes(lean(model), strict_mode=False, data_prop=True)
     found: dict[str, Shape] = {init.name: tuple(int(d) for d in init.dims) for init in inferred.graph.initializer}
     for info in chain(inferred.graph.input, inferred.graph.value_info, inferred.graph.output):
         tensor_type = info.type.tensor_type
@@ -361,7 +361,7 @@ def _repair(graph: gs.Graph, original: ModelProto, declared: set[str], pooled: M
             )
     exported = gs.export_onnx(graph, do_type_check=False)
     try:
-        onnx.shape_inference.infer_shapes(exported, strict_mode=True, data_prop=True)
+        onnx.shape_inference.infer_shapes(lean(exported), strict_mode=True, data_prop=True)
     except onnx.shape_inference.InferenceError as exc:
         raise Refused(f"the new sizes break the model: {exc}") from exc
     for tensor in graph.tensors().values():

@@ -19,7 +19,7 @@ from onnx import ModelProto
 
 from onnxroof.errors import UserError
 from onnxroof.passes import Pass, RewriteResult, compose
-from onnxroof.passes.model_file import PROTOBUF_LIMIT, Source, read_source
+from onnxroof.passes.model_file import Source, read_source, too_large
 
 __all__ = ["INT8_MODES", "LWU", "RewriteRequest", "Rewritten", "apply_request", "rewrite", "steps"]
 
@@ -200,7 +200,7 @@ def _why_not_compared(source: Source, request: RewriteRequest, result: RewriteRe
         or (request.strides is not None and _shapes_differ(source.model, result.model))
     ):
         return "the rewrite changes the input or output shapes"
-    if max(source.model.ByteSize(), result.model.ByteSize()) >= PROTOBUF_LIMIT:
+    if too_large(source.model) or too_large(result.model):
         return "the model is 2 GB or more"
     return None
 
