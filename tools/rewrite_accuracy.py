@@ -75,11 +75,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"CPU: {cpu_model()}; {args.threads} thread(s); profile {device.key}", flush=True)
     print(HEADER + "  (before/after: measured ms; pred: predicted speedup here; meas: measured)")
     rows: list[dict[str, Any]] = []
+    failures = 0
     for label, source in sources(args.models):
         print(f"{label} ...", file=sys.stderr, flush=True)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            found = explore(source, "host", measure=len(rewrites), threads=args.threads, only=rewrites)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                found = explore(source, "host", measure=len(rewrites), threads=args.threads, only=rewrites)
+        except Exception as exc:  # one model's failure is reported and the others still run
+            print(f"  {label:22} failed: {type(exc).__name__}: {exc}", flush=True)
+            failures += 1
+            continue
         for c in found.candidates:
             if c.refused:
                 print(f"  {label:22} {c.name:13} does not apply: {c.refused}", file=sys.stderr)
@@ -96,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
             f"direction right: {direction}/{len(judged)} ({100 * direction / len(judged):.0f}%, goal 90%); "
             f"size within 20%: {size}/{len(judged)} ({100 * size / len(judged):.0f}%, goal 75%)"
         )
+    if failures:
+        print(f"{failures} model(s) failed: see above")
     if args.json:
         Path(args.json).write_text(json.dumps({"cpu": cpu_model(), "threads": args.threads, "rows": rows}, indent=2))
     return 0

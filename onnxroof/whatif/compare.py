@@ -20,6 +20,7 @@ from typing import Any
 
 from onnx import ModelProto
 
+from onnxroof.devices import Device
 from onnxroof.predict.analysis import Analysis, NodeResult
 
 __all__ = [
@@ -236,10 +237,12 @@ def compare(
     measure: bool = False,
     threads: int = 1,
     repeat: int = 20,
+    here: str | Device = "host",
     progress: Callable[[str], None] | None = None,
 ) -> Comparison:
     """Compare ``a`` and ``b`` on each of ``devices`` (the first gives the per-layer table) and, with
-    ``measure``, time both here at ``threads`` threads against the calibrated host's prediction."""
+    ``measure``, time both here at ``threads`` threads against the prediction for ``here``, this machine's
+    device (its calibrated profile by default)."""
     from onnxroof.api import analyze
 
     say = progress or (lambda _: None)
@@ -263,7 +266,7 @@ def compare(
     measured = None
     if measure:
         say("predicting on this machine's calibrated profile")
-        ha, hb = analyze(a, "host", threads=threads), analyze(b, "host", threads=threads)
+        ha, hb = analyze(a, here, threads=threads), analyze(b, here, threads=threads)
         say("timing both models here")
         ta, tb = time_pair(a, b, threads=threads, repeat=repeat)
         measured = MeasuredSpeedup(ta, tb, ha.totals.predicted_time_s, hb.totals.predicted_time_s, threads)

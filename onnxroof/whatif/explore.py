@@ -17,6 +17,7 @@ from typing import Any
 
 from onnx import ModelProto
 
+from onnxroof.devices import Device
 from onnxroof.errors import UserError
 from onnxroof.passes import Refused
 from onnxroof.whatif.compare import direction_agrees, size_agrees, time_pair
@@ -112,10 +113,12 @@ def explore(
     measure: int = 0,
     threads: int = 1,
     only: tuple[str, ...] = (),
+    here: str | Device = "host",
     progress: Callable[[str], None] | None = None,
 ) -> Exploration:
     """Try every candidate (or those named in ``only``) on ``model`` and rank them on ``device``; with
-    ``measure`` N, time the N best here."""
+    ``measure`` N, time the N best here against the prediction for ``here``, this machine's device (its
+    calibrated profile by default)."""
     from onnxroof.api import analyze
     from onnxroof.passes.model_file import read_source
 
@@ -156,7 +159,7 @@ def explore(
         )
     applied.sort(key=lambda c: -c.predicted_speedup)
     if measure:
-        applied = _measured(source, applied, variants, measure, threads, say)
+        applied = _measured(source, applied, variants, measure, threads, here, say)
     return Exploration(source.name, base.device.key, base.graph, base.totals.predicted_time_s, tuple(applied + refused))
 
 
@@ -196,7 +199,13 @@ def _dtypes(model: ModelProto) -> dict[str, int]:
 
 
 def _measured(
-    source: Any, ranked: list[Candidate], variants: dict[str, Any], count: int, threads: int, say: Callable[[str], None]
+    source: Any,
+    ranked: list[Candidate],
+    variants: dict[str, Any],
+    count: int,
+    threads: int,
+    here: str | Device,
+    say: Callable[[str], None],
 ) -> list[Candidate]:
     """The ``count`` best runnable candidates timed here against the original, with this machine's prediction."""
     from dataclasses import replace
@@ -209,7 +218,7 @@ def _measured(
             "put the weight file beside the model, or drop --measure",
         )
     say("predicting on this machine's calibrated profile")
-    host_before = analyze(source.model, "host", threads=threads).totals.predicted_time_s
+    host_before = analyze(source.model, here, threads=threads).totals.predicted_time_s
     out = []
     for i, candidate in enumerate(ranked):
         if i >= count:
@@ -217,7 +226,7 @@ def _measured(
             continue
         say(f"timing {candidate.name} against the original ({i + 1}/{min(count, len(ranked))})")
         variant = variants[candidate.name].model
-        host_after = analyze(variant, "host", threads=threads).totals.predicted_time_s
+        host_after = analyze(variant, here, threads=threads).totals.predicted_time_s
         before, after = time_pair(source.model, variant, threads=threads)
         out.append(
             replace(

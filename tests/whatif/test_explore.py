@@ -10,6 +10,7 @@ from onnxroof.errors import UserError
 from onnxroof.passes.model_file import read_source
 from onnxroof.whatif.explore import explore, touched_nodes
 from onnxroof.whatif.rewrite import RewriteRequest, apply_request
+from tests.helpers import calibrated_host
 
 
 def test_unet_candidates_are_ranked_by_predicted_speedup() -> None:
@@ -47,3 +48,18 @@ def test_separable_touches_exactly_the_converted_convs() -> None:
     source = read_source("zoo:unet?size=32")
     sep = apply_request(source, RewriteRequest(separable=("encoder0.conv2",)), compare_outputs=False)
     assert touched_nodes(source.model, sep.result.model) == ("encoder0.conv2",)
+
+
+def test_measure_times_the_best_candidates_against_this_machines_prediction() -> None:
+    here = calibrated_host()
+    result = explore("zoo:unet?size=16&depth=1", "v100-sxm2", measure=1, only=("lwu", "fp16"), here=here)
+    timed = [c for c in result.candidates if c.measured_speedup is not None]
+    untimed = [c for c in result.candidates if not c.refused and c.measured_speedup is None]
+    assert len(timed) == 1 and len(untimed) == 1
+    assert timed[0].predicted_speedup >= untimed[0].predicted_speedup  # the best one is timed
+    (best,) = timed
+    assert best.host_before_s == pytest.approx(analyze("zoo:unet?size=16&depth=1", here).totals.predicted_time_s)
+    assert best.measured_before_s and best.measured_after_s and best.measured_before_s > 0
+    data = best.to_dict()
+    assert data["measured_speedup"] == pytest.approx(best.measured_before_s / best.measured_after_s)
+    assert isinstance(data["direction_right"], bool)
