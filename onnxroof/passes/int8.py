@@ -85,9 +85,12 @@ def int8(
         if preprocess:
             source = _preprocess(source, work / "preprocessed.onnx", skip_symbolic_shape)
         before = onnx.load(str(source))
-        if before.ir_version < 4:  # the quantizer's calibration runs this model: no stale inputs may remain
-            _list_initializers_as_inputs(before, model)
-            source.write_bytes(before.SerializeToString())
+        # The quantizer infers shapes again: value_info the optimizer left behind can contradict what it infers
+        # (a Gemm whose folded weight changed layout), so none is kept. Its calibration runs this model, so below
+        # IR version 4 no stale input may remain either.
+        del before.graph.value_info[:]
+        _list_initializers_as_inputs(before, model)
+        source.write_bytes(before.SerializeToString())
         target = work / "quantized.onnx"
         if mode == "dynamic":
             _dynamic(source, target)
@@ -147,7 +150,7 @@ def _list_initializers_as_inputs(model: ModelProto, original: ModelProto) -> Non
     one per initializer."""
     if model.ir_version >= 4:
         return
-    weights = {init.name for init in original.graph.initializer}
+    weights = {init.name for init in original.graph.initializer} | {init.name for init in model.graph.initializer}
     runtime = [vi for vi in model.graph.input if vi.name not in weights]
     del model.graph.input[:]
     model.graph.input.extend(runtime)
@@ -201,6 +204,11 @@ def _quiet() -> Iterator[list[str]]:
     handlers = root.handlers[:]
     quantization = logging.getLogger("onnxruntime")
     propagate = quantization.propagate
+    # The sessions the quantizer opens log through onnxruntime's own logger, which has no getter to restore:
+    # warnings and below are silenced for good, as onnxroof's onnxruntime stage silences them for its sessions.
+    import onnxruntime
+
+    onnxruntime.set_default_logger_severity(3)
     root.handlers = [collector]
     quantization.addHandler(collector)
     quantization.propagate = False
