@@ -23,7 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 import model_zoo
 from onnxroof.passes import Refused, check_model
 from onnxroof.passes.int8 import int8
-from tests.helpers import IR_VERSION
+from tests.helpers import IR_VERSION, LIGHT_DIR
 
 RELATIVE_TOLERANCE = 0.05  # of the largest output magnitude; see the module docstring
 MIN_CORRELATION = 0.99
@@ -197,3 +197,22 @@ def test_resnet18_end_to_end() -> None:
     x = {"input": np.random.default_rng(7).standard_normal((1, 3, 64, 64)).astype(np.float32)}
     y8, y32 = run(result.model, x), run(model, x)
     assert np.corrcoef(y8.ravel(), y32.ravel())[0, 1] > 0.95  # 21 quantized layers: correlation only
+
+
+@pytest.mark.skipif(not (LIGHT_DIR / "light_squeezenet.onnx").exists(), reason="this onnx has no light models")
+@pytest.mark.parametrize("mode", ["dynamic", "static"])
+def test_an_ir3_model_keeps_initializers_as_inputs_and_needs_only_its_own_feeds(mode: str) -> None:
+    # onnx's light SqueezeNet is IR version 3, where every initializer is also a graph input, and its weights come
+    # from ConstantOfShape nodes that the preprocessing folds into initializers.
+    model = onnx.load(str(LIGHT_DIR / "light_squeezenet.onnx"))
+    assert model.ir_version == 3
+    rng = np.random.default_rng(0)
+    feeds = [{"data_0": rng.standard_normal((1, 3, 224, 224)).astype(np.float32)} for _ in range(2)]
+    result = int8(model, mode, feeds=feeds if mode == "static" else None).model
+    check_model(result)
+    inputs = [vi.name for vi in result.graph.input]
+    assert len(inputs) == len(set(inputs))
+    assert set(inputs) - {init.name for init in result.graph.initializer} == {"data_0"}
+    session = ort.InferenceSession(result.SerializeToString(), providers=["CPUExecutionProvider"])
+    (out,) = session.run(None, feeds[0])
+    assert out.shape == (1, 1000, 1, 1)
