@@ -50,6 +50,7 @@ OP_CLASSES: tuple[str, ...] = (
     "activation",  # transcendental activations (Gelu, Erf, Sigmoid, Tanh, Exp, ...)
     "movement",  # copies: Concat, Split, Slice, Pad, Gather, Expand, Tile, ...
     "transpose",  # Transpose, DepthToSpace, SpaceToDepth
+    "transpose_generic",  # a Transpose that moves more than one axis: onnxruntime's element-by-element kernel
     "reorder",  # onnxruntime's NCHW <-> NCHWc layout conversions
     "reorder_short",  # NCHWc -> NCHW onto a small output (under 20x20 positions): short rows, slower per byte
     "resize",  # Resize, Upsample

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 from math import prod
 
 from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, engine_class
@@ -95,6 +96,7 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "resize": "movement",
     "epilogue": "elementwise",
     "cast": "elementwise",
+    "transpose_generic": "transpose",
     "quantize": "elementwise",
 }
 
@@ -298,6 +300,28 @@ def _reorder_class(view: NodeView) -> str:
     return "reorder_short" if prod(out[2:]) < MID_CONV_POSITIONS else "reorder"
 
 
+def _transpose_class(view: NodeView) -> str:
+    """transpose_generic for a Transpose that moves more than one axis (dims of size 1 aside), which onnxruntime
+    runs element by element; transpose for one that moves a single axis (a head split, a channel shuffle in NCHW, a
+    layout change), for which it has block-copy kernels, and for DepthToSpace and SpaceToDepth."""
+    shape = _known(view.input(0))
+    perm = view.attr("perm")
+    if view.op_type != "Transpose" or shape is None:
+        return "transpose"
+    axes = list(perm) if perm is not None else list(reversed(range(len(shape))))
+    moved = [int(a) for a in axes if shape[int(a)] != 1]
+    return "transpose" if _moves_one_axis(moved) else "transpose_generic"
+
+
+def _moves_one_axis(order: list[int]) -> bool:
+    """Whether the permutation ``order`` is the identity with at most one axis taken out and put elsewhere."""
+    for i in range(len(order)):
+        rest = order[:i] + order[i + 1 :]
+        if all(a < b for a, b in pairwise(rest)):
+            return True
+    return len(order) < 2
+
+
 @dataclass(frozen=True)
 class Refinement:
     """How the nodes of one base class (the class an op registers with its cost function) split by their shapes,
@@ -331,6 +355,7 @@ REFINEMENTS: Mapping[str, Refinement] = {
     "pool": Refinement(_pool_class, frozenset({"pool", "pool_nchw"})),
     "elementwise": Refinement(_elementwise_class, frozenset({"elementwise", "broadcast"})),
     "reorder": Refinement(_reorder_class, frozenset({"reorder", "reorder_short"})),
+    "transpose": Refinement(_transpose_class, frozenset({"transpose", "transpose_generic"})),
 }
 
 

@@ -110,6 +110,10 @@ CASES = [
     (make_node("Concat", [T((1, 64, 28, 28)), T((1, 64, 28, 28))], [T((1, 128, 28, 28))], axis=1), "movement"),
     (make_node("Split", [T((1, 197, 2304))], [T((1, 197, 768))] * 3, axis=-1), "movement"),
     (make_node("Transpose", [T((1, 197, 12, 64))], [T((1, 12, 197, 64))], perm=[0, 2, 1, 3]), "transpose"),
+    (
+        make_node("Transpose", [T((1, 28, 28, 3, 80))], [T((1, 80, 3, 28, 28))], perm=[0, 4, 3, 1, 2]),
+        "transpose_generic",
+    ),
     (make_node("ReorderInput", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))], domain=NCHWC), "reorder"),
     (make_node("ReorderOutput", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))], domain=NCHWC, channels=64), "reorder"),
     # Planes under 20x20 = 400 positions make an output reorder short-rowed; the input reorder and an NHWC output
@@ -486,3 +490,23 @@ def test_a_calibrated_epilogue_ceiling_replaces_the_elementwise_one_for_the_seco
     assert pred.epilogue_time_s == pytest.approx(401408 / (50e9 * eff))
     # without an elementwise ceiling either, the pass streams at the level's full bandwidth
     assert engine.epilogue_time(clip, calibrated_host({"conv": CONV})) == pytest.approx(401408 / 50e9)
+
+
+@pytest.mark.parametrize(
+    ("shape", "perm", "cls"),
+    [
+        ((1, 3, 80, 28, 28), [0, 2, 1, 3, 4], "transpose"),  # channel shuffle: axis 1 moved after axis 2
+        ((1, 64, 56, 56), [0, 2, 3, 1], "transpose"),  # NCHW -> NHWC: the channel axis moved to the end
+        ((1, 56, 56, 64), [0, 3, 1, 2], "transpose"),  # NHWC -> NCHW: the channel axis moved to the front
+        ((1, 12, 197, 64), [0, 2, 1, 3], "transpose"),  # attention heads: two neighbours swapped
+        ((1, 28, 28, 3, 80), [0, 4, 3, 1, 2], "transpose_generic"),  # the shuffle in channels-last: three axes move
+        ((1, 28, 28, 240), [0, 3, 2, 1], "transpose_generic"),  # H and W swapped and C moved
+        ((1, 1, 28, 240), [0, 3, 2, 1], "transpose"),  # the same with H of size 1: only C moves
+        ((8, 16, 32), None, "transpose_generic"),  # no perm: the axes reversed, two of them moved
+        ((8, 16), None, "transpose"),  # a 2-D transpose moves one axis
+    ],
+)
+def test_a_transpose_that_moves_more_than_one_axis_is_generic(shape, perm, cls):
+    attrs = {} if perm is None else {"perm": perm}
+    view = make_node("Transpose", [T(shape)], [T(None)], **attrs)
+    assert engine.op_class(view) == cls

@@ -90,6 +90,8 @@ def views_of(domain: str, op_type: str) -> list[NodeView]:
         make_node(op_type, [T((1, 64, 28, 28)), T((1, 64, 28, 28))], [T((1, 64, 28, 28))], domain=domain),
         make_node(op_type, [T((1, 2), INT64)], [T((1, 2), INT64)], domain=domain),
     ]
+    for perm in ([0, 2, 1, 3, 4], [0, 4, 3, 1, 2]):  # a channel shuffle in NCHW and in channels-last layout
+        views.append(make_node(op_type, [T((1, 4, 8, 7, 7))], [T(None)], domain=domain, perm=perm))
     for hw in (7, 20):
         for channels_last in (0, 1):
             out = T((1, hw, hw, 64)) if channels_last else T((1, 64, hw, hw))

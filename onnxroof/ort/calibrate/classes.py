@@ -43,6 +43,7 @@ MEMORY_CLASSES: frozenset[str] = REORDER_CLASSES | frozenset(
         "broadcast",
         "movement",
         "transpose",
+        "transpose_generic",
         "resize",
         "reduce",
         "epilogue",

@@ -345,9 +345,15 @@ def slice_head(rand: Rand, shape: Sequence[int], axis: int, end: int) -> Built:
     return _model([node], {"x": (tuple(shape), FLOAT)}, ["y"], inits), {"x": rand.f(*shape)}
 
 
-def transpose(rand: Rand, shape: Sequence[int], perm: Sequence[int]) -> Built:
-    """Transpose by ``perm`` (attention head splits and merges, channel shuffles, layout changes)."""
-    return _single("Transpose", {"x": rand.f(*shape)}, order=["x"], perm=list(perm))
+def transpose(rand: Rand, shape: Sequence[int], perm: Sequence[int], elem_type: int = FLOAT) -> Built:
+    """Transpose by ``perm`` (attention head splits and merges, channel shuffles, layout changes) of ``elem_type``
+    data: int8 for the 8-bit transposes onnxruntime leaves in a channels-last int8 graph."""
+    if elem_type == FLOAT:
+        return _single("Transpose", {"x": rand.f(*shape)}, order=["x"], perm=list(perm))
+    node = helper.make_node("Transpose", ["x"], ["y0"], name="Transpose", perm=list(perm))
+    model = _model([node], {"x": (tuple(shape), elem_type)}, ["y0"])
+    model.graph.output[0].type.tensor_type.elem_type = elem_type
+    return model, {"x": sessions.random_array(tuple(shape), elem_type, rand.rng)}
 
 
 def resize(rand: Rand, c: int, hw: int, after_conv: bool) -> Built:

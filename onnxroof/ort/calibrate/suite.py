@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from onnx import TensorProto
+
 from onnxroof.ort.calibrate import graphs
 from onnxroof.ort.calibrate.classes import CONV_CLASSES, INT8_CONV_CLASSES, REORDER_CLASSES
 from onnxroof.ort.calibrate.graphs import Built, Rand
@@ -30,7 +32,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #   7: the low-precision kernels: Cast fp32 <-> fp16 (cast), the dynamic int8 convolution (DynamicQuantizeLinear,
 #      ConvInteger dense and grouped, the Cast of its accumulator), and the static QDQ convolution onnxruntime fuses
 #      into a channels-last QLinearConv (dense and depthwise); 8-bit convolutions are timed against the int8 peak.
-SUITE = 7
+#   8: Transposes that move more than one axis (transpose_generic), timed on the int8 channel shuffles of a
+#      channels-last int8 graph.
+SUITE = 8
 
 MiB = 2**20
 
@@ -261,8 +265,22 @@ def _concats(*rows: tuple[int, int, int]) -> list[Bench]:
 
 
 def _transposes(*rows: tuple[tuple[int, ...], tuple[int, ...]]) -> list[Bench]:
-    """Transposes (shape, perm)."""
+    """Transposes (shape, perm) of float32."""
     return [_profile(f"Transpose {_dims(s)} perm {p}", graphs.transpose, (s, p), {"transpose"}) for s, p in rows]
+
+
+def _generic_transposes(*rows: tuple[tuple[int, ...], tuple[int, ...]]) -> list[Bench]:
+    """Transposes (shape, perm) of int8 that move more than one axis, as onnxruntime leaves a channel shuffle in a
+    channels-last int8 graph: its element-by-element kernel, whose time goes by elements whatever their size."""
+    return [
+        _profile(
+            f"Transpose int8 {_dims(s)} perm {p}",
+            graphs.transpose,
+            (s, p, TensorProto.INT8),
+            {"transpose_generic"},
+        )
+        for s, p in rows
+    ]
 
 
 def _resizes(*rows: tuple[int, int, bool]) -> list[Bench]:
@@ -464,6 +482,12 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         ((1, 2, 116, 14, 14), (0, 2, 1, 3, 4)),
         ((1, 8, 128, 64), (0, 2, 1, 3)),
     ),
+    *_generic_transposes(
+        ((1, 28, 28, 3, 80), (0, 4, 3, 1, 2)),
+        ((1, 14, 14, 2, 116), (0, 4, 3, 1, 2)),
+        ((1, 56, 56, 4, 16), (0, 4, 3, 1, 2)),
+        ((1, 7, 7, 3, 320), (0, 4, 3, 1, 2)),
+    ),
     *_resizes((64, 32, True), (128, 16, True), (32, 64, True), (256, 8, True)),
     *_reduces(
         ("ReduceMean", (1, 197, 768), (2,)),
@@ -496,6 +520,7 @@ _QUICK_BENCHES: tuple[Bench, ...] = (
     *_reorders((32, 28)),
     *_concats((2, 64, 56)),  # tens of microseconds, well above the profiler's resolution
     *_transposes(((1, 64, 28, 28), (0, 2, 3, 1))),
+    *_generic_transposes(((1, 14, 14, 2, 116), (0, 4, 3, 1, 2))),
     *_resizes((32, 28, True)),
     *_reduces(("ReduceMean", (1, 256, 28, 28), (2, 3))),
     *_casts((1, 64, 56, 56)),
@@ -543,6 +568,7 @@ _MEASURED = frozenset(CONV_CLASSES) | {
     "activation",
     "movement",
     "transpose",
+    "transpose_generic",
     "reorder",
     "reorder_short",
     "resize",
