@@ -32,7 +32,7 @@ OP_CLASSES: tuple[str, ...] = (
     "conv_grouped",  # grouped convolution in plain layout (not depthwise; a blocked NCHWc one is a dense class)
     "depthwise",  # one input channel per group
     "conv_integer",  # ConvInteger (dynamic int8 quantization): im2col and an integer product per group, plain layout
-    "conv_integer_grouped",  # a grouped or depthwise ConvInteger: one im2col and integer product per group
+    "conv_integer_grouped",  # a depthwise ConvInteger: one im2col and integer product per channel
     "qconv",  # QLinearConv (static int8 quantization, fused from QDQ), channels-last after optimization
     "qconv_depthwise",  # a depthwise QLinearConv: one input channel per group
     "gemm",  # matrix product with a weight operand (Gemm, FusedGemm, MatMul by an initializer)

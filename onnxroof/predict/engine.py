@@ -251,10 +251,12 @@ def _grouping(view: NodeView, w_index: int) -> tuple[int, int | None]:
 
 
 def _integer_conv_class(view: NodeView) -> str:
-    """conv_integer_grouped for a grouped ConvInteger (depthwise included), conv_integer otherwise: onnxruntime's
-    ConvInteger runs an im2col and an integer matrix product per group, so a grouped one pays that per group."""
-    group, _ = _grouping(view, 1)
-    return "conv_integer_grouped" if group > 1 else "conv_integer"
+    """conv_integer_grouped for a depthwise ConvInteger (one input channel per group), conv_integer otherwise:
+    onnxruntime's ConvInteger runs an im2col and an integer matrix product per group, so a depthwise one pays that
+    fixed cost once per channel for a product of one row, while the groups of a grouped convolution with several
+    channels each (ShuffleNet's) are dense products like an ungrouped one's."""
+    group, per_group_in = _grouping(view, 1)
+    return "conv_integer_grouped" if group > 1 and per_group_in == 1 else "conv_integer"
 
 
 def _qconv_class(view: NodeView) -> str:

@@ -168,6 +168,16 @@ CASES = [
         ),
         "conv_integer_grouped",
     ),
+    (  # ShuffleNet's grouped 1x1: three groups of 80 channels, each a dense integer product
+        make_node(
+            "ConvInteger",
+            [T((1, 240, 28, 28), UINT8), W((240, 80, 1, 1), UINT8), T((), UINT8), W((), UINT8)],
+            [T((1, 240, 28, 28), INT32)],
+            kernel_shape=[1, 1],
+            group=3,
+        ),
+        "conv_integer",
+    ),
     (
         make_node(
             "QLinearConv",

@@ -30,7 +30,7 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #   5: stems with 5x5 and wider kernels (conv_stem) are a class of their own, no longer conv samples.
 #   6: the fp32 peak is read on whole kernels only, never on the epilogue pass of a fused Clip.
 #   7: the low-precision kernels: Cast fp32 <-> fp16 (cast), the dynamic int8 convolution (DynamicQuantizeLinear,
-#      ConvInteger dense and grouped, the Cast of its accumulator), and the static QDQ convolution onnxruntime fuses
+#      ConvInteger dense and depthwise, the Cast of its accumulator), and the static QDQ convolution onnxruntime fuses
 #      into a channels-last QLinearConv (dense and depthwise); 8-bit convolutions are timed against the int8 peak.
 #   8: Transposes that move more than one axis (transpose_generic), timed on the int8 channel shuffles of a
 #      channels-last int8 graph.
