@@ -62,6 +62,9 @@ class RewriteResult:
 class Refused(UserError):
     """A pass that does not apply to a model, with the node and the reason in the message."""
 
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message, hint or "'onnxroof rewrite --help' says what each pass applies to")
+
 
 Pass = Callable[[ModelProto], RewriteResult]
 

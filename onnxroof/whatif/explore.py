@@ -119,16 +119,17 @@ def explore(
     """Try every candidate (or those named in ``only``) on ``model`` and rank them on ``device``; with
     ``measure`` N, time the N best here against the prediction for ``here``, this machine's device (its
     calibrated profile by default)."""
-    from onnxroof.api import analyze
+    from onnxroof.api import analyze, get_device
     from onnxroof.passes.model_file import read_source
 
     unknown = [name for name in only if name not in CANDIDATES]
     if unknown:
         raise UserError(f"unknown rewrite {unknown[0]!r}", "choose from " + ", ".join(CANDIDATES))
     say = progress or (lambda _: None)
+    target = get_device(device, threads)
     source = read_source(model)
     say(f"analyzing {source.name} on {device}")
-    base = analyze(source.model, device, threads=threads)
+    base = analyze(source.model, target, threads=threads)
     applied, refused = [], []
     variants = {}
     for name in only or tuple(CANDIDATES):
@@ -144,7 +145,7 @@ def explore(
             refused.append(Candidate(name, command, refused="nothing to change"))
             continue
         say(f"analyzing {name} on {device}")
-        after = analyze(done.result.model, device, threads=threads)
+        after = analyze(done.result.model, target, threads=threads)
         layers = touched_nodes(source.model, done.result.model)
         variants[name] = done.result
         applied.append(

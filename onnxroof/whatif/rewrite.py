@@ -18,6 +18,7 @@ import numpy as np
 from onnx import ModelProto
 
 from onnxroof.errors import UserError
+from onnxroof.ort.outputs import OutputDifference, output_differences
 from onnxroof.passes import Pass, RewriteResult, compose
 from onnxroof.passes.model_file import Source, read_source, too_large
 
@@ -77,7 +78,7 @@ class Rewritten:
     source: str
     request: RewriteRequest
     result: RewriteResult
-    differences: tuple[Any, ...] = ()
+    differences: tuple[OutputDifference, ...] = ()
     comparison_skipped: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -158,8 +159,13 @@ def calibration_feeds(model: ModelProto, npz: str | None, count: int = 8) -> lis
     runnable = runnable_model(model)
     if npz is None:
         return [random_feeds(runnable, seed) for seed in range(count)]
-    with np.load(npz) as data:
-        arrays = {k: data[k] for k in data.files}
+    try:
+        with np.load(npz) as data:
+            arrays = {k: data[k] for k in data.files}
+    except (OSError, ValueError) as exc:
+        raise UserError(
+            f"cannot read calibration inputs from {npz}: {exc}", "pass an .npz written by numpy.savez"
+        ) from None
     first = next(iter(runnable.inputs))
     shape = runnable.inputs[first][0]
     if first in arrays and arrays[first].ndim == len(shape) + 1:
@@ -176,10 +182,8 @@ def apply_request(source: Source, request: RewriteRequest, compare_outputs: bool
         )
     result = compose(source.model, steps(request), graph_only=source.graph_only)
     skipped = _why_not_compared(source, request, result) if compare_outputs else "not asked for"
-    differences: tuple[Any, ...] = ()
+    differences: tuple[OutputDifference, ...] = ()
     if skipped is None:
-        from onnxroof.ort.outputs import output_differences
-
         differences = output_differences(source.model, result.model, seed)
     return Rewritten(source.name, request, result, differences, skipped)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from onnx import ModelProto
@@ -79,9 +79,10 @@ def sweep(
     """Analyze every combination of ``batches`` x ``sizes`` x (``precisions`` what-ifs and ``rewrites``) on
     every device. An empty ``batches`` or ``sizes`` keeps the model's own; no precision and no rewrite analyzes
     the stored dtypes."""
-    from onnxroof.api import analyze
+    from onnxroof.api import analyze, get_device
     from onnxroof.predict.analysis import check_precision
 
+    targets = [get_device(d, threads) for d in devices]  # resolved (and a bad name refused) before any work
     for p in precisions:
         check_precision(p)
     unknown = [r for r in rewrites if r not in PRECISION_REWRITES]
@@ -95,18 +96,14 @@ def sweep(
     batch_options: list[int | None] = list(batches) or [None]
     size_options: list[tuple[int, int] | None] = list(sizes) or [None]
     combos = list(itertools.product(batch_options, size_options, cases))
-    total, done = len(combos) * len(devices), 0
+    total, done = len(combos) * len(targets), 0
     rows: list[SweepRow] = []
     for batch, size, (precision, rewrite) in combos:
-        request = RewriteRequest(batch=batch, input_size=size)
-        if rewrite:
-            r = PRECISION_REWRITES[rewrite]
-            request = RewriteRequest(
-                batch=batch, input_size=size, fp16=r.fp16, keep_io_types=r.keep_io_types, int8=r.int8
-            )
+        base = PRECISION_REWRITES[rewrite] if rewrite else RewriteRequest()
+        request = replace(base, batch=batch, input_size=size)
         variant = source.model if request.empty else apply_request(source, request, compare_outputs=False).result.model
         shape = _input_shape(variant)
-        for device in devices:
+        for device in targets:
             analysis = analyze(variant, device, precision=precision, threads=threads)
             t = analysis.totals
             rows.append(

@@ -114,3 +114,20 @@ def test_cli_refuses_weights_outside_the_model_folder(cli, conv_model: Path, tmp
     onnx.save(proto, str(folder / "m.onnx"))
     run = cli("rewrite", str(folder / "m.onnx"), "-o", str(tmp_path / "out.onnx"), "--fp16")
     assert run.returncode == 2 and "outside the model's folder" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--separable", "no_such_conv"], "no node named no_such_conv"),
+        (["--stride", "lwu"], "no U-Net encoder block found"),
+        (["--stride", "relu=2"], "relu"),
+    ],
+)
+def test_cli_a_pass_that_does_not_apply_names_the_node(cli, conv_model: Path, tmp_path: Path, options, message) -> None:
+    before = conv_model.read_bytes()
+    run = cli("rewrite", str(conv_model), "-o", str(tmp_path / "out.onnx"), *options)
+    assert run.returncode == 2, run.stderr
+    assert message in run.stderr and "(hint: " in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+    assert conv_model.read_bytes() == before and not (tmp_path / "out.onnx").exists()
