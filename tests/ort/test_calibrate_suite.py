@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from onnxroof.devices import CEILING_NAMES, OP_CLASSES
-from onnxroof.ort.calibrate import graphs, suite
+from onnxroof.ort.calibrate import bench, graphs, suite
 from onnxroof.ort.calibrate.host import ReportedCache
 from onnxroof.predict.engine import CLASS_FALLBACK
 
@@ -64,12 +64,12 @@ def test_cache_level_working_sets():
 
 def test_the_dram_operand_is_twice_the_last_level_within_bounds_and_memory(monkeypatch: pytest.MonkeyPatch):
     l3 = ReportedCache("L3", 300 * MiB, "shared", "test")
-    monkeypatch.setattr(suite, "memory_available", lambda: 16 * 1024 * MiB)
+    monkeypatch.setattr(bench, "memory_available", lambda: 16 * 1024 * MiB)
     assert suite.FULL.dram_bytes([l3]) == 600 * MiB
     assert suite.FULL.dram_bytes([ReportedCache("L3", 8 * MiB, "shared", "test")]) == 256 * MiB
     assert suite.FULL.dram_bytes([ReportedCache("L3", 1024 * MiB, "shared", "test")]) == 1024 * MiB
-    monkeypatch.setattr(suite, "memory_available", lambda: 1024 * MiB)  # at most a quarter of the free memory
+    monkeypatch.setattr(bench, "memory_available", lambda: 1024 * MiB)  # at most a quarter of the free memory
     assert suite.FULL.dram_bytes([l3]) == 256 * MiB
-    monkeypatch.setattr(suite, "memory_available", lambda: None)
+    monkeypatch.setattr(bench, "memory_available", lambda: None)
     assert suite.FULL.dram_bytes([l3]) == 600 * MiB
     assert suite.QUICK.dram_bytes([l3]) == 64 * MiB and suite.QUICK.dram_bytes([]) == 16 * MiB

@@ -270,15 +270,16 @@ def test_model_metadata_is_kept() -> None:
 )
 def test_an_ineligible_named_conv_is_refused(weight_shape: tuple[int, ...], attrs: dict[str, Any], reason: str) -> None:
     model = conv_model(np.ones(weight_shape, np.float32), 6, **attrs)
-    with pytest.raises(Refused, match=f"^{reason}$"):
+    with pytest.raises(Refused) as refused:
         separable(model, ["conv"])
+    assert refused.value.message == reason
     with pytest.raises(Refused, match=f"no Conv of the model can be separated: {reason[5:]}"):
         separable(model)
 
 
 def test_a_weight_that_is_not_an_initializer_is_refused() -> None:
     model = conv_model(np.ones((4, 2, 3, 3), np.float32), 6, weight_as_input=True)
-    with pytest.raises(Refused, match=r"^Conv conv weight is not a constant initializer$"):
+    with pytest.raises(Refused, match=r"^Conv conv weight is not a constant initializer \(hint: "):
         separable(model, ["conv"])
 
 
@@ -300,7 +301,7 @@ def test_unknown_and_non_conv_names_are_refused() -> None:
     model = model_zoo.build("unet", size=64)
     with pytest.raises(Refused, match=r"no node named encoder0\.conv3 \(did you mean encoder0\.conv[12]"):
         separable(model, ["encoder0.conv3"])
-    with pytest.raises(Refused, match=r"^no node named nothing$"):
+    with pytest.raises(Refused, match=r"^no node named nothing \(hint: "):
         separable(model, ["nothing"])
     with pytest.raises(Refused, match=r"node encoder0\.pool is a MaxPool, not a Conv"):
         separable(model, ["encoder0.conv1", "encoder0.pool"])

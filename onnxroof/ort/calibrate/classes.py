@@ -23,6 +23,9 @@ CONV_CLASSES: frozenset[str] = REFINEMENTS["conv"].classes - {"batchnorm"}
 INTEGER_CONV_CLASSES: frozenset[str] = REFINEMENTS["conv_integer"].classes
 INT8_CONV_CLASSES: frozenset[str] = INTEGER_CONV_CLASSES | REFINEMENTS["qconv"].classes
 
+# Transposes: by block copies, or element by element when they move more than one axis.
+TRANSPOSE_CLASSES: frozenset[str] = REFINEMENTS["transpose"].classes
+
 # onnxruntime's NCHW <-> NCHWc layout conversions, which it inserts around NCHWc kernels.
 REORDER_CLASSES: frozenset[str] = REFINEMENTS["reorder"].classes
 

@@ -26,9 +26,9 @@ import onnx
 from onnxroof.costs import Cost, NodeView, compute_cost
 from onnxroof.ir import UnknownShape
 from onnxroof.ort import sessions
+from onnxroof.ort.calibrate.bench import Bench
 from onnxroof.ort.calibrate.classes import CONV_CLASSES, REORDER_CLASSES
 from onnxroof.ort.calibrate.graphs import FLOAT, Built, Rand
-from onnxroof.ort.calibrate.suite import Bench
 from onnxroof.ort.measure import fast_estimate
 from onnxroof.ort.reference import ReferenceSampler
 from onnxroof.predict import engine

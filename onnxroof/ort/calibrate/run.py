@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from onnxroof.devices import CacheLevel, Calibration, Device, FrozenMap, Peak, Sourced, load_device, save_device
 from onnxroof.errors import UserError
 from onnxroof.ort.calibrate import graphs
+from onnxroof.ort.calibrate.bench import Suite
 from onnxroof.ort.calibrate.ceilings import (
     calibration_warnings,
     class_ceilings,
@@ -46,7 +47,7 @@ from onnxroof.ort.calibrate.jobs import (
     conv_sample,
     profiled,
 )
-from onnxroof.ort.calibrate.suite import FULL, QUICK, SUITE, Suite
+from onnxroof.ort.calibrate.suite import FULL, QUICK, SUITE
 from onnxroof.ort.measure import fast_estimate
 
 __all__ = ["calibrate", "host_device"]
