@@ -22,7 +22,7 @@ from onnxroof.ort.outputs import OutputDifference, output_differences
 from onnxroof.passes import Pass, RewriteResult, compose
 from onnxroof.passes.model_file import Source, read_source, too_large
 
-__all__ = ["INT8_MODES", "LWU", "RewriteRequest", "Rewritten", "apply_request", "rewrite", "steps"]
+__all__ = ["INT8_MODES", "LWU", "RewriteRequest", "Rewritten", "apply_request", "calibration_feeds", "rewrite", "steps"]
 
 LWU = "lwu"  # paper 000's LWU-Net preset of --stride
 INT8_MODES = ("dynamic", "static")

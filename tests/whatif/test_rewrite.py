@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from onnxroof.errors import UserError
-from onnxroof.whatif.rewrite import RewriteRequest, rewrite, steps
+from onnxroof.whatif.rewrite import RewriteRequest, calibration_feeds, rewrite, steps
 
 
 @pytest.fixture
@@ -131,3 +131,20 @@ def test_cli_a_pass_that_does_not_apply_names_the_node(cli, conv_model: Path, tm
     assert message in run.stderr and "(hint: " in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
     assert conv_model.read_bytes() == before and not (tmp_path / "out.onnx").exists()
+
+
+def test_static_int8_calibrates_on_every_sample_of_an_npz(conv_model: Path, tmp_path: Path) -> None:
+    model = onnx.load(str(conv_model))
+    rng = np.random.default_rng(1)
+    stacked = tmp_path / "three.npz"
+    np.savez(stacked, x=rng.standard_normal((3, 1, 4, 8, 8)).astype(np.float32))  # three samples of x
+    feeds = calibration_feeds(model, str(stacked))
+    assert len(feeds) == 3 and all(f["x"].shape == (1, 4, 8, 8) for f in feeds)
+    single = tmp_path / "one.npz"
+    np.savez(single, x=rng.standard_normal((1, 4, 8, 8)).astype(np.float32))
+    assert len(calibration_feeds(model, str(single))) == 1
+    assert len(calibration_feeds(model, None, count=5)) == 5  # random inputs otherwise
+    with pytest.raises(UserError, match="cannot read calibration inputs"):
+        calibration_feeds(model, str(tmp_path / "missing.npz"))
+    done = rewrite(conv_model, RewriteRequest(int8="static", calibration=str(stacked)))
+    assert {n.op_type for n in done.result.model.graph.node} >= {"QuantizeLinear", "DequantizeLinear"}
