@@ -52,7 +52,7 @@ def _positive(text: str) -> int:
 
 
 def add_rewrite_options(parser: argparse.ArgumentParser) -> None:
-    """The pass options, shared by every command that builds a rewritten variant."""
+    """The pass options, one argument group."""
     group = parser.add_argument_group("rewrites")
     group.add_argument(
         "--separable",
