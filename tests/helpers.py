@@ -1,5 +1,5 @@
-"""Small builders shared by the tests: tensors and node views for cost functions, tiny ONNX models, a hand-made
-calibrated host, and where onnx's bundled light models are."""
+"""Small builders shared by the tests: tensors and node views for cost functions, tiny ONNX models and their
+FLOPs, a hand-made calibrated host, and where onnx's bundled light models are."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from onnxroof.costs import Cost, NodeView
+from onnxroof.costs import Cost, NodeView, compute_cost
 from onnxroof.devices import CacheLevel, Calibration, Ceiling, Device, FrozenMap, Peak, Sourced
 from onnxroof.ir import Tensor
+from onnxroof.load import load_graph
 
 FLOAT = TensorProto.FLOAT
 FLOAT16 = TensorProto.FLOAT16
@@ -163,3 +164,53 @@ def cuda_works() -> bool:
     except UserError:
         return False
     return True
+
+
+def small_conv_net(seed: int = 0, big: float | None = None) -> onnx.ModelProto:
+    """Conv -> Relu -> Conv -> GlobalAveragePool -> Flatten -> Gemm on a 1x3x16x16 input, random weights; ``big``
+    replaces one value of the Gemm bias."""
+    rng = np.random.default_rng(seed)
+
+    def weight(name: str, *shape: int) -> TensorProto:
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.2).astype(np.float32), name)
+
+    bias = (rng.standard_normal(4) * 0.2).astype(np.float32)
+    if big is not None:
+        bias[1] = big
+    inits = [weight("w1", 8, 3, 3, 3), weight("b1", 8), weight("w2", 8, 8, 3, 3), weight("b2", 8)]
+    inits += [weight("wg", 4, 8), numpy_helper.from_array(bias, "bg")]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], name="conv1"),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], name="conv2"),
+        helper.make_node("GlobalAveragePool", ["c2"], ["g"], name="pool"),
+        helper.make_node("Flatten", ["g"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], transB=1, name="fc"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "conv_net",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
+
+
+def model_flops(model: onnx.ModelProto) -> int:
+    """The FLOPs of every node of ``model`` by onnxroof's cost functions."""
+    graph = load_graph(model)
+    total = 0
+    for node in graph.nodes:
+        constants = {i: graph.constants[n] for i, n in enumerate(node.inputs) if n in graph.constants}
+        view = NodeView(
+            node.name,
+            node.op_type,
+            node.domain,
+            tuple(graph.tensor(n) for n in node.inputs),
+            tuple(graph.tensor(n) for n in node.outputs),
+            node.attrs,
+            constants,
+        )
+        total += int(compute_cost(view)[0].flops)
+    return total

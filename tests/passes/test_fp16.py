@@ -20,40 +20,9 @@ import model_zoo
 from onnxroof.passes import Refused, check_model
 from onnxroof.passes.fp16 import FP16_MAX, fp16
 from onnxroof.passes.weights import is_absent
-from tests.helpers import IR_VERSION
+from tests.helpers import IR_VERSION, small_conv_net
 
 RELATIVE_TOLERANCE = 1e-2  # of the largest output magnitude; see the module docstring
-
-
-def conv_net(seed: int = 0, big: float | None = None) -> onnx.ModelProto:
-    """Conv -> Relu -> Conv -> GlobalAveragePool -> Flatten -> Gemm on a 1x3x16x16 input, random weights; ``big``
-    replaces one value of the Gemm bias."""
-    rng = np.random.default_rng(seed)
-
-    def weight(name: str, *shape: int) -> TensorProto:
-        return numpy_helper.from_array((rng.standard_normal(shape) * 0.2).astype(np.float32), name)
-
-    bias = (rng.standard_normal(4) * 0.2).astype(np.float32)
-    if big is not None:
-        bias[1] = big
-    inits = [weight("w1", 8, 3, 3, 3), weight("b1", 8), weight("w2", 8, 8, 3, 3), weight("b2", 8)]
-    inits += [weight("wg", 4, 8), numpy_helper.from_array(bias, "bg")]
-    nodes = [
-        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], name="conv1"),
-        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
-        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], name="conv2"),
-        helper.make_node("GlobalAveragePool", ["c2"], ["g"], name="pool"),
-        helper.make_node("Flatten", ["g"], ["f"], name="flatten"),
-        helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], transB=1, name="fc"),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "conv_net",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
-        inits,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
 
 
 def run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> np.ndarray:
@@ -67,7 +36,7 @@ def relative_error(candidate: np.ndarray, reference: np.ndarray) -> float:
 
 
 def test_conv_net_becomes_float16_and_matches_float32() -> None:
-    model = conv_net()
+    model = small_conv_net()
     before = model.SerializeToString()
     result = fp16(model)
     assert model.SerializeToString() == before
@@ -88,7 +57,7 @@ def test_conv_net_becomes_float16_and_matches_float32() -> None:
 
 
 def test_keep_io_types_casts_at_the_boundary() -> None:
-    model = conv_net()
+    model = small_conv_net()
     result = fp16(model, keep_io_types=True)
     check_model(result.model)
     graph = result.model.graph
@@ -105,7 +74,7 @@ def test_keep_io_types_casts_at_the_boundary() -> None:
 
 
 def test_block_ops_keep_an_op_in_float32() -> None:
-    result = fp16(conv_net(), block_ops=["Relu"])
+    result = fp16(small_conv_net(), block_ops=["Relu"])
     check_model(result.model)
     nodes = {n.name: n for n in result.model.graph.node}
     producers = {out: n for n in result.model.graph.node for out in n.output}
@@ -121,12 +90,12 @@ def test_block_ops_keep_an_op_in_float32() -> None:
 
 def test_block_ops_spelling_is_checked() -> None:
     with pytest.raises(Refused, match=r"'relu'.*did you mean Relu\?"):
-        fp16(conv_net(), block_ops=["relu"])
+        fp16(small_conv_net(), block_ops=["relu"])
     with pytest.raises(Refused, match="empty or padded"):
-        fp16(conv_net(), block_ops=[""])
+        fp16(small_conv_net(), block_ops=[""])
     with pytest.raises(Refused, match="empty or padded"):
-        fp16(conv_net(), block_ops=[" Relu"])
-    result = fp16(conv_net(), block_ops=["Softmax"])  # an onnx op this model does not use
+        fp16(small_conv_net(), block_ops=[" Relu"])
+    result = fp16(small_conv_net(), block_ops=["Softmax"])  # an onnx op this model does not use
     assert any(n.node == "Softmax" and "no effect" in n.change for n in result.notes)
 
 
@@ -145,7 +114,7 @@ def test_a_model_without_float32_is_refused() -> None:
 
 
 def test_a_weight_beyond_float16_is_named_and_clamped() -> None:
-    result = fp16(conv_net(big=1e5))
+    result = fp16(small_conv_net(big=1e5))
     bias = numpy_helper.to_array(next(t for t in result.model.graph.initializer if t.name == "bg"))
     assert float(bias[1]) == FP16_MAX
     overflow = [n for n in result.notes if n.node == "bg"]

@@ -23,37 +23,10 @@ from onnx import TensorProto, helper, numpy_helper
 import model_zoo
 from onnxroof.passes import Refused, check_model
 from onnxroof.passes.int8 import int8
-from tests.helpers import IR_VERSION, LIGHT_DIR
+from tests.helpers import IR_VERSION, LIGHT_DIR, small_conv_net
 
 RELATIVE_TOLERANCE = 0.05  # of the largest output magnitude; see the module docstring
 MIN_CORRELATION = 0.99
-
-
-def conv_net(seed: int = 0) -> onnx.ModelProto:
-    """Conv -> Relu -> Conv -> GlobalAveragePool -> Flatten -> Gemm on a 1x3x16x16 input, random weights."""
-    rng = np.random.default_rng(seed)
-
-    def weight(name: str, *shape: int) -> TensorProto:
-        return numpy_helper.from_array((rng.standard_normal(shape) * 0.2).astype(np.float32), name)
-
-    inits = [weight("w1", 8, 3, 3, 3), weight("b1", 8), weight("w2", 8, 8, 3, 3), weight("b2", 8)]
-    inits += [weight("wg", 4, 8), weight("bg", 4)]
-    nodes = [
-        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], name="conv1"),
-        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
-        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], name="conv2"),
-        helper.make_node("GlobalAveragePool", ["c2"], ["g"], name="pool"),
-        helper.make_node("Flatten", ["g"], ["f"], name="flatten"),
-        helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], transB=1, name="fc"),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "conv_net",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
-        inits,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
 
 
 def matmul_net() -> onnx.ModelProto:
@@ -93,7 +66,7 @@ def op_counts(model: onnx.ModelProto) -> dict[str, int]:
 
 
 def test_dynamic_makes_integer_convolutions_and_matmuls() -> None:
-    model = conv_net()
+    model = small_conv_net()
     before = model.SerializeToString()
     result = int8(model, "dynamic")
     assert model.SerializeToString() == before
@@ -125,7 +98,7 @@ def test_dynamic_matmul() -> None:
 
 
 def test_static_inserts_quantize_dequantize_pairs() -> None:
-    model = conv_net()
+    model = small_conv_net()
     before = model.SerializeToString()
     result = int8(model, "static", feeds=images(3))
     assert model.SerializeToString() == before
@@ -151,11 +124,11 @@ def test_static_inserts_quantize_dequantize_pairs() -> None:
 
 def test_refusals() -> None:
     with pytest.raises(Refused, match=r"unknown int8 mode 'fast'.*dynamic, static"):
-        int8(conv_net(), "fast")
+        int8(small_conv_net(), "fast")
     with pytest.raises(Refused, match=r"no calibration inputs.*pass feeds.*x"):
-        int8(conv_net(), "static")
+        int8(small_conv_net(), "static")
     with pytest.raises(Refused, match="calibration feed 0 lacks the input"):
-        int8(conv_net(), "static", feeds=[{"z": np.zeros((1, 3, 16, 16), np.float32)}])
+        int8(small_conv_net(), "static", feeds=[{"z": np.zeros((1, 3, 16, 16), np.float32)}])
     with pytest.raises(Refused, match="needs the weights' values"):
         int8(model_zoo.build("resnet18", size=64, weights=False), "dynamic")
 
@@ -168,8 +141,8 @@ def test_symbolic_inference_failure_names_the_option(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(symbolic_shape_infer.SymbolicShapeInference, "infer_shapes", staticmethod(fail))
     with pytest.raises(Refused, match=r"symbolic shape inference.*skip_symbolic_shape=True"):
-        int8(conv_net(), "dynamic")
-    result = int8(conv_net(), "dynamic", skip_symbolic_shape=True)  # the failing step is not run
+        int8(small_conv_net(), "dynamic")
+    result = int8(small_conv_net(), "dynamic", skip_symbolic_shape=True)  # the failing step is not run
     assert op_counts(result.model)["ConvInteger"] == 2
 
 
@@ -178,7 +151,7 @@ def test_the_library_logs_nothing_to_the_terminal(
 ) -> None:
     root = logging.getLogger()
     handlers = root.handlers[:]
-    result = int8(conv_net(), "dynamic", preprocess=False)  # without preprocessing onnxruntime warns
+    result = int8(small_conv_net(), "dynamic", preprocess=False)  # without preprocessing onnxruntime warns
     assert root.handlers == handlers
     assert op_counts(result.model)["ConvInteger"] == 2
     out, err = capfd.readouterr()

@@ -12,12 +12,10 @@ import pytest
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 import model_zoo
-from onnxroof.costs import NodeView, compute_cost
-from onnxroof.load import load_graph
 from onnxroof.passes import Refused
 from onnxroof.passes.separable import factorize, separable
 from onnxroof.passes.weights import is_absent
-from tests.helpers import IR_VERSION
+from tests.helpers import IR_VERSION, model_flops
 
 RNG_SEED = 0
 
@@ -68,25 +66,6 @@ def run(model: ModelProto, x: np.ndarray) -> np.ndarray:
     provider."""
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return np.asarray(session.run(None, {session.get_inputs()[0].name: x})[0])
-
-
-def total_flops(model: ModelProto) -> int:
-    """The FLOPs of every node of ``model`` by onnxroof's cost functions."""
-    graph = load_graph(model)
-    total = 0
-    for node in graph.nodes:
-        constants = {i: graph.constants[n] for i, n in enumerate(node.inputs) if n in graph.constants}
-        view = NodeView(
-            node.name,
-            node.op_type,
-            node.domain,
-            tuple(graph.tensor(n) for n in node.inputs),
-            tuple(graph.tensor(n) for n in node.outputs),
-            node.attrs,
-            constants,
-        )
-        total += int(compute_cost(view)[0].flops)
-    return total
 
 
 def rewrite(model: ModelProto, nodes: Sequence[str] | None = None) -> Any:
@@ -175,8 +154,8 @@ def test_the_flops_drop_by_the_ratio_of_paper_000s_table_2() -> None:
     m, n, dk, df = 8, 16, 3, 10  # M = C_in, N = C_out, DK kernel side, DF output side ('same' padding)
     weight = np.random.default_rng(RNG_SEED + 3).standard_normal((n, m, dk, dk)).astype(np.float32)
     model = conv_model(weight, df, pads=[1, 1, 1, 1])
-    standard = total_flops(model)
-    separated = total_flops(rewrite(model).model)
+    standard = model_flops(model)
+    separated = model_flops(rewrite(model).model)
     relu = n * df * df  # the Relu after the conv, one FLOP per element in both graphs
     # Without a bias the standard conv does M*N*DK^2*DF^2 multiply-accumulates; the depthwise conv does M*DK^2*DF^2
     # (one input channel per output channel) and the pointwise conv M*N*DF^2. Both are 2 FLOPs per MAC, so

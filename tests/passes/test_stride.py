@@ -12,11 +12,9 @@ import pytest
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 import model_zoo
-from onnxroof.costs import NodeView, compute_cost
-from onnxroof.load import load_graph
 from onnxroof.passes import Refused, RewriteResult
 from onnxroof.passes.stride import lwu, stride
-from tests.helpers import IR_VERSION
+from tests.helpers import IR_VERSION, model_flops
 
 FLOAT = TensorProto.FLOAT
 
@@ -67,25 +65,6 @@ def attrs_of(model: ModelProto, name: str) -> dict[str, Any]:
 
 def declared_shape(model: ModelProto, index: int = 0) -> list[int]:
     return [d.dim_value for d in model.graph.output[index].type.tensor_type.shape.dim]
-
-
-def total_flops(model: ModelProto) -> int:
-    """The FLOPs of every node of ``model`` by onnxroof's cost functions."""
-    graph = load_graph(model)
-    total = 0
-    for node in graph.nodes:
-        constants = {i: graph.constants[n] for i, n in enumerate(node.inputs) if n in graph.constants}
-        view = NodeView(
-            node.name,
-            node.op_type,
-            node.domain,
-            tuple(graph.tensor(n) for n in node.inputs),
-            tuple(graph.tensor(n) for n in node.outputs),
-            node.attrs,
-            constants,
-        )
-        total += int(compute_cost(view)[0].flops)
-    return total
 
 
 def residual(join: str = "Add", size: int = 8) -> ModelProto:
@@ -251,7 +230,7 @@ def test_lwu_rewrites_the_zoo_unet() -> None:
     # - the 2x2 MaxPool (one comparison per window element: 4 per output, on C*(S/2)^2 outputs) goes: saves C*S^2;
     # - the nearest Resize on each skip is a copy: 0 FLOPs. Every other node keeps its shapes.
     saved = sum((3 * (18 * c * c * s * s + c * s * s) + 3 * c * s * s) // 4 + c * s * s for c, s in encoder_sizes(64))
-    assert total_flops(model) - total_flops(out) == saved
+    assert model_flops(model) - model_flops(out) == saved
 
 
 def test_lwu_keeps_the_default_unet_output_at_128() -> None:
