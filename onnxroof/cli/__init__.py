@@ -9,6 +9,7 @@ Commands:
   compare A B     two models side by side: predicted per device, measured here
   sweep MODEL     every combination of batch, input size, precision and device
   explore MODEL   the rewrites that apply, ranked by predicted speedup on a device
+  fit MODEL       deploy-time check: memory and latency budgets, largest batch, best device (exit 1 on a miss)
   devices         the device catalog (peak FLOP/s per precision, bandwidth, launch overhead)
   zoo             the built-in models usable as zoo:NAME wherever a model path goes
   ops             the op types onnxroof has cost functions for
@@ -24,7 +25,20 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from onnxroof.cli import analyze, calibrate, compare, devices, explore, measure, ops, rewrite, sweep, validate, zoo
+from onnxroof.cli import (
+    analyze,
+    calibrate,
+    compare,
+    devices,
+    explore,
+    fit,
+    measure,
+    ops,
+    rewrite,
+    sweep,
+    validate,
+    zoo,
+)
 
 # The commands in the order --help lists them: each module has HELP, DESCRIPTION, configure(parser) and run(args).
 COMMANDS: dict[str, ModuleType] = {
@@ -36,6 +50,7 @@ COMMANDS: dict[str, ModuleType] = {
     "compare": compare,
     "sweep": sweep,
     "explore": explore,
+    "fit": fit,
     "devices": devices,
     "zoo": zoo,
     "ops": ops,

@@ -1,0 +1,93 @@
+"""onnxroof fit: does a model fit a device's memory and latency budget; the largest batch; the best device."""
+
+from __future__ import annotations
+
+import argparse
+
+from onnxroof.cli.common import Progress, emit, split_list
+from onnxroof.errors import UserError
+
+HELP = "deploy-time check: memory and latency budgets, the largest batch, the best device (exit 1 on a miss)"
+DESCRIPTION = """Check a model against a device's memory and a latency budget, as a deployment (or a CI job) asks
+before it ships. Latency is the predicted time; memory is weights plus the peak of live activations over the
+execution order (onnxruntime's order on --device host). The memory budget defaults to the device's memory
+capacity. One summary line says PASS or FAIL with the numbers.
+
+Exit codes: 0 when every check passes, 1 when one fails, 2 for bad input (an unknown device, a budget that does
+not parse, a batch the model cannot take).
+
+examples:
+  onnxroof fit model.onnx --device t4 --batch 8 --latency-budget 10ms --memory-budget 4GiB
+  onnxroof fit zoo:resnet50 --device a100-sxm4-80gb --precision fp16 --max-batch --latency-budget 20ms
+  onnxroof fit zoo:resnet50 --all-devices --latency-budget 5ms --format json
+"""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
+    parser.add_argument(
+        "-d", "--device", action="append", default=None, metavar="D", help="device(s), repeatable or comma-separated"
+    )
+    parser.add_argument("--all-devices", action="store_true", help="rank every catalog device")
+    parser.add_argument("--batch", type=int, default=None, metavar="N", help="the batch size (default: the model's)")
+    parser.add_argument("-p", "--precision", default=None, help="what if every float tensor were P (fp32, fp16, ...)")
+    parser.add_argument("--latency-budget", default=None, metavar="T", help="e.g. 10ms, 0.5s, 250us")
+    parser.add_argument("--memory-budget", default=None, metavar="M", help="e.g. 4GiB, 512MB (default: the device's)")
+    parser.add_argument("--max-batch", action="store_true", help="find the largest batch within the budgets")
+    parser.add_argument("--threads", type=int, default=1, metavar="N", help="--device host: calibration threads")
+    parser.add_argument("-f", "--format", default="table", choices=("table", "json"), help="output format")
+    parser.add_argument("-o", "--output", default=None, metavar="FILE", help="write the report to FILE")
+
+
+def run(args: argparse.Namespace) -> int:
+    from onnxroof.api import DEFAULT_DEVICE
+    from onnxroof.devices import catalog
+    from onnxroof.report.fit import render_fit, render_max_batch, render_ranking
+    from onnxroof.whatif.fit import fit, max_batch, parse_bytes, parse_seconds, rank_devices
+
+    if args.batch is not None and args.batch < 1:
+        raise UserError(f"--batch {args.batch}: a batch is at least 1", "e.g. --batch 8")
+    latency = parse_seconds(args.latency_budget) if args.latency_budget else None
+    memory = parse_bytes(args.memory_budget) if args.memory_budget else None
+    devices = list(catalog()) if args.all_devices else split_list(args.device) or [DEFAULT_DEVICE]
+    precision, threads = args.precision, args.threads
+    progress = Progress("fitting", unit="batches")
+    try:
+        if len(devices) > 1:
+            ranked = rank_devices(
+                args.model,
+                devices,
+                batch=args.batch,
+                precision=precision,
+                latency_budget=latency,
+                memory_budget=memory,
+                threads=threads,
+                progress=progress.stage,
+            )
+            emit(render_ranking(ranked, args.format), args.output)
+            return 0 if any(d.fit.passed for d in ranked) else 1
+        if args.max_batch:
+            largest = max_batch(
+                args.model,
+                devices[0],
+                precision=precision,
+                latency_budget=latency,
+                memory_budget=memory,
+                threads=threads,
+                progress=lambda n: progress.stage(f"batch {n}"),
+            )
+            emit(render_max_batch(largest, devices[0], args.format), args.output)
+            return 0 if largest.batch > 0 else 1
+        result = fit(
+            args.model,
+            devices[0],
+            batch=args.batch,
+            precision=precision,
+            latency_budget=latency,
+            memory_budget=memory,
+            threads=threads,
+        )
+    finally:
+        progress.close()
+    emit(render_fit(result, args.format), args.output)
+    return 0 if result.passed else 1

@@ -1,0 +1,78 @@
+"""Deploy-time fit as text or JSON: one summary line first (PASS or FAIL with the numbers), then the checks, the
+largest fitting batch, or the ranking of devices."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from onnxroof.report.format import seconds, si
+from onnxroof.whatif.fit import Check, DeviceFit, Fit, MaxBatch
+
+__all__ = ["render_fit", "render_max_batch", "render_ranking", "summary"]
+
+
+def _value(check: Check) -> str:
+    return seconds(check.value) if check.unit == "s" else si(check.value, "B")
+
+
+def _check_text(check: Check) -> str:
+    if check.budget is None:
+        return f"{check.name} {_value(check)} (no budget)"
+    budget = seconds(check.budget) if check.unit == "s" else si(check.budget, "B")
+    return f"{check.name} {_value(check)} {'<=' if check.passed else '>'} {budget}"
+
+
+def summary(f: Fit) -> str:
+    """PASS or FAIL, the model, device, batch and precision, and each check with its numbers."""
+    checks = "; ".join(_check_text(c) for c in f.checks)
+    return f"{'PASS' if f.passed else 'FAIL'} {f.model} on {f.device}, batch {f.batch}, {f.precision}: {checks}"
+
+
+def render_fit(f: Fit, fmt: str = "table") -> str:
+    if fmt == "json":
+        return json.dumps(f.to_dict(), indent=2) + "\n"
+    lines = [summary(f)]
+    lines += [f"  note: {n}" for n in f.notes]
+    return "\n".join(lines) + "\n"
+
+
+def render_max_batch(m: MaxBatch, device: str, fmt: str = "table") -> str:
+    if fmt == "json":
+        return json.dumps({"device": device, **m.to_dict()}, indent=2) + "\n"
+    if m.best is None:
+        failing = m.first_failing
+        tail = f": {summary(failing)}" if failing is not None else ""
+        return f"FAIL no batch fits on {device} ({m.stopped_by} at batch 1){tail}\n"
+    lines = [f"PASS largest batch on {device}: {m.best.batch} ({m.stopped_by} stops batch {_next(m)})"]
+    lines.append(f"  at {m.best.batch}: {summary(m.best)}")
+    if m.first_failing is not None:
+        lines.append(f"  at {m.first_failing.batch}: {summary(m.first_failing)}")
+    return "\n".join(lines) + "\n"
+
+
+def _next(m: MaxBatch) -> str:
+    return str(m.first_failing.batch) if m.first_failing is not None else "none"
+
+
+def render_ranking(ranked: Sequence[DeviceFit], fmt: str = "table") -> str:
+    if fmt == "json":
+        data: list[dict[str, Any]] = [d.to_dict() for d in ranked]
+        return json.dumps({"devices": data}, indent=2) + "\n"
+    fitting = sum(d.fit.passed for d in ranked)
+    first = ranked[0].fit if ranked else None
+    head = f"{'PASS' if fitting else 'FAIL'} {fitting} of {len(ranked)} devices fit" + (
+        f"; fastest: {first.device} ({seconds(first.latency_s)})" if first is not None and first.passed else ""
+    )
+    lines = [
+        head,
+        f"  {'device':20}{'fits':>6}{'latency':>11}{'memory':>11}{'max batch':>11}{'samples/s':>12}  stopped by",
+    ]
+    for d in ranked:
+        f = d.fit
+        lines.append(
+            f"  {f.device[:20]:20}{'yes' if f.passed else 'NO':>6}{seconds(f.latency_s):>11}"
+            f"{si(f.memory_bytes, 'B'):>11}{d.largest.batch:>11}{d.throughput:>12.4g}  {d.largest.stopped_by}"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,344 @@
+"""Deploy-time fit: does a model, at a batch and precision, fit a device's memory and meet a latency budget; the
+largest batch that does; and which of several devices serves it best.
+
+A check compares a predicted figure with a budget: the latency is the analysis' predicted time (on a calibrated
+host, of the graph onnxruntime runs), the memory the estimate of :mod:`onnxroof.predict.memory` (weights plus the
+peak of live activations over the execution order; on a host, onnxruntime's order). The memory budget defaults
+to the device's memory capacity; a device that lists none and no ``--memory-budget`` leave the memory check out,
+and the result says so. Batch sizes are rewrites of the model (the batch pass repairs hard-coded shapes), analyzed
+without their weights' bytes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from onnx import ModelProto
+
+from onnxroof.devices import Device
+from onnxroof.errors import UserError
+
+__all__ = ["Check", "DeviceFit", "Fit", "MaxBatch", "fit", "max_batch", "parse_bytes", "parse_seconds", "rank_devices"]
+
+MAX_BATCH_LIMIT = 1 << 16  # the largest batch --max-batch tries
+
+
+@dataclass(frozen=True)
+class Check:
+    """One budget: the predicted value, the budget (None: none given, the check is skipped) and the verdict."""
+
+    name: str
+    value: float
+    budget: float | None
+    unit: str
+
+    @property
+    def passed(self) -> bool:
+        return self.budget is None or self.value <= self.budget
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "passed": self.passed, "skipped": self.budget is None}
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The model at one batch and precision on one device: predicted latency and memory against the budgets."""
+
+    model: str
+    device: str
+    batch: int
+    precision: str
+    graph: str
+    latency_s: float
+    memory_bytes: float
+    checks: tuple[Check, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "device": self.device,
+            "batch": self.batch,
+            "precision": self.precision,
+            "graph": self.graph,
+            "latency_s": self.latency_s,
+            "memory_bytes": self.memory_bytes,
+            "passed": self.passed,
+            "checks": [c.to_dict() for c in self.checks],
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class MaxBatch:
+    """The largest batch within the budgets (0: not even batch 1), the budget that stops the next one, and the fit
+    at that batch."""
+
+    batch: int
+    stopped_by: str
+    best: Fit | None
+    first_failing: Fit | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "batch": self.batch,
+            "stopped_by": self.stopped_by,
+            "fit": self.best.to_dict() if self.best else None,
+            "first_failing": self.first_failing.to_dict() if self.first_failing else None,
+        }
+
+
+@dataclass(frozen=True)
+class DeviceFit:
+    """One device of a ranking: the fit at the asked batch and the largest fitting batch with its throughput."""
+
+    fit: Fit
+    largest: MaxBatch
+
+    @property
+    def throughput(self) -> float:
+        """Samples per second at the largest fitting batch (0 where none fits)."""
+        best = self.largest.best
+        return best.batch / best.latency_s if best is not None and best.latency_s else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.fit.to_dict(), "max_batch": self.largest.to_dict(), "throughput_per_s": self.throughput}
+
+
+# ------------------------------------------------------------------------------------------------------ budgets
+
+_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+_BYTE_UNITS: dict[str, float] = {
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+
+
+def parse_seconds(text: str) -> float:
+    """'10ms' -> 0.01; units s, ms, us, ns (a bare number is seconds). UserError for anything else."""
+    return _parse(text, _TIME_UNITS, "a latency budget", "10ms, 0.5s or 250us")
+
+
+def parse_bytes(text: str) -> float:
+    """'4GiB' -> 4 * 2**30, '512MB' -> 512e6; B, kB/MB/GB/TB (powers of 10), KiB/MiB/GiB/TiB (of 2)."""
+    return _parse(text, _BYTE_UNITS, "a memory budget", "4GiB, 512MB or 16GB")
+
+
+def _parse(text: str, units: dict[str, float], what: str, example: str) -> float:
+    stripped = text.strip().lower()
+    number = stripped.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = stripped[len(number) :].strip() or next(u for u, f in units.items() if f == 1)
+    try:
+        value = float(number)
+    except ValueError:
+        value = -1.0
+    if unit not in units or value <= 0:
+        raise UserError(f"{text!r} is not {what}", f"write it as {example}")
+    return value * units[unit]
+
+
+# ------------------------------------------------------------------------------------------------------ fitting
+
+ModelSource = str | os.PathLike[str] | ModelProto
+
+
+def fit(
+    model: ModelSource,
+    device: str | Device,
+    *,
+    batch: int | None = None,
+    precision: str | None = None,
+    latency_budget: float | None = None,
+    memory_budget: float | None = None,
+    threads: int = 1,
+) -> Fit:
+    """The model at ``batch`` (None: its own) and ``precision`` on ``device``, checked against the budgets (the
+    memory budget defaults to the device's memory capacity)."""
+    from onnxroof.api import get_device
+
+    target = device if isinstance(device, Device) else get_device(device, threads)
+    base, name = _weightless(model)
+    return _fit_at(base, name, target, batch, precision, latency_budget, memory_budget, threads)
+
+
+def max_batch(
+    model: ModelSource,
+    device: str | Device,
+    *,
+    precision: str | None = None,
+    latency_budget: float | None = None,
+    memory_budget: float | None = None,
+    threads: int = 1,
+    progress: Callable[[int], None] | None = None,
+) -> MaxBatch:
+    """The largest batch whose predicted latency and memory stay within the budgets: doubling from 1 until a
+    budget fails, then bisecting. Latency and memory grow with the batch, so the first failure bounds it."""
+    from onnxroof.api import get_device
+
+    target = device if isinstance(device, Device) else get_device(device, threads)
+    base, name = _weightless(model)
+    seen: dict[int, Fit] = {}
+
+    def at(n: int) -> Fit:
+        if n not in seen:
+            if progress:
+                progress(n)
+            seen[n] = _fit_at(base, name, target, n, precision, latency_budget, memory_budget, threads)
+        return seen[n]
+
+    if latency_budget is None and _memory_budget(target, memory_budget) is None:
+        raise UserError(
+            f"{target.key} lists no memory capacity and no budget was given: every batch fits",
+            "pass --memory-budget or --latency-budget",
+        )
+    if not at(1).passed:
+        return MaxBatch(0, _stopper(at(1)), None, at(1))
+    good, bad = 1, None
+    while bad is None:
+        trial = good * 2
+        if trial > MAX_BATCH_LIMIT:
+            return MaxBatch(good, f"the search limit ({MAX_BATCH_LIMIT})", at(good), None)
+        if at(trial).passed:
+            good = trial
+        else:
+            bad = trial
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        good, bad = (middle, bad) if at(middle).passed else (good, middle)
+    return MaxBatch(good, _stopper(at(bad)), at(good), at(bad))
+
+
+def rank_devices(
+    model: ModelSource,
+    devices: Sequence[str | Device],
+    *,
+    batch: int | None = None,
+    precision: str | None = None,
+    latency_budget: float | None = None,
+    memory_budget: float | None = None,
+    threads: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[DeviceFit, ...]:
+    """Every device's fit at ``batch`` and its largest fitting batch, ranked: those that fit first, by predicted
+    latency; then those that do not."""
+    from onnxroof.api import get_device
+
+    ranked = []
+    for spec in devices:
+        target = spec if isinstance(spec, Device) else get_device(spec, threads)
+        if progress:
+            progress(target.key)
+        at_batch = fit(
+            model,
+            target,
+            batch=batch,
+            precision=precision,
+            latency_budget=latency_budget,
+            memory_budget=memory_budget,
+            threads=threads,
+        )
+        if latency_budget is None and _memory_budget(target, memory_budget) is None:
+            largest = MaxBatch(0, "no budget to stop it (the device lists no memory capacity)", None, None)
+        else:
+            largest = max_batch(
+                model,
+                target,
+                precision=precision,
+                latency_budget=latency_budget,
+                memory_budget=memory_budget,
+                threads=threads,
+            )
+        ranked.append(DeviceFit(at_batch, largest))
+    return tuple(sorted(ranked, key=lambda d: (not d.fit.passed, d.fit.latency_s)))
+
+
+def _weightless(model: ModelSource) -> tuple[ModelProto, str]:
+    from onnxroof.load.read import read_model
+
+    return read_model(model, weight_bytes=False)
+
+
+def _memory_budget(device: Device, budget: float | None) -> float | None:
+    if budget is not None:
+        return budget
+    return device.memory_capacity.value if device.memory_capacity is not None else None
+
+
+def _stopper(failed: Fit) -> str:
+    names = [c.name for c in failed.checks if not c.passed]
+    return " and ".join(names) + (" budget" if len(names) == 1 else " budgets")
+
+
+def _fit_at(
+    base: ModelProto,
+    name: str,
+    device: Device,
+    batch: int | None,
+    precision: str | None,
+    latency_budget: float | None,
+    memory_budget: float | None,
+    threads: int,
+) -> Fit:
+    from onnxroof.api import analyze
+    from onnxroof.passes.batch import batch as rebatch
+    from onnxroof.predict.memory import estimate_memory
+
+    model = base if batch is None else rebatch(base, batch).model
+    analysis = analyze(model, device, precision=precision, threads=threads)
+    graph = _memory_graph(model, device)
+    memory = estimate_memory(graph, precision=precision)
+    budget = _memory_budget(device, memory_budget)
+    notes = []
+    if budget is None:
+        notes.append(f"{device.key} lists no memory capacity: pass --memory-budget to check memory")
+    checks = (
+        Check("latency", analysis.totals.predicted_time_s, latency_budget, "s"),
+        Check("memory", memory.total_bytes, budget, "B"),
+    )
+    return Fit(
+        name,
+        device.key,
+        _batch_of(model),
+        analysis.precision,
+        analysis.graph,
+        analysis.totals.predicted_time_s,
+        memory.total_bytes,
+        checks,
+        tuple(notes + list(memory.notes)),
+    )
+
+
+def _memory_graph(model: ModelProto, device: Device) -> Any:
+    """The graph whose execution order the memory estimate follows: onnxruntime's optimized graph on a calibrated
+    host, the model as stored elsewhere."""
+    if device.engine == "onnxruntime":
+        from onnxroof.ort.sessions import engine_graph
+
+        return engine_graph(model, device)
+    from onnxroof.load import load_graph
+
+    return load_graph(model)
+
+
+def _batch_of(model: ModelProto) -> int:
+    """The first graph input's leading dim (1 when symbolic or absent)."""
+    initializers = {i.name for i in model.graph.initializer}
+    for vi in model.graph.input:
+        if vi.name not in initializers:
+            dims = vi.type.tensor_type.shape.dim
+            return int(dims[0].dim_value) if dims and dims[0].dim_value > 0 else 1
+    return 1

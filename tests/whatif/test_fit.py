@@ -1,0 +1,94 @@
+"""fit: budgets parsed, each check passing just under its budget and failing just over it, the largest batch found
+by the search, devices ranked, and the command's exit codes (0 all pass, 1 a miss, 2 bad input)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from onnxroof.errors import UserError
+from onnxroof.whatif.fit import fit, max_batch, parse_bytes, parse_seconds, rank_devices
+
+MODEL = "zoo:unet?size=32"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("10ms", 0.01), ("0.5s", 0.5), ("250us", 250e-6), ("2", 2.0), ("10 ms", 0.01)],
+)
+def test_latency_budgets(text: str, value: float) -> None:
+    assert parse_seconds(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("4GiB", 4 * 2**30), ("512MB", 512e6), ("16gb", 16e9), ("100", 100.0), ("1.5KiB", 1536.0)],
+)
+def test_memory_budgets(text: str, value: float) -> None:
+    assert parse_bytes(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "fast", "-1ms", "0s", "10 parsecs"])
+def test_a_budget_that_does_not_parse_is_a_user_error(text: str) -> None:
+    with pytest.raises(UserError, match="is not a latency budget"):
+        parse_seconds(text)
+
+
+def test_checks_pass_just_under_and_fail_just_over_their_budgets() -> None:
+    plain = fit(MODEL, "t4")
+    latency, memory = plain.latency_s, plain.memory_bytes
+    assert plain.passed  # 16 GB and no latency budget
+    assert fit(MODEL, "t4", latency_budget=latency * 1.001, memory_budget=memory * 1.001).passed
+    over_latency = fit(MODEL, "t4", latency_budget=latency * 0.999)
+    assert not over_latency.passed
+    assert [c.name for c in over_latency.checks if not c.passed] == ["latency"]
+    over_memory = fit(MODEL, "t4", memory_budget=memory * 0.999)
+    assert [c.name for c in over_memory.checks if not c.passed] == ["memory"]
+
+
+def test_the_memory_budget_defaults_to_the_device_capacity() -> None:
+    (memory,) = [c for c in fit(MODEL, "t4").checks if c.name == "memory"]
+    assert memory.budget == 16e9  # the T4's 16 GB
+
+
+def test_max_batch_is_the_last_batch_within_the_budget() -> None:
+    at5, at6 = fit(MODEL, "t4", batch=5), fit(MODEL, "t4", batch=6)
+    assert at5.memory_bytes < at6.memory_bytes  # memory grows with the batch
+    budget = (at5.memory_bytes + at6.memory_bytes) / 2
+    found = max_batch(MODEL, "t4", memory_budget=budget)
+    assert found.batch == 5 and found.stopped_by == "memory budget"
+    assert found.first_failing is not None and found.first_failing.batch == 6
+
+
+def test_max_batch_is_zero_when_batch_one_does_not_fit() -> None:
+    found = max_batch(MODEL, "t4", memory_budget=1000.0)
+    assert found.batch == 0 and found.best is None
+
+
+def test_devices_are_ranked_fitting_first_then_by_latency() -> None:
+    ranked = rank_devices(MODEL, ["mx230", "h100-sxm", "t4"], latency_budget=1.0)
+    latencies = [d.fit.latency_s for d in ranked if d.fit.passed]
+    assert latencies == sorted(latencies)
+    assert ranked[0].fit.device == "h100-sxm"
+    for d in ranked:
+        assert d.largest.batch >= 1 and d.throughput == pytest.approx(d.largest.batch / d.largest.best.latency_s)
+
+
+def test_command_exit_codes(cli) -> None:
+    passing = cli("fit", MODEL, "-d", "t4", "--latency-budget", "10s")
+    assert passing.returncode == 0 and passing.stdout.startswith("PASS"), passing.stderr
+    failing = cli("fit", MODEL, "-d", "t4", "--latency-budget", "1ns")
+    assert failing.returncode == 1 and failing.stdout.startswith("FAIL")
+    for bad in (["-d", "no-such-gpu"], ["--latency-budget", "soon"], ["--memory-budget", "lots"], ["--batch", "0"]):
+        run = cli("fit", MODEL, *bad)
+        assert run.returncode == 2 and "Traceback" not in run.stderr, bad
+        assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_command_json_and_max_batch(cli) -> None:
+    run = cli("fit", MODEL, "-d", "t4", "--max-batch", "--memory-budget", "200MB", "-f", "json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["batch"] >= 1 and report["stopped_by"] == "memory budget"
+    assert report["fit"]["memory_bytes"] <= 200e6 < report["first_failing"]["memory_bytes"]
