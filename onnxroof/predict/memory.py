@@ -422,8 +422,10 @@ def _greedy(plan: _Plan) -> list[int]:
 
 
 def best_order(graph: Graph, *, precision: str | None = None) -> list[str]:
-    """The node names of the order with the lower activation peak of two: the greedy memory-aware order
-    (``_greedy``'s heuristic) and the stored one (on a tie, the stored one). Folded nodes are left out.
+    """The node names of the order with the lower activation peak of two: the stored one (kept on a tie) and a
+    greedy memory-aware one, which at each step runs the ready node that leaves the fewest live bytes behind
+    (bytes written minus bytes freed; ties to fewer bytes written, then to the stored order). Folded nodes are
+    left out.
 
     A UserError for an unknown precision, or for a graph whose runtime nodes share a name (an order of names
     would be ambiguous).
