@@ -14,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnxroof.errors import UserError
 from onnxroof.ort.memory import PeakMemory, max_rss, measure_peak_memory, read_status
+from onnxroof.report.memory import memory_table
 
 MIB = 2**20
 OUTPUT = 64 * MIB  # the MatMul model's output: 4096 x 4096 float32
@@ -151,3 +152,56 @@ def test_bad_input_is_a_user_error_before_any_process(tmp_path: Path) -> None:
         measure_peak_memory(tmp_path / "missing.onnx", runs=0)
     with pytest.raises(UserError, match="threads"):
         measure_peak_memory(tmp_path / "missing.onnx", threads=0)
+
+
+def test_the_table_says_what_the_peak_covers_and_each_note_once() -> None:
+    def made(arena: bool, reset: bool) -> PeakMemory:
+        return PeakMemory(
+            "m.onnx", arena, arena, 1, "all", 3, 100 * MIB, 110 * MIB, 174 * MIB, "VmHWM", reset, ("a note",)
+        )
+
+    text = memory_table([made(True, True), made(False, False)])
+    assert "10.0 MiB" in text and "64.0 MiB" in text and "74.0 MiB" in text and "174.0 MiB" in text
+    assert "VmHWM over the runs alone" in text
+    assert "VmHWM over the session's creation and the runs" in text
+    assert text.count("a note") == 1
+
+
+# -------------------------------------------------------------------------------------------------------------
+# onnxroof measure --memory
+
+QUICK = ("--repeat", "3", "--warmup", "0")
+
+
+def test_measure_memory_prints_both_configurations(cli, big_weight: Path) -> None:
+    done = cli("measure", str(big_weight), "--memory", *QUICK)
+    assert done.returncode == 0, done.stderr
+    assert "median" in done.stdout  # the timing is still there; the memory table follows it
+    assert "arena + pattern (default)" in done.stdout and "no arena, no pattern" in done.stdout
+    assert "MiB" in done.stdout
+
+
+def test_measure_memory_json_has_the_memory_object(cli, big_weight: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    done = cli("measure", str(big_weight), "--memory", *QUICK, "--format", "json", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out.read_text())
+    assert "median_s" in data
+    memory = data["memory"]
+    assert set(memory) == {"default", "no_arena_no_pattern"}
+    assert (memory["default"]["arena"], memory["default"]["pattern"]) == (True, True)
+    assert (memory["no_arena_no_pattern"]["arena"], memory["no_arena_no_pattern"]["pattern"]) == (False, False)
+    for figures in memory.values():
+        assert _in_band(figures["session_bytes"], WEIGHT), figures
+
+
+def test_measure_without_memory_has_no_memory_object(cli, big_weight: Path) -> None:
+    done = cli("measure", str(big_weight), *QUICK, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert "memory" not in json.loads(done.stdout)
+
+
+def test_measure_memory_on_a_missing_file_is_one_line(cli, tmp_path: Path) -> None:
+    done = cli("measure", str(tmp_path / "missing.onnx"), "--memory")
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1
