@@ -1,6 +1,6 @@
 """Peak memory of a model run by onnxruntime on the CPU, measured as the resident set of a fresh process.
 
-The measurement runs in a child process (``python -m onnxroof.ort.memory REQUEST``) so that what the caller has
+The measurement runs in a child process (``child_main`` in a new interpreter) so that what the caller has
 already allocated (other sessions, numpy arrays, the Python heap's free lists) neither adds to the figures nor
 hides the peak: a process's peak resident set only ever grows, and memory the caller freed but kept would be
 reused by the session without showing. The model goes to the child through a temporary directory, removed
@@ -170,16 +170,18 @@ def _save(model: ModelProto, path: Path) -> None:
 
 def _run_child(request: Path, result: Path, timeout_s: float) -> dict[str, Any]:
     """Run the child process on ``request`` and read what it wrote to ``result``; its failure as a UserError."""
-    root = str(Path(__file__).resolve().parents[2])  # the folder holding this onnxroof, for the child's imports
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    # This onnxroof first on the child's path, ahead of its working directory, which may hold another one.
+    root = str(Path(__file__).resolve().parents[2])
+    code = (
+        f"import sys; sys.path.insert(0, {root!r}); from onnxroof.ort.memory import child_main; "
+        "raise SystemExit(child_main(sys.argv[1:]))"
+    )
     hint = "check that the model runs with onnxroof measure"
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "onnxroof.ort.memory", str(request)],
+            [sys.executable, "-c", code, str(request)],
             capture_output=True,
             text=True,
-            env=env,
             timeout=timeout_s,
         )
     except subprocess.TimeoutExpired:
@@ -304,7 +306,3 @@ def _measure_here(request: Mapping[str, Any]) -> dict[str, Any]:
         "peak_reset": reset,
         "notes": notes,
     }
-
-
-if __name__ == "__main__":
-    raise SystemExit(child_main(sys.argv[1:]))
