@@ -389,7 +389,7 @@ def _greedy(plan: _Plan) -> list[int]:
     Freeing first keeps a branch that shrinks its data from waiting behind one that grows it, which is where a
     stored order (a depth-first export, say) holds two large tensors at once.
     """
-    import networkx as nx  # type: ignore[import-untyped]  # loaded only when an order is searched
+    import networkx as nx  # loaded only when an order is searched
 
     dag = nx.DiGraph()
     dag.add_nodes_from(range(len(plan.nodes)))

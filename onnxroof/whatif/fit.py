@@ -305,6 +305,8 @@ def _fit_at(
     notes = []
     if budget is None:
         notes.append(f"{device.key} lists no memory capacity: pass --memory-budget to check memory")
+    if memory.lower_bound:
+        notes.append(f"{len(memory.unknown)} tensor(s) of unknown shape count 0 bytes: the memory is a lower bound")
     checks = (
         Check("latency", analysis.totals.predicted_time_s, latency_budget, "s"),
         Check("memory", memory.total_bytes, budget, "B"),
@@ -318,7 +320,7 @@ def _fit_at(
         analysis.totals.predicted_time_s,
         memory.total_bytes,
         checks,
-        tuple(notes + list(memory.notes)),
+        tuple(notes),
     )
 
 
