@@ -22,6 +22,11 @@ Counting conventions (pinned by tests in tests/costs/):
   1 for most ops, 0 for shape-only ops, per time step for recurrent ops.
 - An op with no cost function is never free: it is listed as unsupported and charged its tensor bytes.
 
+Backward costs (a training step's gradient pass) have a second registry beside the first: ``register_backward``
+names a rule ``(node, forward cost) -> Cost`` for one or more ops, written in the family module next to the
+op's forward cost; ``backward_cost`` applies it. An op without a backward rule is charged its forward cost again
+(backward = forward) and the caller says so.
+
 Every registration names the op's engine class next to its cost function (``register(*ops, engine=...)``): the
 class of kernel an engine runs it with, one of ``onnxroof.devices.OP_CLASSES``, or SHAPE for shape-only ops, or
 OTHER where no class describes the op. ``onnxroof.predict.engine`` takes that base class and refines it by the
@@ -51,15 +56,19 @@ __all__ = [
     "ENGINE_CLASSES",
     "OTHER",
     "SHAPE",
+    "BackwardFn",
     "Cost",
     "CostFn",
     "NodeView",
     "as_text",
+    "backward_cost",
     "compute_cost",
     "distinct_tensors",
     "engine_class",
     "lookup",
     "register",
+    "register_backward",
+    "registered_backward_ops",
     "registered_ops",
     "weight_params",
 ]
@@ -168,6 +177,8 @@ class Cost:
 
 
 CostFn = Callable[[NodeView], Cost]
+# A backward rule: the node and its forward cost -> the cost of the gradients it sends back.
+BackwardFn = Callable[[NodeView, Cost], Cost]
 
 SHAPE = "shape"  # shape-only ops: no FLOPs, no bytes, no kernel; an engine pays only its per-node overhead
 OTHER = "other"  # ops no engine class describes: predicted on the plain roofline
@@ -179,6 +190,9 @@ _NON_PARAM_DTYPES = {TensorProto.INT64, TensorProto.BOOL, TensorProto.STRING}
 
 # (domain, op_type) -> (cost function, engine class)
 _REGISTRY: dict[tuple[str, str], tuple[CostFn, str]] = {}
+
+# (domain, op_type) -> backward rule
+_BACKWARD: dict[tuple[str, str], BackwardFn] = {}
 
 _loaded = False
 
@@ -216,6 +230,21 @@ def register(*ops: str, engine: str) -> Callable[[CostFn], CostFn]:
     return decorate
 
 
+def register_backward(*ops: str) -> Callable[[BackwardFn], BackwardFn]:
+    """Register a backward rule for one or more op types, named as ``register`` names them. A second rule for
+    the same op is a programming error and raises."""
+
+    def decorate(fn: BackwardFn) -> BackwardFn:
+        for op in ops:
+            key = _key(op)
+            if key in _BACKWARD:
+                raise ValueError(f"backward rule for {op!r} registered twice")
+            _BACKWARD[key] = fn
+        return fn
+
+    return decorate
+
+
 def _load_families() -> None:
     """Import every module of this package once: each family module registers its ops as it is imported."""
     global _loaded
@@ -243,6 +272,24 @@ def registered_ops() -> list[str]:
     """Every registered op, as 'OpType' or 'domain::OpType', sorted."""
     _load_families()
     return sorted(f"{d}::{o}" if d else o for d, o in _REGISTRY)
+
+
+def registered_backward_ops() -> list[str]:
+    """Every op with a backward rule, as 'OpType' or 'domain::OpType', sorted."""
+    _load_families()
+    return sorted(f"{d}::{o}" if d else o for d, o in _BACKWARD)
+
+
+def backward_cost(node: NodeView, forward: Cost) -> tuple[Cost, bool]:
+    """The cost of a node's backward pass, given its forward cost, and whether a backward rule covered it.
+
+    An op without a rule is charged its forward cost again (backward = forward); the caller reports it.
+    """
+    _load_families()
+    fn = _BACKWARD.get((op_domain(node.domain), node.op_type))
+    if fn is None:
+        return forward, False
+    return fn(node, forward), True
 
 
 # ---------------------------------------------------------------------------------------------------------

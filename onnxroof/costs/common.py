@@ -46,6 +46,7 @@ __all__ = [
     "output_bytes",
     "pointwise",
     "pool_output_spatial",
+    "product_backward",
     "resolved_shape",
     "rotated_elements",
     "score_flops",
@@ -342,3 +343,31 @@ def cache_rows_bytes(cache: Tensor, positions: int) -> float:
     at most the cache's length."""
     rows, width = cache.need_shape()
     return min(rows, positions) * width * cache.itemsize
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Backward passes shared by more than one family.
+
+
+def product_backward(forward: Cost, a: Tensor, b: Tensor, bias: Tensor | None) -> Cost:
+    """The backward of a product ``Y = A (x) B`` (+ bias): Conv, ConvTranspose, Gemm, MatMul.
+
+    The gradient of each operand is a product of the same size as the forward: ``dA = dY (x) B^T`` and
+    ``dB = A^T (x) dY`` each take the forward's MACs, so MACs = 2 x forward MACs and their FLOPs 2 x the
+    forward's ``2 * MACs``. The forward's per-output-element extras (a bias add, Gemm's alpha and beta) come back
+    once: the bias gradient is a sum of dY over the axes the bias was broadcast along, one add per output
+    element, and alpha and beta each scale a gradient once. Kernels: the dA kernel reads dY and B and writes dA,
+    the dB kernel reads A and dY and writes dB, a bias-gradient kernel reads dY and writes dBias. dY has Y's
+    size, which is what the forward wrote.
+    """
+    dy = forward.bytes_written
+    extras = forward.flops - 2 * forward.macs
+    read = (dy + b.nbytes) + (a.nbytes + dy) + (dy if bias is not None else 0.0)
+    written = a.nbytes + b.nbytes + (bias.nbytes if bias is not None else 0.0)
+    return Cost(
+        flops=2 * (2 * forward.macs) + extras,
+        macs=2 * forward.macs,
+        bytes_read=read,
+        bytes_written=written,
+        kernels=2 + int(bias is not None),
+    )

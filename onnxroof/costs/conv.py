@@ -17,6 +17,10 @@ computed from ``X``, ``W`` and the attributes with the ONNX Conv formula; only a
 
 Every convolution registers the engine class "conv"; ``onnxroof.predict.engine`` tells its kinds (1x1, depthwise,
 grouped, a stem, small and mid-sized outputs) apart by the node's shapes.
+
+Backward (Conv, ConvTranspose): the input gradient is a convolution of dY with the weights and the weight
+gradient a convolution of X with dY, each as many MACs as the forward, so 2 x the forward's MACs and FLOPs, plus
+one add per output element for a bias gradient (``common.product_backward``).
 """
 
 from __future__ import annotations
@@ -24,12 +28,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import prod
 
-from onnxroof.costs import Cost, NodeView, register
+from onnxroof.costs import Cost, NodeView, register, register_backward
 from onnxroof.costs.common import (
     REQUANTIZE_FLOPS,
     activation_flops,
     mac_kernel_cost,
     pool_output_spatial,
+    product_backward,
     with_output_shape,
 )
 from onnxroof.ir import Tensor, UnknownShape
@@ -259,3 +264,9 @@ def ms_qlinear_conv(node: NodeView) -> Cost:
     NHWC). Same count as QLinearConv."""
     channels_last = bool(node.attr("channels_last", 0))
     return _conv(node, w_index=3, bias_index=8, per_output=REQUANTIZE_FLOPS, channels_last=channels_last)
+
+
+@register_backward("Conv", "ConvTranspose")
+def conv_backward(node: NodeView, forward: Cost) -> Cost:
+    """dX and dW at the forward's MACs each, plus dB (a sum of dY over N and the spatial axes) with a bias."""
+    return product_backward(forward, node.need_input(0, "X"), node.need_input(1, "W"), node.input(2))

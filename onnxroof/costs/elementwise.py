@@ -10,6 +10,13 @@ The tables are split by engine class: "elementwise" for the cheap arithmetic (co
 whose kernels stream their bytes, "activation" for the smooth activations and the functions built on a
 transcendental (exp, log, pow, tanh, erf, the trigonometric ones), whose kernels are bound by their arithmetic,
 and OTHER for the deprecated ops no class describes.
+
+Backward: ``dX = dY * f'(X)``. The FLOPs per element of each rule are in the backward tables below, one line per
+op with its derivation; a smooth unary activation not listed is charged its forward constant (the derivative
+costs about what the function does) plus one multiply by dY. The comparisons and logical ops have no gradient
+(0). A unary backward reads the saved input (or output) and dY and writes dX; a binary op sends a gradient to
+each floating-point operand, summed over the axes it was broadcast along (``n - m`` adds to reduce ``n``
+gradient elements to the operand's ``m``).
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from math import prod
 
 from onnx import TensorProto
 
-from onnxroof.costs import OTHER, Cost, NodeView, register
+from onnxroof.costs import OTHER, Cost, NodeView, register, register_backward
 from onnxroof.costs.common import (
     DEQUANTIZE_FLOPS,
     QUANTIZE_FLOPS,
@@ -30,7 +37,7 @@ from onnxroof.costs.common import (
     pointwise,
     resolved_shape,
 )
-from onnxroof.ir import Tensor
+from onnxroof.ir import Tensor, UnknownShape
 
 # Shared building blocks of the compound constants below.
 GELU_ERF_FLOPS = 5  # 0.5 * x * (1 + erf(x / sqrt(2))): div by sqrt(2), erf, add 1, mul by x, mul by 0.5
@@ -260,3 +267,117 @@ def dynamic_quantize_linear(node: NodeView) -> Cost:
         fallback={1: (), 2: ()},
         dtypes={0: TensorProto.UINT8, 1: TensorProto.FLOAT, 2: TensorProto.UINT8},
     )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Backward rules.
+
+# FLOPs per element of dX for unary ops whose derivative is cheaper or dearer than "forward + 1".
+UNARY_BACKWARD_FLOPS: dict[str, float] = {
+    "Relu": 1,  # dY where X > 0 else 0: one compare (the select is free), = forward
+    "LeakyRelu": 2,  # compare X < 0, mul dY by alpha, = forward
+    "ThresholdedRelu": 1,  # compare X > alpha, = forward
+    "Neg": 1,  # -dY, = forward
+    "Abs": 2,  # compare X < 0, negate dY
+    "HardSigmoid": 3,  # two compares (inside the linear range), mul dY by alpha
+    "HardSwish": 5,  # two compares, (2X + 3) / 6 as X/3 + 1/2 (mul, add), mul dY
+    "Exp": 1,  # dY * Y from the saved output
+    "Log": 1,  # dY / X
+    "Sqrt": 2,  # dY / (2Y): mul, div
+    "Reciprocal": 3,  # -dY * Y * Y: mul, mul, neg
+    "Sigmoid": 3,  # dY * Y * (1 - Y) from the saved output: sub, mul, mul
+    "Tanh": 3,  # dY * (1 - Y * Y) from the saved output: mul, sub, mul
+    "Elu": 3,  # dY for X > 0, else dY * (Y + alpha): compare, add, mul
+    "Softplus": SIGMOID_FLOPS + 1,  # dY * sigmoid(X): sigmoid (4), mul
+}
+
+# FLOPs per output element of the gradient of (operand A, operand B), before any broadcast reduction.
+BINARY_BACKWARD_FLOPS: dict[str, tuple[float, float]] = {
+    "Add": (0, 0),  # dA = dY, dB = dY
+    "Sub": (0, 1),  # dA = dY, dB = -dY
+    "Mul": (1, 1),  # dA = dY * B, dB = dY * A
+    "Div": (1, 3),  # dA = dY / B (div); dB = -dY * Y / B (mul, div, neg)
+}
+
+# Ops whose output does not depend differentiably on their inputs: no gradient flows back.
+NO_GRADIENT_OPS: tuple[str, ...] = (
+    "Equal",
+    "Greater",
+    "Less",
+    "GreaterOrEqual",
+    "LessOrEqual",
+    "And",
+    "Or",
+    "Xor",
+    "Not",
+    "IsNaN",
+    "IsInf",
+    "Sign",
+    "Floor",
+    "Ceil",
+    "Round",
+)
+
+_SMOOTH_UNARY: tuple[str, ...] = tuple(
+    op for op in UNARY_ACTIVATION_FLOPS if "::" not in op and op not in UNARY_BACKWARD_FLOPS
+)
+
+
+def _is_float(t: Tensor | None) -> bool:
+    return t is not None and bool(t.name) and t.dtype in _FLOAT_TYPES
+
+
+_FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE})
+
+
+def _unary_backward(node: NodeView, forward: Cost, per_element: float) -> Cost:
+    """One kernel: reads X (or the saved Y, of X's size) and dY (Y's size, what the forward wrote), writes dX."""
+    x = node.need_input(0, "X")
+    return Cost(
+        flops=per_element * x.numel,
+        bytes_read=x.nbytes + forward.bytes_written,
+        bytes_written=x.nbytes,
+        kernels=1,
+    )
+
+
+@register_backward(*UNARY_BACKWARD_FLOPS)
+def unary_backward(node: NodeView, forward: Cost) -> Cost:
+    """``UNARY_BACKWARD_FLOPS[op]`` per element of X."""
+    return _unary_backward(node, forward, UNARY_BACKWARD_FLOPS[node.op_type])
+
+
+@register_backward(*_SMOOTH_UNARY)
+def smooth_unary_backward(node: NodeView, forward: Cost) -> Cost:
+    """The other smooth activations: f'(X) at the forward's constant, plus one multiply by dY, per element."""
+    return _unary_backward(node, forward, UNARY_ACTIVATION_FLOPS[node.op_type] + 1)
+
+
+@register_backward(*BINARY_BACKWARD_FLOPS)
+def binary_backward(node: NodeView, forward: Cost) -> Cost:
+    """A gradient per floating-point operand: ``BINARY_BACKWARD_FLOPS[op]`` per element of Y, plus ``numel(Y) -
+    numel(operand)`` adds when the operand was broadcast. Each operand's gradient is a kernel reading dY (and,
+    for Mul and Div, the operands its formula names: Mul's dA reads B and its dB reads A, Div's dA reads B and
+    its dB reads Y and B) and writing the gradient. An operand whose gradient is dY itself (Add, Sub's A, not
+    broadcast) costs nothing: dY is passed on as it is."""
+    y = node.output(0)
+    if y is None or not y.known:
+        raise UnknownShape(f"{node.name}: output 0")
+    a, b = node.need_input(0, "A"), node.need_input(1, "B")
+    reads = {"Mul": ((b.nbytes,), (a.nbytes,)), "Div": ((b.nbytes,), (y.nbytes, b.nbytes))}
+    total = Cost()
+    for i, operand in enumerate((a, b)):
+        if not _is_float(operand):
+            continue
+        flops = BINARY_BACKWARD_FLOPS[node.op_type][i] * y.numel + (y.numel - operand.numel)
+        if flops == 0:
+            continue
+        extra = reads.get(node.op_type, ((), ()))[i]
+        total = total + Cost(flops=flops, bytes_read=y.nbytes + sum(extra), bytes_written=operand.nbytes, kernels=1)
+    return total
+
+
+@register_backward(*NO_GRADIENT_OPS)
+def no_gradient(node: NodeView, forward: Cost) -> Cost:
+    """No gradient flows through a comparison, a logical op or a rounding: nothing runs."""
+    return Cost()

@@ -13,6 +13,10 @@ unknown input shape raises :class:`~onnxroof.costs.UnknownShape`.
 Gemm, MatMul and their variants register the engine class "gemm"; ``onnxroof.predict.engine`` makes it "matmul"
 when the second operand is not a weight (a product of two activations, which the engine cannot prepack). Einsum
 and Det are OTHER: no class describes their kernels.
+
+Backward (Gemm, MatMul): ``dA = dY B^T`` and ``dB = A^T dY`` are products of the forward's size, so 2 x the
+forward's MACs and FLOPs, plus the forward's per-output extras once (the bias gradient, alpha, beta), as
+``common.product_backward`` states.
 """
 
 from __future__ import annotations
@@ -22,12 +26,13 @@ from dataclasses import replace
 from math import prod
 from typing import NamedTuple
 
-from onnxroof.costs import OTHER, Cost, NodeView, register, weight_params
+from onnxroof.costs import OTHER, Cost, NodeView, register, register_backward, weight_params
 from onnxroof.costs.common import (
     REQUANTIZE_FLOPS,
     activation_flops,
     broadcast_shape,
     mac_kernel_cost,
+    product_backward,
     with_output_shape,
 )
 from onnxroof.ir import Tensor, UnknownShape
@@ -347,3 +352,9 @@ def det(node: NodeView) -> Cost:
     batch = prod(shape[:-2])
     flops, macs = det_cost(shape[-1])
     return mac_kernel_cost(with_output_shape(node, shape[:-2], x.dtype), batch * flops, batch * macs)
+
+
+@register_backward("Gemm", "MatMul")
+def gemm_backward(node: NodeView, forward: Cost) -> Cost:
+    """dA and dB at the forward's MACs each, plus Gemm's bias gradient dC when C is given."""
+    return product_backward(forward, node.need_input(0, "A"), node.need_input(1, "B"), node.input(2))

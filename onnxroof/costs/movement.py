@@ -23,7 +23,7 @@ from math import ceil, log2, prod
 
 from onnx import TensorProto
 
-from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, register, weight_params
+from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, register, register_backward, weight_params
 from onnxroof.costs.common import io_bytes
 from onnxroof.ir import Tensor, UnknownShape, dtype_size
 
@@ -381,3 +381,42 @@ def unique(node: NodeView) -> Cost:
     written, unknown = _known_writes(node)
     cost = _movement(node, read, written, flops=flops)
     return cost.with_note(f"data-dependent output {', '.join(unknown)}: writes not counted") if unknown else cost
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Backward rules.
+
+
+def _float_inputs_bytes(node: NodeView) -> float:
+    """Bytes of the distinct floating-point inputs: the gradients a movement's backward writes."""
+    floats = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE}
+    seen = {t.name: t for t in node.inputs if t is not None and t.name and t.dtype in floats and t.known}
+    return sum(t.nbytes for t in seen.values())
+
+
+@register_backward(*SHAPE_ONLY_OPS)
+def view_backward(node: NodeView, forward: Cost) -> Cost:
+    """A view's gradient is dY viewed back: nothing runs."""
+    return Cost()
+
+
+@register_backward(*COPY_OPS, *TRANSPOSE_OPS, "Slice")
+def movement_backward(node: NodeView, forward: Cost) -> Cost:
+    """The inverse movement: 0 FLOPs, one kernel that reads dY (what the forward wrote) and writes the gradient of
+    each floating-point input (a Slice's dX is the whole input, zero outside the slice). Expand and Tile sum dY
+    over the copies they made: ``numel(Y) - numel(X)`` adds."""
+    flops = 0.0
+    if node.op_type in ("Expand", "Tile"):
+        x, y = node.need_input(0), _output(node)
+        flops = y.numel - x.numel
+    return Cost(flops=flops, bytes_read=forward.bytes_written, bytes_written=_float_inputs_bytes(node), kernels=1)
+
+
+@register_backward("Gather")
+def gather_backward(node: NodeView, forward: Cost) -> Cost:
+    """A scatter-add of dY into a zero-filled dData (an embedding table's gradient): one add per element of Y,
+    reading dY and the indices, writing dData."""
+    data, out = node.need_input(0), _output(node)
+    indices = node.input(1)
+    index_bytes = indices.nbytes if indices is not None and indices.known else 0.0
+    return Cost(flops=out.numel, bytes_read=forward.bytes_written + index_bytes, bytes_written=data.nbytes, kernels=1)

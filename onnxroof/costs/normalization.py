@@ -6,6 +6,10 @@ a sum by its count, adding epsilon, the square root or log of a row statistic, r
 not O(elements), and is not counted. Bytes follow the compulsory-traffic model (each distinct input read once,
 each output written once, including the optional Mean/InvStdDev outputs); params are the elements of the weight
 inputs (scale, bias, running mean and variance); each op is one kernel.
+
+Backward rules (FLOPs per element of X, derived where the constants are defined): BatchNormalization 9,
+LayerNormalization 13, Softmax 4. Each is one kernel that reads the forward's inputs and dY and writes dX and,
+for the norms, the gradients of the scale and bias.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from math import prod
 
 from onnx import TensorProto
 
-from onnxroof.costs import OTHER, Cost, NodeView, register
+from onnxroof.costs import OTHER, Cost, NodeView, register, register_backward
 from onnxroof.costs.common import (
     DEQUANTIZE_FLOPS,
     QUANTIZE_FLOPS,
@@ -248,3 +252,51 @@ def embed_layer_normalization(node: NodeView) -> Cost:
         params=params,
         kernels=1,
     )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Backward rules.
+
+# BatchNorm with batch statistics, per element: recompute X_hat = (X - mean) * inv_std (sub, mul), dY * X_hat
+# (mul) and its sum into dScale (add), the sum of dY into dBias (add), then dX = k * (dY - dBias/M - X_hat *
+# dScale/M) with the per-channel quotients precomputed: mul, sub, sub, mul by k = scale * inv_std. 2+1+1+1+4 = 9.
+BATCH_NORM_BACKWARD_FLOPS = 9
+# LayerNorm, per element: X_hat (sub, mul), dY * X_hat and its sum into dScale (mul, add), dY into dBias (add),
+# G = dY * scale (mul), G into its row sum (add), G * X_hat (mul) into its row sum (add), then dX = inv_std *
+# (G - mean(G) - X_hat * mean(G * X_hat)): mul, sub, sub, mul. 2+2+1+1+1+2+4 = 13.
+LAYER_NORM_BACKWARD_FLOPS = 13
+# Softmax from the saved output Y: dX = Y * (dY - sum(dY * Y)): mul, add into the row sum, sub, mul = 4.
+SOFTMAX_BACKWARD_FLOPS = 4
+
+
+def _norm_backward(node: NodeView, forward: Cost, per_element: float) -> Cost:
+    """One kernel: reads the forward's inputs and dY (output 0's size), writes dX and a gradient per floating
+    point weight input (scale and bias; a running mean or variance is a buffer and gets none)."""
+    x, y = node.need_input(0, "X"), node.output(0)
+    dy = y.nbytes if y is not None and y.known else x.nbytes
+    learned = [node.input(i) for i in (1, 2)] if node.op_type != "Softmax" else []
+    grads = sum(t.nbytes for t in learned if t is not None and t.name and t.known)
+    return Cost(
+        flops=per_element * x.numel,
+        bytes_read=forward.bytes_read + dy,
+        bytes_written=x.nbytes + grads,
+        kernels=1,
+    )
+
+
+@register_backward("BatchNormalization")
+def batch_norm_backward(node: NodeView, forward: Cost) -> Cost:
+    """BATCH_NORM_BACKWARD_FLOPS per element of X, plus dScale and dB."""
+    return _norm_backward(node, forward, BATCH_NORM_BACKWARD_FLOPS)
+
+
+@register_backward("LayerNormalization")
+def layer_norm_backward(node: NodeView, forward: Cost) -> Cost:
+    """LAYER_NORM_BACKWARD_FLOPS per element of X, plus dScale and dB."""
+    return _norm_backward(node, forward, LAYER_NORM_BACKWARD_FLOPS)
+
+
+@register_backward("Softmax")
+def softmax_backward(node: NodeView, forward: Cost) -> Cost:
+    """SOFTMAX_BACKWARD_FLOPS per element, from the saved output."""
+    return _norm_backward(node, forward, SOFTMAX_BACKWARD_FLOPS)

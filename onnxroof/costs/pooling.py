@@ -9,6 +9,11 @@ MaxPool's optional Indices output (int64) is written too. Each op is one kernel.
 
 Windowed pools register the engine class "pool" (``onnxroof.predict.engine`` tells onnxruntime's NCHWc kernels
 from the plain-layout ones), global pools "global_pool".
+
+Backward: a max pool scatters each dY element to the position of its window's maximum (one add per output
+element into a zero-filled dX, since windows may overlap), reading dY and the argmax (an int64 per output
+element) and writing dX. An average pool spreads each dY element over its window, divided by the window count:
+the forward's adds and divides again, 1 x forward FLOPs, reading dY and writing dX.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from math import prod
 
 from onnx import TensorProto
 
-from onnxroof.costs import Cost, NodeView, register
+from onnxroof.costs import Cost, NodeView, register, register_backward
 from onnxroof.costs.common import (
     BILINEAR_FLOPS,
     DEQUANTIZE_FLOPS,
@@ -180,3 +185,24 @@ def nchwc_upsample(node: NodeView) -> Cost:
     mode = node.text("mode", "nearest")
     per_output = 0 if mode == "nearest" else BILINEAR_FLOPS
     return kernel_cost(node, per_output * prod(out_shape), {0: out_shape})
+
+
+def _pool_backward(node: NodeView, forward: Cost, flops: float, index_bytes: float) -> Cost:
+    """One kernel: reads dY (what the forward wrote as output 0) and ``index_bytes`` of argmax, writes dX."""
+    x = node.need_input(0, "X")
+    out_shape = resolved_shape(node.output(0), None, f"{node.name}: output 0")
+    dy = prod(out_shape) * x.itemsize
+    return Cost(flops=flops, bytes_read=dy + index_bytes, bytes_written=x.nbytes, kernels=1)
+
+
+@register_backward("MaxPool", "GlobalMaxPool")
+def max_pool_backward(node: NodeView, forward: Cost) -> Cost:
+    """A scatter of dY: one add per output element, reading dY and the int64 argmax."""
+    numel = prod(resolved_shape(node.output(0), None, f"{node.name}: output 0"))
+    return _pool_backward(node, forward, numel, numel * 8)
+
+
+@register_backward("AveragePool", "GlobalAveragePool")
+def average_pool_backward(node: NodeView, forward: Cost) -> Cost:
+    """dY divided by the window count and added into each window position: the forward's FLOPs."""
+    return _pool_backward(node, forward, forward.flops, 0.0)
