@@ -11,7 +11,9 @@ HELP = "deploy-time check: memory and latency budgets, the largest batch, the be
 DESCRIPTION = """Check a model against a device's memory and a latency budget, as a deployment (or a CI job) asks
 before it ships. Latency is the predicted time; memory is weights plus the peak of live activations over the
 execution order (onnxruntime's order on --device host). The memory budget defaults to the device's memory
-capacity. One summary line says PASS or FAIL with the numbers.
+capacity. One summary line says PASS or FAIL with the numbers. --training checks a training step instead: forward,
+backward (about twice the forward for convolutions and matrix products) and the optimizer update, with memory
+for weights, gradients, optimizer state and the activations kept for backward.
 
 Exit codes: 0 when every check passes, 1 when one fails, 2 for bad input (an unknown device, a budget that does
 not parse, a batch the model cannot take).
@@ -20,6 +22,7 @@ examples:
   onnxroof fit model.onnx --device t4 --batch 8 --latency-budget 10ms --memory-budget 4GiB
   onnxroof fit zoo:resnet50 --device a100-sxm4-80gb --precision fp16 --max-batch --latency-budget 20ms
   onnxroof fit zoo:resnet50 --all-devices --latency-budget 5ms --format json
+  onnxroof fit zoo:resnet50 --device v100-sxm2 --batch 32 --training --optimizer adam --mixed-precision
 """
 
 
@@ -34,6 +37,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--latency-budget", default=None, metavar="T", help="e.g. 10ms, 0.5s, 250us")
     parser.add_argument("--memory-budget", default=None, metavar="M", help="e.g. 4GiB, 512MB (default: the device's)")
     parser.add_argument("--max-batch", action="store_true", help="find the largest batch within the budgets")
+    parser.add_argument(
+        "--training",
+        action="store_true",
+        help="check a training step (forward + backward + optimizer update) instead of inference",
+    )
+    parser.add_argument(
+        "--optimizer", default="adam", choices=("sgd", "momentum", "adam"), help="--training: its state [adam]"
+    )
+    parser.add_argument(
+        "--mixed-precision", action="store_true", help="--training: fp16 compute, fp32 master weights and state"
+    )
     parser.add_argument("--threads", type=int, default=1, metavar="N", help="--device host: calibration threads")
     parser.add_argument("-f", "--format", default="table", choices=("table", "json"), help="output format")
     parser.add_argument("-o", "--output", default=None, metavar="FILE", help="write the report to FILE")
@@ -43,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from onnxroof.api import DEFAULT_DEVICE
     from onnxroof.devices import catalog
     from onnxroof.report.fit import render_fit, render_max_batch, render_ranking
-    from onnxroof.whatif.fit import fit, max_batch, parse_bytes, parse_seconds, rank_devices
+    from onnxroof.whatif.fit import Training, fit, max_batch, parse_bytes, parse_seconds, rank_devices
 
     if args.batch is not None and args.batch < 1:
         raise UserError(f"--batch {args.batch}: a batch is at least 1", "e.g. --batch 8")
@@ -51,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     memory = parse_bytes(args.memory_budget) if args.memory_budget else None
     devices = list(catalog()) if args.all_devices else split_list(args.device) or [DEFAULT_DEVICE]
     precision, threads = args.precision, args.threads
+    training = Training(args.optimizer, args.mixed_precision) if args.training else None
     progress = Progress("fitting", unit="batches")
     try:
         if len(devices) > 1:
@@ -62,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
                 latency_budget=latency,
                 memory_budget=memory,
                 threads=threads,
+                training=training,
                 progress=progress.stage,
             )
             emit(render_ranking(ranked, args.format), args.output)
@@ -74,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
                 latency_budget=latency,
                 memory_budget=memory,
                 threads=threads,
+                training=training,
                 progress=lambda n: progress.stage(f"batch {n}"),
             )
             emit(render_max_batch(largest, devices[0], args.format), args.output)
@@ -86,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
             latency_budget=latency,
             memory_budget=memory,
             threads=threads,
+            training=training,
         )
     finally:
         progress.close()

@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from onnxroof.predict.training import PAPER_004_LATENCY_RATIOS
 from onnxroof.report.format import seconds, si
 from onnxroof.whatif.fit import Check, DeviceFit, Fit, MaxBatch
 
@@ -35,7 +36,27 @@ def render_fit(f: Fit, fmt: str = "table") -> str:
         return json.dumps(f.to_dict(), indent=2) + "\n"
     lines = [summary(f)]
     lines += [f"  note: {n}" for n in f.notes]
+    if f.training is not None:
+        lines += _training_lines(f.training)
     return "\n".join(lines) + "\n"
+
+
+def _training_lines(step: Any) -> list[str]:
+    """The step's parts, its memory, and backward:forward FLOPs by op type beside paper 004's measured ratio."""
+    m = step.memory
+    lines = [
+        f"  step {seconds(step.step_time_s)} = forward {seconds(step.forward_time_s)} + backward "
+        f"{seconds(step.backward_time_s)} + {step.optimizer} update {seconds(step.optimizer_time_s)}",
+        f"  memory {si(m.total, 'B')} = weights {si(m.weights, 'B')} + gradients {si(m.gradients, 'B')}"
+        f" + master weights {si(m.master_weights, 'B')} + optimizer state {si(m.optimizer_state, 'B')}"
+        f" + activations kept {si(m.activations, 'B')}",
+        f"  backward:forward FLOPs {step.backward_flops / step.forward_flops:.2f} for the model; paper 004 measures "
+        + ", ".join(f"{k} {v:.2f}" for k, v in PAPER_004_LATENCY_RATIOS.items())
+        + " (latency, whole model)",
+        "  by op type:  " + ", ".join(f"{r.op_type} {r.ratio:.2f}" for r in step.ratios),
+    ]
+    lines += [f"  note: {n}" for n in step.notes]
+    return lines
 
 
 def render_max_batch(m: MaxBatch, device: str, fmt: str = "table") -> str:

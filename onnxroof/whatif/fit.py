@@ -21,9 +21,29 @@ from onnx import ModelProto
 from onnxroof.devices import Device
 from onnxroof.errors import UserError
 
-__all__ = ["Check", "DeviceFit", "Fit", "MaxBatch", "fit", "max_batch", "parse_bytes", "parse_seconds", "rank_devices"]
+__all__ = [
+    "Check",
+    "DeviceFit",
+    "Fit",
+    "MaxBatch",
+    "Training",
+    "fit",
+    "max_batch",
+    "parse_bytes",
+    "parse_seconds",
+    "rank_devices",
+]
 
 MAX_BATCH_LIMIT = 1 << 16  # the largest batch --max-batch tries
+
+
+@dataclass(frozen=True)
+class Training:
+    """Check a training step instead of inference: the optimizer whose state is held and whether the weights are
+    trained in mixed precision (fp16 compute, fp32 master weights and optimizer state)."""
+
+    optimizer: str = "adam"
+    mixed_precision: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,6 +76,7 @@ class Fit:
     memory_bytes: float
     checks: tuple[Check, ...]
     notes: tuple[str, ...] = ()
+    training: Any = None  # the TrainingEstimate behind a training check
 
     @property
     def passed(self) -> bool:
@@ -73,6 +94,7 @@ class Fit:
             "passed": self.passed,
             "checks": [c.to_dict() for c in self.checks],
             "notes": list(self.notes),
+            "training": self.training.to_dict() if self.training is not None else None,
         }
 
 
@@ -165,14 +187,16 @@ def fit(
     latency_budget: float | None = None,
     memory_budget: float | None = None,
     threads: int = 1,
+    training: Training | None = None,
 ) -> Fit:
     """The model at ``batch`` (None: its own) and ``precision`` on ``device``, checked against the budgets (the
-    memory budget defaults to the device's memory capacity)."""
+    memory budget defaults to the device's memory capacity); with ``training``, a training step's time and memory
+    instead of an inference's."""
     from onnxroof.api import get_device
 
     target = device if isinstance(device, Device) else get_device(device, threads)
     base, name = _weightless(model)
-    return _fit_at(base, name, target, batch, precision, latency_budget, memory_budget, threads)
+    return _fit_at(base, name, target, batch, precision, latency_budget, memory_budget, threads, training)
 
 
 def max_batch(
@@ -183,6 +207,7 @@ def max_batch(
     latency_budget: float | None = None,
     memory_budget: float | None = None,
     threads: int = 1,
+    training: Training | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> MaxBatch:
     """The largest batch whose predicted latency and memory stay within the budgets: doubling from 1 until a
@@ -197,7 +222,7 @@ def max_batch(
         if n not in seen:
             if progress:
                 progress(n)
-            seen[n] = _fit_at(base, name, target, n, precision, latency_budget, memory_budget, threads)
+            seen[n] = _fit_at(base, name, target, n, precision, latency_budget, memory_budget, threads, training)
         return seen[n]
 
     if latency_budget is None and _memory_budget(target, memory_budget) is None:
@@ -231,6 +256,7 @@ def rank_devices(
     latency_budget: float | None = None,
     memory_budget: float | None = None,
     threads: int = 1,
+    training: Training | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[DeviceFit, ...]:
     """Every device's fit at ``batch`` and its largest fitting batch, ranked: those that fit first, by predicted
@@ -250,6 +276,7 @@ def rank_devices(
             latency_budget=latency_budget,
             memory_budget=memory_budget,
             threads=threads,
+            training=training,
         )
         if latency_budget is None and _memory_budget(target, memory_budget) is None:
             largest = MaxBatch(0, "no budget to stop it (the device lists no memory capacity)", None, None)
@@ -261,6 +288,7 @@ def rank_devices(
                 latency_budget=latency_budget,
                 memory_budget=memory_budget,
                 threads=threads,
+                training=training,
             )
         ranked.append(DeviceFit(at_batch, largest))
     return tuple(sorted(ranked, key=lambda d: (not d.fit.passed, d.fit.latency_s)))
@@ -292,35 +320,72 @@ def _fit_at(
     latency_budget: float | None,
     memory_budget: float | None,
     threads: int,
+    training: Training | None = None,
 ) -> Fit:
-    from onnxroof.api import analyze
     from onnxroof.passes.batch import batch as rebatch
-    from onnxroof.predict.memory import estimate_memory
 
     model = base if batch is None else rebatch(base, batch).model
-    analysis = analyze(model, device, precision=precision, threads=threads)
-    graph = _memory_graph(model, device)
-    memory = estimate_memory(graph, precision=precision)
     budget = _memory_budget(device, memory_budget)
-    notes = []
-    if budget is None:
-        notes.append(f"{device.key} lists no memory capacity: pass --memory-budget to check memory")
+    notes = [] if budget is not None else [f"{device.key} lists no memory capacity: pass --memory-budget to check it"]
+    if training is not None:
+        return _training_fit(model, name, device, precision, latency_budget, budget, training, notes)
+    from onnxroof.api import analyze
+    from onnxroof.predict.memory import estimate_memory
+
+    analysis = analyze(model, device, precision=precision, threads=threads)
+    memory = estimate_memory(_memory_graph(model, device), precision=precision)
     if memory.lower_bound:
         notes.append(f"{len(memory.unknown)} tensor(s) of unknown shape count 0 bytes: the memory is a lower bound")
-    checks = (
-        Check("latency", analysis.totals.predicted_time_s, latency_budget, "s"),
-        Check("memory", memory.total_bytes, budget, "B"),
-    )
+    time_s = analysis.totals.predicted_time_s
+    checks = (Check("latency", time_s, latency_budget, "s"), Check("memory", memory.total_bytes, budget, "B"))
     return Fit(
         name,
         device.key,
         _batch_of(model),
         analysis.precision,
         analysis.graph,
-        analysis.totals.predicted_time_s,
+        time_s,
         memory.total_bytes,
         checks,
         tuple(notes),
+    )
+
+
+def _training_fit(
+    model: ModelProto,
+    name: str,
+    device: Device,
+    precision: str | None,
+    time_budget: float | None,
+    memory_budget: float | None,
+    training: Training,
+    notes: list[str],
+) -> Fit:
+    """A training step of the exported graph (a training framework runs the model as exported, not onnxruntime's
+    inference graph): step time and the memory of weights, gradients, optimizer state and kept activations."""
+    from onnxroof.load import load_graph
+    from onnxroof.predict.training import estimate_training
+
+    step = estimate_training(
+        load_graph(model),
+        device,
+        optimizer=training.optimizer,
+        mixed_precision=training.mixed_precision,
+        precision=precision,
+    )
+    memory = step.memory.total
+    checks = (Check("step time", step.step_time_s, time_budget, "s"), Check("memory", memory, memory_budget, "B"))
+    return Fit(
+        name,
+        device.key,
+        _batch_of(model),
+        step.precision,
+        "as-exported",
+        step.step_time_s,
+        memory,
+        checks,
+        tuple(notes),
+        step,
     )
 
 
