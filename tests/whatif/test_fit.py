@@ -8,7 +8,7 @@ import json
 import pytest
 
 from onnxroof.errors import UserError
-from onnxroof.whatif.fit import fit, max_batch, parse_bytes, parse_seconds, rank_devices
+from onnxroof.whatif.fit import Training, fit, max_batch, parse_bytes, parse_seconds, rank_devices
 
 MODEL = "zoo:unet?size=32"
 
@@ -92,3 +92,24 @@ def test_command_json_and_max_batch(cli) -> None:
     report = json.loads(run.stdout)
     assert report["batch"] >= 1 and report["stopped_by"] == "memory budget"
     assert report["fit"]["memory_bytes"] <= 200e6 < report["first_failing"]["memory_bytes"]
+
+
+def test_a_training_fit_checks_the_step_time_and_training_memory() -> None:
+    from onnxroof.api import get_device
+    from onnxroof.load import load_graph
+    from onnxroof.predict.training import estimate_training
+
+    inference = fit(MODEL, "t4")
+    step = fit(MODEL, "t4", training=Training("adam"))
+    assert [c.name for c in step.checks] == ["step time", "memory"]
+    expected = estimate_training(load_graph(MODEL), get_device("t4"), optimizer="adam")
+    assert step.memory_bytes == expected.memory.total and step.latency_s == expected.step_time_s
+    # Adam holds gradients and two moments besides the weights, and every activation is kept: more than inference.
+    assert step.memory_bytes > inference.memory_bytes and step.latency_s > inference.latency_s
+    assert not fit(MODEL, "t4", training=Training("adam"), memory_budget=step.memory_bytes * 0.999).passed
+
+
+def test_command_training(cli) -> None:
+    run = cli("fit", MODEL, "-d", "t4", "--training", "--optimizer", "sgd")
+    assert run.returncode == 0, run.stderr
+    assert "step time" in run.stdout and "paper 004" in run.stdout
