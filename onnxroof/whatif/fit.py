@@ -5,7 +5,8 @@ A check compares a predicted figure with a budget: the latency is the analysis' 
 host, of the graph onnxruntime runs), the memory the estimate of :mod:`onnxroof.predict.memory` (weights plus the
 peak of live activations over the execution order; on a host, onnxruntime's order). The memory budget defaults
 to the device's memory capacity; a device that lists none and no ``--memory-budget`` leave the memory check out,
-and the result says so. Batch sizes are rewrites of the model (the batch pass repairs hard-coded shapes), analyzed
+and the result says so. On an onnxruntime host the estimate is the graph's need, a lower bound of what the process
+holds at its peak (docs/accuracy.md measures the gap), and the result says so too. Batch sizes are rewrites of the model (the batch pass repairs hard-coded shapes), analyzed
 without their weights' bytes.
 """
 
@@ -336,6 +337,11 @@ def _fit_at(
     memory = estimate_memory(_memory_graph(model, device), precision=precision)
     if memory.lower_bound:
         notes.append(f"{len(memory.unknown)} tensor(s) of unknown shape count 0 bytes: the memory is a lower bound")
+    if device.engine == "onnxruntime":
+        notes.append(
+            "the memory is what the graph needs; an onnxruntime process peaks higher (transient copies of the weights "
+            "while the session is created, the arena's growth): measure it with 'onnxroof measure --memory'"
+        )
     time_s = analysis.totals.predicted_time_s
     checks = (Check("latency", time_s, latency_budget, "s"), Check("memory", memory.total_bytes, budget, "B"))
     return Fit(
