@@ -6,8 +6,8 @@ host, of the graph onnxruntime runs), the memory the estimate of :mod:`onnxroof.
 peak of live activations over the execution order; on a host, onnxruntime's order). The memory budget defaults
 to the device's memory capacity; a device that lists none and no ``--memory-budget`` leave the memory check out,
 and the result says so. On an onnxruntime host the estimate is the graph's need, a lower bound of what the process
-holds at its peak (docs/accuracy.md measures the gap), and the result says so too. Batch sizes are rewrites of the model (the batch pass repairs hard-coded shapes), analyzed
-without their weights' bytes.
+holds at its peak (docs/accuracy.md measures the gap), and the result says so too. Batch sizes are rewrites of the
+model (the batch pass repairs hard-coded shapes), analyzed without their weights' bytes.
 """
 
 from __future__ import annotations
