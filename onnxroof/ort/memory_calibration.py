@@ -1,0 +1,182 @@
+"""What an onnxruntime process holds beyond a graph's need, calibrated on this host from synthetic graphs.
+
+``measure_peak_memory`` runs five small models built here (none from a model zoo), each in a fresh process:
+
+- a one-Relu model: what any session adds to the process (``constant``);
+- convolutions with large 3x3 weights, which onnxruntime reorders to its NCHWc layout (``conv``);
+- fully connected layers as Gemm with transposed weights (``gemm``) and as MatMul (``matmul``);
+- a chain of 1x1 convolutions on a large activation (``activation``).
+
+A weight kind's factor is the session's bytes less the constant, over the model's weight bytes. The chain's
+tensors all have the same size ``S``; at each step of the chain a node's input and output are live, so the
+estimate's peak of live activations is ``2 S`` in closed form, and the activation factor is what the runs add
+over ``2 S``. Each factor carries its source: the model, the bytes measured and the host.
+
+The factors are cached as JSON beside this host's calibrated profile (``memory_factors_path``), one file per
+thread count.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from onnx import ModelProto, TensorProto, helper, numpy_helper
+
+from onnxroof.atomic import write_text
+from onnxroof.devices import Sourced
+from onnxroof.ort.calibrate.host import cache_dir, cpu_model, host_key, ort_version
+from onnxroof.ort.memory import PeakMemory, measure_peak_memory
+from onnxroof.predict.memory import SessionMemoryFactors
+
+__all__ = [
+    "CHAIN_CHANNELS",
+    "CHAIN_LAYERS",
+    "CHAIN_SIDE",
+    "calibrate_memory",
+    "chain_model",
+    "conv_model",
+    "empty_model",
+    "fc_model",
+    "host_memory_factors",
+    "memory_factors_path",
+]
+
+CONV_CHANNELS, CONV_LAYERS, CONV_SIDE = 512, 6, 4  # 6 x 512x512x3x3 float weights: 56.6 MB
+FC_WIDTH, FC_LAYERS = 2048, 4  # 4 x 2048x2048 float weights: 67.1 MB
+CHAIN_CHANNELS, CHAIN_SIDE, CHAIN_LAYERS = 64, 256, 4  # each activation 64x256x256 floats: 16.8 MB
+_OPSET = 17
+
+
+def _model(nodes: list, inputs: list, outputs: list, weights: list, name: str) -> ModelProto:
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializer=weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)])
+    model.ir_version = 8
+    return model
+
+
+def _weight(name: str, shape: tuple[int, ...], rng: np.random.Generator) -> TensorProto:
+    return numpy_helper.from_array(rng.standard_normal(shape, dtype=np.float32) * 0.01, name)
+
+
+def empty_model() -> ModelProto:
+    """One Relu on 16 floats: what any session costs."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])
+    return _model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [x], [y], [], "memory_empty")
+
+
+def conv_model() -> ModelProto:
+    """CONV_LAYERS 3x3 convolutions (padding 1) of CONV_CHANNELS channels on a CONV_SIDE square: large weights,
+    small activations."""
+    rng = np.random.default_rng(0)
+    shape = [1, CONV_CHANNELS, CONV_SIDE, CONV_SIDE]
+    nodes, weights, prev = [], [], "x"
+    for i in range(CONV_LAYERS):
+        weights.append(_weight(f"w{i}", (CONV_CHANNELS, CONV_CHANNELS, 3, 3), rng))
+        out = "y" if i == CONV_LAYERS - 1 else f"t{i}"
+        nodes.append(helper.make_node("Conv", [prev, f"w{i}"], [out], name=f"conv{i}", pads=[1, 1, 1, 1]))
+        prev = out
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)
+    return _model(nodes, [x], [y], weights, "memory_conv")
+
+
+def fc_model(op: str) -> ModelProto:
+    """FC_LAYERS fully connected layers of width FC_WIDTH: ``op`` "Gemm" (weights transposed, transB=1, on a
+    [1, FC_WIDTH] input) or "MatMul" (on a [1, 8, FC_WIDTH] input)."""
+    if op not in ("Gemm", "MatMul"):
+        raise ValueError(f"op must be Gemm or MatMul, got {op!r}")
+    rng = np.random.default_rng(1)
+    shape = [1, FC_WIDTH] if op == "Gemm" else [1, 8, FC_WIDTH]
+    nodes, weights, prev = [], [], "x"
+    for i in range(FC_LAYERS):
+        weights.append(_weight(f"w{i}", (FC_WIDTH, FC_WIDTH), rng))
+        out = "y" if i == FC_LAYERS - 1 else f"t{i}"
+        attrs = {"transB": 1} if op == "Gemm" else {}
+        nodes.append(helper.make_node(op, [prev, f"w{i}"], [out], name=f"fc{i}", **attrs))
+        prev = out
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)
+    return _model(nodes, [x], [y], weights, f"memory_{op.lower()}")
+
+
+def chain_model() -> ModelProto:
+    """CHAIN_LAYERS 1x1 convolutions of CHAIN_CHANNELS channels on a CHAIN_SIDE square, each reading the last:
+    every activation the same size S, the peak of live activations 2 S."""
+    rng = np.random.default_rng(2)
+    shape = [1, CHAIN_CHANNELS, CHAIN_SIDE, CHAIN_SIDE]
+    nodes, weights, prev = [], [], "x"
+    for i in range(CHAIN_LAYERS):
+        weights.append(_weight(f"w{i}", (CHAIN_CHANNELS, CHAIN_CHANNELS, 1, 1), rng))
+        out = "y" if i == CHAIN_LAYERS - 1 else f"t{i}"
+        nodes.append(helper.make_node("Conv", [prev, f"w{i}"], [out], name=f"conv{i}"))
+        prev = out
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)
+    return _model(nodes, [x], [y], weights, "memory_chain")
+
+
+def _weight_bytes(model: ModelProto) -> int:
+    return sum(numpy_helper.to_array(w).nbytes for w in model.graph.initializer)
+
+
+def calibrate_memory(threads: int = 1, progress: Callable[[str], None] | None = None) -> SessionMemoryFactors:
+    """The factors measured on this host with onnxruntime's CPU provider, ``threads`` threads, arena and memory
+    pattern on (its defaults). A factor below 0 (a measurement within the resident set's noise) is 0."""
+    host = f"{cpu_model()}, onnxruntime {ort_version()}, {threads} thread(s)"
+
+    def measure(model: ModelProto) -> PeakMemory:
+        if progress is not None:
+            progress(f"memory: {model.graph.name}")
+        return measure_peak_memory(model, threads=threads)
+
+    empty = measure(empty_model())
+    constant = max(empty.session_bytes, 0)
+    items = {
+        "constant": Sourced(
+            float(constant), f"calibrated: a one-Relu session adds {empty.session_bytes} B to the process on {host}"
+        )
+    }
+    for name, model in (("conv", conv_model()), ("gemm", fc_model("Gemm")), ("matmul", fc_model("MatMul"))):
+        got = measure(model)
+        weight = _weight_bytes(model)
+        items[name] = Sourced(
+            max((got.session_bytes - constant) / weight, 0.0),
+            f"calibrated: {model.graph.name} ({weight} B of weights) session adds {got.session_bytes} B, "
+            f"less the constant, per weight byte on {host}",
+        )
+    chain = chain_model()
+    got = measure(chain)
+    peak = 2 * 4 * CHAIN_CHANNELS * CHAIN_SIDE * CHAIN_SIDE
+    items["activation"] = Sourced(
+        max(got.run_added_bytes / peak, 0.0),
+        f"calibrated: {chain.graph.name} runs add {got.run_added_bytes} B over its live-activation peak "
+        f"{peak} B (2 x one activation) on {host}",
+    )
+    return SessionMemoryFactors(**items)
+
+
+def memory_factors_path(threads: int = 1) -> Path:
+    """The file this host's memory factors for ``threads`` threads are cached in, beside its calibrated
+    profile."""
+    return cache_dir() / f"{host_key(threads, 'cpu')}-memory.json"
+
+
+def host_memory_factors(
+    threads: int = 1, *, recalibrate: bool = False, progress: Callable[[str], None] | None = None
+) -> SessionMemoryFactors:
+    """This host's cached memory factors, calibrated and cached first when none are (or ``recalibrate``). A
+    cached file that does not read as factors is calibrated again."""
+    path = memory_factors_path(threads)
+    if not recalibrate and path.exists():
+        try:
+            return SessionMemoryFactors.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except ValueError:
+            pass  # calibrated again below
+    factors = calibrate_memory(threads, progress)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text(path, json.dumps(factors.to_dict(), indent=2) + "\n")
+    return factors
