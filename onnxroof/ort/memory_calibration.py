@@ -95,8 +95,10 @@ def fc_model(op: str) -> ModelProto:
     for i in range(FC_LAYERS):
         weights.append(_weight(f"w{i}", (FC_WIDTH, FC_WIDTH), rng))
         out = "y" if i == FC_LAYERS - 1 else f"t{i}"
-        attrs = {"transB": 1} if op == "Gemm" else {}
-        nodes.append(helper.make_node(op, [prev, f"w{i}"], [out], name=f"fc{i}", **attrs))
+        node = helper.make_node(op, [prev, f"w{i}"], [out], name=f"fc{i}")
+        if op == "Gemm":
+            node.attribute.append(helper.make_attribute("transB", 1))
+        nodes.append(node)
         prev = out
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)
