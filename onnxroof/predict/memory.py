@@ -560,9 +560,7 @@ class SessionMemoryFactors:
         return cls(**items)
 
 
-def process_peak_bytes(
-    estimate: MemoryEstimate, weights: Mapping[str, int], factors: SessionMemoryFactors
-) -> int:
+def process_peak_bytes(estimate: MemoryEstimate, weights: Mapping[str, int], factors: SessionMemoryFactors) -> int:
     """The peak resident memory a process running the graph adds, as the engine the factors were calibrated on
     holds it: constant + the sum over weight kinds of ``weights[kind]`` (weights_by_kind of the graph the
     estimate is of) times the kind's factor + the estimate's peak of live activations times the activation
