@@ -5,9 +5,10 @@ A check compares a predicted figure with a budget: the latency is the analysis' 
 host, of the graph onnxruntime runs), the memory the estimate of :mod:`onnxroof.predict.memory` (weights plus the
 peak of live activations over the execution order; on a host, onnxruntime's order). The memory budget defaults
 to the device's memory capacity; a device that lists none and no ``--memory-budget`` leave the memory check out,
-and the result says so. On an onnxruntime host the estimate is the graph's need, a lower bound of what the process
-holds at its peak (docs/accuracy.md measures the gap), and the result says so too. Batch sizes are rewrites of the
-model (the batch pass repairs hard-coded shapes), analyzed without their weights' bytes.
+and the result says so. On an onnxruntime host the memory is the process's predicted peak: the graph's need scaled
+by this host's calibrated session and arena factors (:mod:`onnxroof.ort.memory_calibration`), since onnxruntime
+holds transient copies of the weights while it creates a session and grows its arena in chunks. Batch sizes are
+rewrites of the model (the batch pass repairs hard-coded shapes), analyzed without their weights' bytes.
 """
 
 from __future__ import annotations
@@ -334,26 +335,25 @@ def _fit_at(
     from onnxroof.predict.memory import estimate_memory
 
     analysis = analyze(model, device, precision=precision, threads=threads)
-    memory = estimate_memory(_memory_graph(model, device), precision=precision)
+    graph = _memory_graph(model, device)
+    memory = estimate_memory(graph, precision=precision)
     if memory.lower_bound:
         notes.append(f"{len(memory.unknown)} tensor(s) of unknown shape count 0 bytes: the memory is a lower bound")
+    total: float = memory.total_bytes
     if device.engine == "onnxruntime":
+        from onnxroof.ort.memory_calibration import host_memory_factors
+        from onnxroof.predict.memory import process_peak_bytes, weights_by_kind
+
+        factors = host_memory_factors(threads)
+        total = process_peak_bytes(memory, weights_by_kind(graph, precision=precision), factors)
         notes.append(
-            "the memory is what the graph needs; an onnxruntime process peaks higher (transient copies of the weights "
-            "while the session is created, the arena's growth): measure it with 'onnxroof measure --memory'"
+            f"memory is onnxruntime's predicted process peak: the graph's need ({memory.total_bytes / 1e6:.1f} MB) "
+            "with this host's calibrated session and arena factors (docs/accuracy.md says how close it comes)"
         )
     time_s = analysis.totals.predicted_time_s
-    checks = (Check("latency", time_s, latency_budget, "s"), Check("memory", memory.total_bytes, budget, "B"))
+    checks = (Check("latency", time_s, latency_budget, "s"), Check("memory", total, budget, "B"))
     return Fit(
-        name,
-        device.key,
-        _batch_of(model),
-        analysis.precision,
-        analysis.graph,
-        time_s,
-        memory.total_bytes,
-        checks,
-        tuple(notes),
+        name, device.key, _batch_of(model), analysis.precision, analysis.graph, time_s, total, checks, tuple(notes)
     )
 
 

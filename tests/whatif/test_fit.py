@@ -113,3 +113,28 @@ def test_command_training(cli) -> None:
     run = cli("fit", MODEL, "-d", "t4", "--training", "--optimizer", "sgd")
     assert run.returncode == 0, run.stderr
     assert "step time" in run.stdout and "paper 004" in run.stdout
+
+
+def test_on_an_onnxruntime_host_memory_is_the_calibrated_process_peak(monkeypatch) -> None:
+    from onnxroof.devices import Sourced
+    from onnxroof.ort import memory_calibration
+    from onnxroof.ort.sessions import engine_graph
+    from onnxroof.predict.memory import SessionMemoryFactors, estimate_memory, process_peak_bytes, weights_by_kind
+    from tests.helpers import calibrated_host
+
+    factors = SessionMemoryFactors(
+        constant=Sourced(1e6, "test"),
+        conv=Sourced(3.0, "test"),
+        gemm=Sourced(1.5, "test"),
+        matmul=Sourced(1.7, "test"),
+        activation=Sourced(2.0, "test"),
+    )
+    monkeypatch.setattr(memory_calibration, "host_memory_factors", lambda threads=1: factors)
+    host = calibrated_host()
+    result = fit(MODEL, host)
+    graph = engine_graph(MODEL, host)
+    estimate = estimate_memory(graph)
+    # 1 MB + 3 x the conv weights + the other weights as stored + 2 x the peak of live activations.
+    assert result.memory_bytes == process_peak_bytes(estimate, weights_by_kind(graph), factors)
+    assert result.memory_bytes > estimate.total_bytes
+    assert any("process peak" in note for note in result.notes)
