@@ -43,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     from onnxroof.ort.memory import measure_peak_memory
     from onnxroof.ort.memory_calibration import host_memory_factors
     from onnxroof.ort.sessions import engine_graph
-    from onnxroof.predict.memory import estimate_memory, process_peak_bytes, weights_by_kind
+    from onnxroof.predict.memory import estimate_memory
+    from onnxroof.predict.process_memory import process_peak_bytes, weights_by_kind
     from tools.rewrite_accuracy import cpu_model
 
     host = get_device("host")

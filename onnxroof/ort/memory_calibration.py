@@ -1,10 +1,14 @@
 """What an onnxruntime process holds beyond a graph's need, calibrated on this host from synthetic graphs.
 
-``measure_peak_memory`` runs five small models built here (none from a model zoo), each in a fresh process:
+``measure_peak_memory`` runs six small models built here (none from a model zoo), each in a fresh process:
 
 - a one-Relu model: what any session adds to the process (``constant``);
 - convolutions with large 3x3 weights, which onnxruntime reorders to its NCHWc layout (``conv``);
-- fully connected layers as Gemm with transposed weights (``gemm``) and as MatMul (``matmul``);
+- fully connected layers of 16.8 MB weights as Gemm with transposed weights (``gemm``) and as MatMul
+  (``matmul``);
+- fully connected layers (Gemm) of 67.1 MB weights, above LARGE_WEIGHT_BYTES (``large``): the C allocator maps
+  each such weight on its own and gives it back when onnxruntime frees it after prepacking, where the freed
+  copies of smaller weights stay in the heap;
 - a chain of 1x1 convolutions on a large activation (``activation``).
 
 A weight kind's factor is the session's bytes less the constant, over the model's weight bytes. The chain's
@@ -19,7 +23,9 @@ thread count.
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,13 +34,18 @@ from onnx import ModelProto, TensorProto, helper, numpy_helper
 from onnxroof.atomic import write_text
 from onnxroof.devices import Sourced
 from onnxroof.ort.calibrate.host import cache_dir, cpu_model, host_key, ort_version
-from onnxroof.ort.memory import PeakMemory, measure_peak_memory
-from onnxroof.predict.memory import SessionMemoryFactors
+from onnxroof.ort.memory import measure_peak_memory
+from onnxroof.predict.process_memory import SessionMemoryFactors
 
 __all__ = [
     "CHAIN_CHANNELS",
     "CHAIN_LAYERS",
     "CHAIN_SIDE",
+    "FC_LAYERS",
+    "FC_WIDTH",
+    "LARGE_FC_LAYERS",
+    "LARGE_FC_WIDTH",
+    "MEASUREMENTS",
     "calibrate_memory",
     "chain_model",
     "conv_model",
@@ -45,8 +56,10 @@ __all__ = [
 ]
 
 CONV_CHANNELS, CONV_LAYERS, CONV_SIDE = 512, 6, 4  # 6 x 512x512x3x3 float weights: 56.6 MB
-FC_WIDTH, FC_LAYERS = 2048, 4  # 4 x 2048x2048 float weights: 67.1 MB
+FC_WIDTH, FC_LAYERS = 2048, 4  # 4 x 2048x2048 float weights of 16.8 MB: 67.1 MB
+LARGE_FC_WIDTH, LARGE_FC_LAYERS = 4096, 2  # 2 x 4096x4096 float weights of 67.1 MB: 134.2 MB
 CHAIN_CHANNELS, CHAIN_SIDE, CHAIN_LAYERS = 64, 256, 4  # each activation 64x256x256 floats: 16.8 MB
+MEASUREMENTS = 3  # fresh processes per model: one varies by about 10%
 _OPSET = 17
 
 
@@ -84,17 +97,17 @@ def conv_model() -> ModelProto:
     return _model(nodes, [x], [y], weights, "memory_conv")
 
 
-def fc_model(op: str) -> ModelProto:
-    """FC_LAYERS fully connected layers of width FC_WIDTH: ``op`` "Gemm" (weights transposed, transB=1, on a
-    [1, FC_WIDTH] input) or "MatMul" (on a [1, 8, FC_WIDTH] input)."""
+def fc_model(op: str, width: int = FC_WIDTH, layers: int = FC_LAYERS) -> ModelProto:
+    """``layers`` fully connected layers of width ``width``: ``op`` "Gemm" (weights transposed, transB=1, on a
+    [1, width] input) or "MatMul" (on a [1, 8, width] input)."""
     if op not in ("Gemm", "MatMul"):
         raise ValueError(f"op must be Gemm or MatMul, got {op!r}")
     rng = np.random.default_rng(1)
-    shape = [1, FC_WIDTH] if op == "Gemm" else [1, 8, FC_WIDTH]
+    shape = [1, width] if op == "Gemm" else [1, 8, width]
     nodes, weights, prev = [], [], "x"
-    for i in range(FC_LAYERS):
-        weights.append(_weight(f"w{i}", (FC_WIDTH, FC_WIDTH), rng))
-        out = "y" if i == FC_LAYERS - 1 else f"t{i}"
+    for i in range(layers):
+        weights.append(_weight(f"w{i}", (width, width), rng))
+        out = "y" if i == layers - 1 else f"t{i}"
         node = helper.make_node(op, [prev, f"w{i}"], [out], name=f"fc{i}")
         if op == "Gemm":
             node.attribute.append(helper.make_attribute("transB", 1))
@@ -102,7 +115,8 @@ def fc_model(op: str) -> ModelProto:
         prev = out
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)
-    return _model(nodes, [x], [y], weights, f"memory_{op.lower()}")
+    suffix = "" if (width, layers) == (FC_WIDTH, FC_LAYERS) else f"_{width}x{layers}"
+    return _model(nodes, [x], [y], weights, f"memory_{op.lower()}{suffix}")
 
 
 def chain_model() -> ModelProto:
@@ -121,33 +135,53 @@ def chain_model() -> ModelProto:
     return _model(nodes, [x], [y], weights, "memory_chain")
 
 
+@dataclass(frozen=True)
+class _Median:
+    """The medians of what the session and the runs added over several measurements of one model."""
+
+    session_bytes: int
+    run_added_bytes: int
+
+
 def _weight_bytes(model: ModelProto) -> int:
     return sum(numpy_helper.to_array(w).nbytes for w in model.graph.initializer)
 
 
 def calibrate_memory(threads: int = 1, progress: Callable[[str], None] | None = None) -> SessionMemoryFactors:
     """The factors measured on this host with onnxruntime's CPU provider, ``threads`` threads, arena and memory
-    pattern on (its defaults). A factor below 0 (a measurement within the resident set's noise) is 0."""
+    pattern on (its defaults). Each figure is the median of MEASUREMENTS fresh processes. A factor below 0 (a
+    measurement within the resident set's noise) is 0."""
     host = f"{cpu_model()}, onnxruntime {ort_version()}, {threads} thread(s)"
 
-    def measure(model: ModelProto) -> PeakMemory:
+    def measure(model: ModelProto) -> _Median:
         if progress is not None:
             progress(f"memory: {model.graph.name}")
-        return measure_peak_memory(model, threads=threads)
+        runs = [measure_peak_memory(model, threads=threads) for _ in range(MEASUREMENTS)]
+        return _Median(
+            session_bytes=int(statistics.median(r.session_bytes for r in runs)),
+            run_added_bytes=int(statistics.median(r.run_added_bytes for r in runs)),
+        )
 
     empty = measure(empty_model())
     constant = max(empty.session_bytes, 0)
     items = {
         "constant": Sourced(
-            float(constant), f"calibrated: a one-Relu session adds {empty.session_bytes} B to the process on {host}"
+            float(constant),
+            f"calibrated: a one-Relu session adds {empty.session_bytes} B (median) to the process on {host}",
         )
     }
-    for name, model in (("conv", conv_model()), ("gemm", fc_model("Gemm")), ("matmul", fc_model("MatMul"))):
+    weight_models = (
+        ("conv", conv_model()),
+        ("gemm", fc_model("Gemm")),
+        ("matmul", fc_model("MatMul")),
+        ("large", fc_model("Gemm", LARGE_FC_WIDTH, LARGE_FC_LAYERS)),
+    )
+    for name, model in weight_models:
         got = measure(model)
         weight = _weight_bytes(model)
         items[name] = Sourced(
             max((got.session_bytes - constant) / weight, 0.0),
-            f"calibrated: {model.graph.name} ({weight} B of weights) session adds {got.session_bytes} B, "
+            f"calibrated: {model.graph.name} ({weight} B of weights) session adds {got.session_bytes} B (median), "
             f"less the constant, per weight byte on {host}",
         )
     chain = chain_model()
@@ -155,7 +189,7 @@ def calibrate_memory(threads: int = 1, progress: Callable[[str], None] | None = 
     peak = 2 * 4 * CHAIN_CHANNELS * CHAIN_SIDE * CHAIN_SIDE
     items["activation"] = Sourced(
         max(got.run_added_bytes / peak, 0.0),
-        f"calibrated: {chain.graph.name} runs add {got.run_added_bytes} B over its live-activation peak "
+        f"calibrated: {chain.graph.name} runs add {got.run_added_bytes} B (median) over its live-activation peak "
         f"{peak} B (2 x one activation) on {host}",
     )
     return SessionMemoryFactors(**items)

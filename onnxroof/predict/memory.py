@@ -37,22 +37,18 @@ from typing import Any
 
 from onnx import TensorProto
 
-from onnxroof.devices import Sourced
 from onnxroof.errors import UserError
 from onnxroof.ir import Graph, Node, Tensor
 from onnxroof.predict.analysis import PRECISION_DTYPE, check_precision
 
 __all__ = [
     "VIEW_OPS",
-    "WEIGHT_KINDS",
     "LiveTensor",
     "MemoryEstimate",
-    "SessionMemoryFactors",
     "best_order",
     "estimate_memory",
-    "process_peak_bytes",
-    "weight_kind",
-    "weights_by_kind",
+    "node_reads",
+    "tensor_bytes",
 ]
 
 # Ops whose first output relabels their first input's buffer (an engine runs them as views, no copy).
@@ -155,7 +151,7 @@ class _Plan:
     unknown: tuple[str, ...]
 
 
-def _nbytes(t: Tensor, precision: str | None) -> int | None:
+def tensor_bytes(t: Tensor, precision: str | None) -> int | None:
     """A tensor's bytes at the what-if precision (rounded up to whole bytes), or None when its shape is unknown."""
     if t.shape is None:
         return None
@@ -169,12 +165,12 @@ def _outer_reads(graph: Graph) -> Iterator[str]:
     for node in graph.nodes:
         inner.update(node.outputs)
     for node in graph.nodes:
-        for name in _reads(node):
+        for name in node_reads(node):
             if name not in inner:
                 yield name
 
 
-def _reads(node: Node) -> Iterator[str]:
+def node_reads(node: Node) -> Iterator[str]:
     """Every name a node reads: its inputs, and the outer names its subgraphs read."""
     yield from (name for name in node.inputs if name)
     for sub in node.subgraphs.values():
@@ -187,7 +183,7 @@ def _plan(graph: Graph, precision: str | None) -> _Plan:
 
     def size_of(name: str) -> int:
         t = graph.tensor(name)
-        n = None if t is None else _nbytes(t, precision)
+        n = None if t is None else tensor_bytes(t, precision)
         if n is None:
             unknown[name] = None
             return 0
@@ -226,7 +222,9 @@ def _plan(graph: Graph, precision: str | None) -> _Plan:
     # A buffer's bytes: the largest known size among its names (a view keeps its input's element count).
     size: dict[str, int] = {}
     for root, names in members.items():
-        known = [s for s in (_nbytes(t, precision) for t in map(graph.tensor, names) if t is not None) if s is not None]
+        known = [
+            s for s in (tensor_bytes(t, precision) for t in map(graph.tensor, names) if t is not None) if s is not None
+        ]
         if known:
             size[root] = max(known)
         else:
@@ -241,7 +239,7 @@ def _plan(graph: Graph, precision: str | None) -> _Plan:
     weights: dict[str, None] = {}
     for node in runtime:
         read: dict[str, None] = {}
-        for name in _reads(node):
+        for name in node_reads(node):
             if name in buffer_of:
                 read[buffer_of[name]] = None
             elif is_weight(name):
@@ -282,7 +280,7 @@ def _dependencies(plan: _Plan) -> Iterator[tuple[int, int]]:
     """(producer, consumer) for every tensor a runtime node reads from another (views included)."""
     producers = _producers(plan)
     for i, node in enumerate(plan.nodes):
-        for name in _reads(node):
+        for name in node_reads(node):
             j = producers.get(name)
             if j is not None and j != i:
                 yield j, i
@@ -451,119 +449,3 @@ def best_order(graph: Graph, *, precision: str | None = None) -> list[str]:
     stored = list(range(len(plan.nodes)))
     better = max(_liveness(plan, greedy)[0], default=0) < max(_liveness(plan, stored)[0], default=0)
     return [names[i] for i in (greedy if better else stored)]
-
-
-# -------------------------------------------------------------------------------------------------------------
-# The process's peak on an engine: what a session holds per weight byte, and what its runs add per live byte.
-
-# The kinds of weight an engine holds at different costs, by the op that reads them ("other": held as stored).
-WEIGHT_KINDS: tuple[str, ...] = ("conv", "gemm", "matmul", "other")
-_KIND_OF_OP: Mapping[str, str] = {
-    "Conv": "conv",  # the ONNX op and onnxruntime's NCHWc Conv (domain com.microsoft.nchwc) alike
-    "FusedConv": "conv",
-    "Gemm": "gemm",
-    "FusedGemm": "gemm",
-    "MatMul": "matmul",
-    "FusedMatMul": "matmul",
-}
-
-
-def weight_kind(node: Node) -> str:
-    """The kind (one of WEIGHT_KINDS) of the weights ``node`` reads: conv, gemm or matmul by its op, else other."""
-    return _KIND_OF_OP.get(node.op_type, "other")
-
-
-def weights_by_kind(graph: Graph, *, precision: str | None = None) -> dict[str, int]:
-    """The bytes of the weights runtime nodes read, by kind (every kind of WEIGHT_KINDS, 0 where none): a weight
-    is of the kind of its first runtime reader in stored order, and counted once, so that the values sum to
-    estimate_memory's ``weights_bytes``. A view of a weight (a Reshape of it, say) passes its reader's kind on to
-    the weight. Weights of unknown shape count 0 bytes."""
-    check_precision(precision)
-    views: dict[str, str] = {}  # a weight view's name -> the weight it shows
-    kinds: dict[str, str] = {}
-    for node in graph.nodes:
-        if node.folded:
-            continue
-        if node.op_type in VIEW_OPS and node.inputs and node.outputs and node.outputs[0]:
-            source = node.inputs[0]
-            t = graph.tensors.get(source)
-            if source in views or (t is not None and t.is_weight):
-                views[node.outputs[0]] = views.get(source, source)
-                continue
-        for name in _reads(node):
-            root = views.get(name, name)
-            t = graph.tensors.get(root)
-            if t is not None and t.is_weight and root not in kinds:
-                kinds[root] = weight_kind(node)
-    # A weight only views read is of the kind "other" (the views' readers gave it theirs when they ran).
-    for root in views.values():
-        t = graph.tensors.get(root)
-        if t is not None and t.is_weight and root not in kinds:
-            kinds[root] = "other"
-    totals = dict.fromkeys(WEIGHT_KINDS, 0)
-    for name, kind in kinds.items():
-        t = graph.tensor(name)
-        n = None if t is None else _nbytes(t, precision)
-        totals[kind] += n or 0
-    return totals
-
-
-@dataclass(frozen=True)
-class SessionMemoryFactors:
-    """What an engine's process holds for a model, as calibrated on one host: ``constant`` bytes for any
-    session, bytes held per byte of weight of each kind (``conv``, ``gemm``, ``matmul``; other weights are held
-    as stored, 1 byte per byte) and bytes the runs add per byte of the estimate's peak of live activations
-    (``activation``: the arena's chunks, padding and reorder buffers). Each value with its source."""
-
-    constant: Sourced
-    conv: Sourced
-    gemm: Sourced
-    matmul: Sourced
-    activation: Sourced
-
-    def weight_factor(self, kind: str) -> float:
-        """Bytes held per weight byte of ``kind`` (one of WEIGHT_KINDS)."""
-        if kind == "other":
-            return 1.0
-        if kind not in WEIGHT_KINDS:
-            raise ValueError(f"unknown weight kind {kind!r}")
-        return float(getattr(self, kind).value)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Every factor as {"value": ..., "source": ...}, by field name."""
-        return {
-            name: {"value": item.value, "source": item.source}
-            for name, item in (
-                ("constant", self.constant),
-                ("conv", self.conv),
-                ("gemm", self.gemm),
-                ("matmul", self.matmul),
-                ("activation", self.activation),
-            )
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SessionMemoryFactors:
-        """The inverse of to_dict; a ValueError for a missing field, a value that is not a finite number >= 0
-        or an empty source."""
-        items: dict[str, Sourced] = {}
-        for name in ("constant", "conv", "gemm", "matmul", "activation"):
-            entry = data.get(name)
-            if not isinstance(entry, Mapping):
-                raise ValueError(f"memory factor {name!r} is missing")
-            value, source = entry.get("value"), entry.get("source")
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-                raise ValueError(f"memory factor {name!r} needs a finite value >= 0, got {value!r}")
-            if not isinstance(source, str) or not source.strip():
-                raise ValueError(f"memory factor {name!r} needs a source")
-            items[name] = Sourced(float(value), source)
-        return cls(**items)
-
-
-def process_peak_bytes(estimate: MemoryEstimate, weights: Mapping[str, int], factors: SessionMemoryFactors) -> int:
-    """The peak resident memory a process running the graph adds, as the engine the factors were calibrated on
-    holds it: constant + the sum over weight kinds of ``weights[kind]`` (weights_by_kind of the graph the
-    estimate is of) times the kind's factor + the estimate's peak of live activations times the activation
-    factor, rounded to whole bytes. A ValueError for an unknown kind."""
-    held = sum(factors.weight_factor(kind) * n for kind, n in weights.items())
-    return round(factors.constant.value + held + factors.activation.value * estimate.peak_activation_bytes)

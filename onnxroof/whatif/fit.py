@@ -342,7 +342,7 @@ def _fit_at(
     total: float = memory.total_bytes
     if device.engine == "onnxruntime":
         from onnxroof.ort.memory_calibration import host_memory_factors
-        from onnxroof.predict.memory import process_peak_bytes, weights_by_kind
+        from onnxroof.predict.process_memory import process_peak_bytes, weights_by_kind
 
         factors = host_memory_factors(threads)
         total = process_peak_bytes(memory, weights_by_kind(graph, precision=precision), factors)

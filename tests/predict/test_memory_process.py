@@ -11,10 +11,11 @@ from onnx import TensorProto, helper, numpy_helper
 from onnxroof.devices import Sourced
 from onnxroof.ir import Graph
 from onnxroof.load import load_graph
-from onnxroof.predict.memory import (
+from onnxroof.predict.memory import estimate_memory
+from onnxroof.predict.process_memory import (
+    LARGE_WEIGHT_BYTES,
     WEIGHT_KINDS,
     SessionMemoryFactors,
-    estimate_memory,
     process_peak_bytes,
     weights_by_kind,
 )
@@ -57,12 +58,15 @@ def _mixed() -> Graph:
     return _graph(nodes, [_vi("x", [1, 3, 4, 4])], [_vi("y", [1, 4])], inits)
 
 
-def _factors(constant: float, conv: float, gemm: float, matmul: float, activation: float) -> SessionMemoryFactors:
+def _factors(
+    constant: float, conv: float, gemm: float, matmul: float, activation: float, large: float = 1.0
+) -> SessionMemoryFactors:
     return SessionMemoryFactors(
         constant=Sourced(constant, "test"),
         conv=Sourced(conv, "test"),
         gemm=Sourced(gemm, "test"),
         matmul=Sourced(matmul, "test"),
+        large=Sourced(large, "test"),
         activation=Sourced(activation, "test"),
     )
 
@@ -73,13 +77,13 @@ def test_weights_by_kind_follows_the_reading_op_and_sums_to_the_weights() -> Non
     assert tuple(kinds) == WEIGHT_KINDS
     # conv: cw 6 + cb 2 elements; gemm: the 256 elements of gr, read through its Reshape; matmul: mw 32; other:
     # aw 4 elements (a loader that folds the Reshape leaves gw, of the same 256 elements, to Gemm: also gemm).
-    assert kinds == {"conv": 8 * 4, "gemm": 256 * 4, "matmul": 32 * 4, "other": 4 * 4}
+    assert kinds == {"conv": 8 * 4, "gemm": 256 * 4, "matmul": 32 * 4, "large": 0, "other": 4 * 4}
     assert sum(kinds.values()) == estimate_memory(graph).weights_bytes
 
 
 def test_weights_by_kind_at_a_what_if_precision_halves_fp32() -> None:
     kinds = weights_by_kind(_mixed(), precision="fp16")
-    assert kinds == {"conv": 8 * 2, "gemm": 256 * 2, "matmul": 32 * 2, "other": 4 * 2}
+    assert kinds == {"conv": 8 * 2, "gemm": 256 * 2, "matmul": 32 * 2, "large": 0, "other": 4 * 2}
 
 
 def test_a_weight_shared_by_two_kinds_counts_once_as_its_first_reader() -> None:
@@ -88,7 +92,26 @@ def test_a_weight_shared_by_two_kinds_counts_once_as_its_first_reader() -> None:
         helper.make_node("Gemm", ["a", "w"], ["y"], name="gemm"),
     ]
     graph = _graph(nodes, [_vi("x", [4, 4])], [_vi("y", [4, 4])], [_w("w", (4, 4))])
-    assert weights_by_kind(graph) == {"conv": 0, "gemm": 0, "matmul": 64, "other": 0}
+    assert weights_by_kind(graph) == {"conv": 0, "gemm": 0, "matmul": 64, "large": 0, "other": 0}
+
+
+def test_a_weight_of_at_least_the_large_size_is_large_whatever_reads_it() -> None:
+    # At a 128 B threshold: gr (1024 B, read by Gemm through a view) is large, and so is mw (exactly 128 B);
+    # cw (24 B), cb (8 B) and aw (16 B) keep their readers' kinds.
+    kinds = weights_by_kind(_mixed(), large_bytes=128)
+    assert kinds == {"conv": 8 * 4, "gemm": 0, "matmul": 0, "large": 256 * 4 + 32 * 4, "other": 4 * 4}
+    # At fp16 mw is 64 B, below the threshold again.
+    kinds = weights_by_kind(_mixed(), precision="fp16", large_bytes=128)
+    assert kinds == {"conv": 8 * 2, "gemm": 0, "matmul": 32 * 2, "large": 256 * 2, "other": 4 * 2}
+    assert LARGE_WEIGHT_BYTES == 32 * 1024 * 1024
+
+
+def test_large_weights_take_the_large_factor() -> None:
+    graph = _mixed()
+    estimate = estimate_memory(graph)
+    factors = _factors(1000.0, 3.0, 1.5, 2.0, 2.5, large=1.1)
+    expected = 1000 + 3.0 * 32 + 1.1 * (1024 + 128) + 1.0 * 16 + 2.5 * 320
+    assert process_peak_bytes(estimate, weights_by_kind(graph, large_bytes=128), factors) == round(expected)
 
 
 def test_process_peak_is_constant_plus_weights_by_factor_plus_activations_by_factor() -> None:
@@ -118,6 +141,10 @@ def test_factors_round_trip_and_reject_what_is_not_a_factor() -> None:
     data = factors.to_dict()
     data["gemm"] = {"value": 1.0, "source": " "}
     with pytest.raises(ValueError, match="source"):
+        SessionMemoryFactors.from_dict(data)
+    data = factors.to_dict()
+    del data["large"]
+    with pytest.raises(ValueError, match="large"):
         SessionMemoryFactors.from_dict(data)
     data = factors.to_dict()
     del data["activation"]

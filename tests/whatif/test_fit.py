@@ -119,7 +119,8 @@ def test_on_an_onnxruntime_host_memory_is_the_calibrated_process_peak(monkeypatc
     from onnxroof.devices import Sourced
     from onnxroof.ort import memory_calibration
     from onnxroof.ort.sessions import engine_graph
-    from onnxroof.predict.memory import SessionMemoryFactors, estimate_memory, process_peak_bytes, weights_by_kind
+    from onnxroof.predict.memory import estimate_memory
+    from onnxroof.predict.process_memory import SessionMemoryFactors, process_peak_bytes, weights_by_kind
     from tests.helpers import calibrated_host
 
     factors = SessionMemoryFactors(
@@ -127,6 +128,7 @@ def test_on_an_onnxruntime_host_memory_is_the_calibrated_process_peak(monkeypatc
         conv=Sourced(3.0, "test"),
         gemm=Sourced(1.5, "test"),
         matmul=Sourced(1.7, "test"),
+        large=Sourced(1.0, "test"),
         activation=Sourced(2.0, "test"),
     )
     monkeypatch.setattr(memory_calibration, "host_memory_factors", lambda threads=1: factors)
