@@ -7,9 +7,9 @@ process's resident set at its peak (``onnxroof measure --memory``), with onnxrun
 holds them, with its copies and buffers) and what the runs add on top ("run adds": activations, the arena).
 "Process": the predicted peak of the process, from the graph's estimate and this host's memory factors
 (onnxroof.ort.memory_calibration, calibrated on synthetic graphs and cached): the session's constant, the
-weights by the kind of op reading them times the kind's factor, and the activation peak times its factor. Goal:
-the prediction within 20% of the measurement for at least 80% of the (model, batch) pairs. Nothing here is a
-test: the numbers are this machine's, and the CPU model is printed with them.
+weights by the kind of op reading them (or "large", 32 MiB or more) times the kind's factor, and the
+activation peak times its factor. Goal: the prediction within 20% of the measurement for at least 80% of the
+(model, batch) pairs. Nothing here is a test: the numbers are this machine's, and the CPU model is printed with them.
 
 usage: python tools/memory_accuracy.py [--models resnet18,unet] [--batches 1,8] [--json FILE]
 """
@@ -53,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     f = factors
     print(
         f"memory factors: constant {f.constant.value / 1e6:.1f}M, conv {f.conv.value:.2f}, "
-        f"gemm {f.gemm.value:.2f}, matmul {f.matmul.value:.2f}, activation {f.activation.value:.2f}"
+        f"gemm {f.gemm.value:.2f}, matmul {f.matmul.value:.2f}, large {f.large.value:.2f}, "
+        f"activation {f.activation.value:.2f}"
     )
     print(
         f"{'model':16}{'batch':>6}{'weights':>10}{'session':>10}{'peak act.':>11}{'run adds':>10}"
