@@ -13,7 +13,8 @@
 
 A weight kind's factor is the session's bytes less the constant, over the model's weight bytes. The chain's
 tensors all have the same size ``S``; at each step of the chain a node's input and output are live, so the
-estimate's peak of live activations is ``2 S`` in closed form, and the activation factor is what the runs add
+estimate's peak of live activations is ``2 S`` in closed form, with the graph input or without it (from the
+second step on two activations the engine allocates are live), and the activation factor is what the runs add
 over ``2 S``. Each factor carries its source: the model, the bytes measured and the host.
 
 The factors are cached as JSON beside this host's calibrated profile (``memory_factors_path``), one file per
@@ -121,7 +122,7 @@ def fc_model(op: str, width: int = FC_WIDTH, layers: int = FC_LAYERS) -> ModelPr
 
 def chain_model() -> ModelProto:
     """CHAIN_LAYERS 1x1 convolutions of CHAIN_CHANNELS channels on a CHAIN_SIDE square, each reading the last:
-    every activation the same size S, the peak of live activations 2 S."""
+    every activation the same size S, the peak of live activations 2 S (the input's or not)."""
     rng = np.random.default_rng(2)
     shape = [1, CHAIN_CHANNELS, CHAIN_SIDE, CHAIN_SIDE]
     nodes, weights, prev = [], [], "x"

@@ -83,7 +83,9 @@ class MemoryEstimate:
 
     ``peak_activation_bytes`` is the largest sum, over the order's steps, of the bytes of the buffers live at a
     step, graph inputs and outputs included while they are live; ``total_bytes`` = weights + that peak.
-    ``live_bytes`` is that sum at every step (the curve the peak is the top of).
+    ``live_bytes`` is that sum at every step (the curve the peak is the top of). ``peak_allocated_bytes`` is
+    the largest sum of the same kind without the graph inputs: the buffers an engine allocates itself (the caller
+    allocates the inputs).
     """
 
     order: str  # "stored" (the graph's own order) or "given"
@@ -99,6 +101,7 @@ class MemoryEstimate:
     footprint_bytes: int
     live_bytes: tuple[int, ...]
     unknown: tuple[str, ...]  # tensors of unknown shape, counted as 0 bytes
+    peak_allocated_bytes: int = 0  # the peak of live bytes less the graph inputs
 
     @property
     def total_bytes(self) -> int:
@@ -124,6 +127,7 @@ class MemoryEstimate:
             "live_at_peak": [t.to_dict() for t in self.live_at_peak],
             "footprint_bytes": self.footprint_bytes,
             "live_bytes": list(self.live_bytes),
+            "peak_allocated_bytes": self.peak_allocated_bytes,
             "unknown": list(self.unknown),
             "lower_bound": self.lower_bound,
         }
@@ -371,7 +375,22 @@ def _estimate(plan: _Plan, order: Sequence[int], label: str, precision: str | No
         footprint_bytes=plan.footprint_bytes,
         live_bytes=tuple(curve),
         unknown=plan.unknown,
+        peak_allocated_bytes=_allocated_peak(plan, span, len(order)),
     )
+
+
+def _allocated_peak(plan: _Plan, span: Mapping[str, tuple[int, int]], steps: int) -> int:
+    """The largest sum over ``steps`` steps of the live bytes of the buffers that are not graph inputs."""
+    diff = [0] * (steps + 1)
+    for b, (first, end) in span.items():
+        if plan.kind[b] != "input":
+            diff[first] += plan.size[b]
+            diff[end + 1] -= plan.size[b]
+    peak = level = 0
+    for step in range(steps):
+        level += diff[step]
+        peak = max(peak, level)
+    return peak
 
 
 def estimate_memory(

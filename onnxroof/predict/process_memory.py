@@ -96,8 +96,8 @@ class SessionMemoryFactors:
     """What an engine's process holds for a model, as calibrated on one host: ``constant`` bytes for any
     session, bytes held per byte of weight of each kind (``conv``, ``gemm``, ``matmul`` for weights below
     LARGE_WEIGHT_BYTES, ``large`` for those of at least that; other weights are held as stored, 1 byte per byte)
-    and bytes the runs add per byte of the estimate's peak of live activations (``activation``: the arena's
-    chunks, padding and reorder buffers). Each value with its source."""
+    and bytes the runs add per byte of the estimate's peak of the live buffers the engine allocates
+    (``activation``: the arena's chunks, padding and reorder buffers). Each value with its source."""
 
     constant: Sourced
     conv: Sourced
@@ -140,7 +140,8 @@ class SessionMemoryFactors:
 def process_peak_bytes(estimate: MemoryEstimate, weights: Mapping[str, int], factors: SessionMemoryFactors) -> int:
     """The peak resident memory a process running the graph adds, as the engine the factors were calibrated on
     holds it: constant + the sum over weight kinds of ``weights[kind]`` (weights_by_kind of the graph the
-    estimate is of) times the kind's factor + the estimate's peak of live activations times the activation
-    factor, rounded to whole bytes. A ValueError for an unknown kind."""
+    estimate is of) times the kind's factor + the activation factor times the estimate's peak of the live buffers
+    the engine allocates (``peak_allocated_bytes``: the graph inputs are the caller's, allocated before the
+    process's figure is taken), rounded to whole bytes. A ValueError for an unknown kind."""
     held = sum(factors.weight_factor(kind) * n for kind, n in weights.items())
-    return round(factors.constant.value + held + factors.activation.value * estimate.peak_activation_bytes)
+    return round(factors.constant.value + held + factors.activation.value * estimate.peak_allocated_bytes)

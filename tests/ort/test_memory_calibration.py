@@ -26,9 +26,11 @@ from onnxroof.predict.memory import estimate_memory
 from onnxroof.predict.process_memory import LARGE_WEIGHT_BYTES, SessionMemoryFactors, weights_by_kind
 
 
-def test_the_chains_live_activation_peak_is_two_activations() -> None:
+def test_the_chains_live_activation_peak_is_two_activations_with_the_input_or_without() -> None:
     one = 4 * CHAIN_CHANNELS * CHAIN_SIDE * CHAIN_SIDE
-    assert estimate_memory(load_graph(chain_model())).peak_activation_bytes == 2 * one
+    estimate = estimate_memory(load_graph(chain_model()))
+    assert estimate.peak_activation_bytes == 2 * one
+    assert estimate.peak_allocated_bytes == 2 * one
 
 
 @pytest.mark.parametrize(
