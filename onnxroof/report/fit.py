@@ -9,7 +9,7 @@ from typing import Any
 
 from onnxroof.predict.training import PAPER_004_LATENCY_RATIOS
 from onnxroof.report.format import seconds, si
-from onnxroof.whatif.fit import Check, DeviceFit, Fit, MaxBatch
+from onnxroof.whatif.fit import Check, DeviceFit, Fit, MaxBatch, MemoryDetail
 
 __all__ = ["render_fit", "render_max_batch", "render_ranking", "summary"]
 
@@ -35,10 +35,26 @@ def render_fit(f: Fit, fmt: str = "table") -> str:
     if fmt == "json":
         return json.dumps(f.to_dict(), indent=2) + "\n"
     lines = [summary(f)]
+    if f.memory is not None:
+        lines += _memory_lines(f.memory)
     lines += [f"  note: {n}" for n in f.notes]
     if f.training is not None:
         lines += _training_lines(f.training)
     return "\n".join(lines) + "\n"
+
+
+def _memory_lines(detail: MemoryDetail) -> list[str]:
+    """The graph's need in the order that counts, its peak's node and the largest live tensors there, and the
+    stored order, the best order found and paper 004's footprint beside it."""
+    e = detail.estimate
+    order = "onnxruntime's order" if detail.engine_order else "stored order"
+    live = ", ".join(f"{t.name} {si(t.bytes, 'B')}" for t in e.live_at_peak[:4])
+    return [
+        f"  graph needs {si(e.total_bytes, 'B')} in {order}: weights {si(e.weights_bytes, 'B')} + peak live "
+        f"{si(e.peak_activation_bytes, 'B')} at {e.peak_node} ({live})",
+        f"  stored order {si(detail.stored_peak_bytes, 'B')}, best order found {si(detail.best_peak_bytes, 'B')}, "
+        f"paper 004's footprint (no reuse) {si(e.footprint_bytes, 'B')}",
+    ]
 
 
 def _training_lines(step: Any) -> list[str]:

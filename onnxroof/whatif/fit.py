@@ -28,9 +28,11 @@ __all__ = [
     "DeviceFit",
     "Fit",
     "MaxBatch",
+    "MemoryDetail",
     "Training",
     "fit",
     "max_batch",
+    "memory_detail",
     "parse_bytes",
     "parse_seconds",
     "rank_devices",
@@ -79,6 +81,7 @@ class Fit:
     checks: tuple[Check, ...]
     notes: tuple[str, ...] = ()
     training: Any = None  # the TrainingEstimate behind a training check
+    memory: MemoryDetail | None = None  # where the memory goes (a single fit's, not every fit of a search)
 
     @property
     def passed(self) -> bool:
@@ -97,6 +100,27 @@ class Fit:
             "checks": [c.to_dict() for c in self.checks],
             "notes": list(self.notes),
             "training": self.training.to_dict() if self.training is not None else None,
+            "memory": self.memory.to_dict() if self.memory is not None else None,
+        }
+
+
+@dataclass(frozen=True)
+class MemoryDetail:
+    """Where the memory of one fit goes: the estimate in the order that counts on the device (onnxruntime's on a
+    host, the stored one elsewhere), with the peak's node and what is live there; the stored order's peak and the
+    best order found beside it; and paper 004's footprint (weights, inputs and every activation, nothing reused)."""
+
+    estimate: Any  # MemoryEstimate
+    stored_peak_bytes: int
+    best_peak_bytes: int
+    engine_order: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "estimate": self.estimate.to_dict(),
+            "stored_order_total_bytes": self.stored_peak_bytes,
+            "best_order_total_bytes": self.best_peak_bytes,
+            "order": "onnxruntime" if self.engine_order else "stored",
         }
 
 
@@ -198,7 +222,32 @@ def fit(
 
     target = device if isinstance(device, Device) else get_device(device, threads)
     base, name = _weightless(model)
-    return _fit_at(base, name, target, batch, precision, latency_budget, memory_budget, threads, training)
+    result = _fit_at(base, name, target, batch, precision, latency_budget, memory_budget, threads, training)
+    if training is not None:
+        return result
+    from dataclasses import replace
+
+    return replace(result, memory=memory_detail(base if batch is None else _rebatched(base, batch), target, precision))
+
+
+def memory_detail(model: ModelProto, device: Device, precision: str | None = None) -> MemoryDetail:
+    """The memory estimate of ``model`` on ``device`` in the order that counts there, beside the stored order's and
+    the best order's totals (see MemoryDetail)."""
+    from onnxroof.load import load_graph
+    from onnxroof.predict.memory import best_order, estimate_memory
+
+    stored_graph = load_graph(model)
+    stored = estimate_memory(stored_graph, precision=precision)
+    best = estimate_memory(stored_graph, precision=precision, order=best_order(stored_graph, precision=precision))
+    engine = device.engine == "onnxruntime"
+    counted = estimate_memory(_memory_graph(model, device), precision=precision) if engine else stored
+    return MemoryDetail(counted, stored.total_bytes, best.total_bytes, engine)
+
+
+def _rebatched(model: ModelProto, n: int) -> ModelProto:
+    from onnxroof.passes.batch import batch as rebatch
+
+    return rebatch(model, n).model
 
 
 def max_batch(
@@ -324,9 +373,7 @@ def _fit_at(
     threads: int,
     training: Training | None = None,
 ) -> Fit:
-    from onnxroof.passes.batch import batch as rebatch
-
-    model = base if batch is None else rebatch(base, batch).model
+    model = base if batch is None else _rebatched(base, batch)
     budget = _memory_budget(device, memory_budget)
     notes = [] if budget is not None else [f"{device.key} lists no memory capacity: pass --memory-budget to check it"]
     if training is not None:

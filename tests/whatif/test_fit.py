@@ -140,3 +140,17 @@ def test_on_an_onnxruntime_host_memory_is_the_calibrated_process_peak(monkeypatc
     assert result.memory_bytes == process_peak_bytes(estimate, weights_by_kind(graph), factors)
     assert result.memory_bytes > estimate.total_bytes
     assert any("process peak" in note for note in result.notes)
+
+
+def test_a_fit_says_where_the_memory_goes() -> None:
+    from onnxroof.load import load_graph
+    from onnxroof.predict.memory import estimate_memory
+
+    result = fit(MODEL, "t4", batch=2)
+    assert result.memory is not None
+    stored = estimate_memory(load_graph("zoo:unet?size=32&batch=2"))
+    detail = result.memory
+    assert detail.estimate.total_bytes == stored.total_bytes == detail.stored_peak_bytes == result.memory_bytes
+    assert detail.best_peak_bytes <= detail.stored_peak_bytes  # best_order is never worse than the stored order
+    assert detail.estimate.peak_node == stored.peak_node and detail.estimate.footprint_bytes >= stored.total_bytes
+    assert result.to_dict()["memory"]["order"] == "stored"
