@@ -32,7 +32,6 @@ __all__ = [
     "Training",
     "fit",
     "max_batch",
-    "memory_detail",
     "parse_bytes",
     "parse_seconds",
     "rank_devices",
@@ -216,38 +215,11 @@ def fit(
     training: Training | None = None,
 ) -> Fit:
     """The model at ``batch`` (None: its own) and ``precision`` on ``device``, checked against the budgets (the
-    memory budget defaults to the device's memory capacity); with ``training``, a training step's time and memory
-    instead of an inference's."""
-    from onnxroof.api import get_device
-
-    target = device if isinstance(device, Device) else get_device(device, threads)
+    memory budget defaults to the device's memory capacity) and with where its memory goes; with ``training``, a
+    training step's time and memory instead of an inference's."""
     base, name = _weightless(model)
-    result = _fit_at(base, name, target, batch, precision, latency_budget, memory_budget, threads, training)
-    if training is not None:
-        return result
-    from dataclasses import replace
-
-    return replace(result, memory=memory_detail(base if batch is None else _rebatched(base, batch), target, precision))
-
-
-def memory_detail(model: ModelProto, device: Device, precision: str | None = None) -> MemoryDetail:
-    """The memory estimate of ``model`` on ``device`` in the order that counts there, beside the stored order's and
-    the best order's totals (see MemoryDetail)."""
-    from onnxroof.load import load_graph
-    from onnxroof.predict.memory import best_order, estimate_memory
-
-    stored_graph = load_graph(model)
-    stored = estimate_memory(stored_graph, precision=precision)
-    best = estimate_memory(stored_graph, precision=precision, order=best_order(stored_graph, precision=precision))
-    engine = device.engine == "onnxruntime"
-    counted = estimate_memory(_memory_graph(model, device), precision=precision) if engine else stored
-    return MemoryDetail(counted, stored.total_bytes, best.total_bytes, engine)
-
-
-def _rebatched(model: ModelProto, n: int) -> ModelProto:
-    from onnxroof.passes.batch import batch as rebatch
-
-    return rebatch(model, n).model
+    budgets = _Budgets(precision, latency_budget, memory_budget, threads, training)
+    return _fit_at(base, name, _device(device, threads), batch, budgets, detail=True)
 
 
 def max_batch(
@@ -263,24 +235,71 @@ def max_batch(
 ) -> MaxBatch:
     """The largest batch whose predicted latency and memory stay within the budgets: doubling from 1 until a
     budget fails, then bisecting. Latency and memory grow with the batch, so the first failure bounds it."""
-    from onnxroof.api import get_device
-
-    target = device if isinstance(device, Device) else get_device(device, threads)
+    target = _device(device, threads)
+    if latency_budget is None and _memory_budget(target, memory_budget) is None:
+        raise UserError(
+            f"{target.key} lists no memory capacity and no budget was given: every batch fits",
+            "pass --memory-budget or --latency-budget",
+        )
     base, name = _weightless(model)
+    budgets = _Budgets(precision, latency_budget, memory_budget, threads, training)
+    return _largest_batch(base, name, target, budgets, progress)
+
+
+def rank_devices(
+    model: ModelSource,
+    devices: Sequence[str | Device],
+    *,
+    batch: int | None = None,
+    precision: str | None = None,
+    latency_budget: float | None = None,
+    memory_budget: float | None = None,
+    threads: int = 1,
+    training: Training | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[DeviceFit, ...]:
+    """Every device's fit at ``batch`` and its largest fitting batch, ranked: those that fit first, by predicted
+    latency; then those that do not. The model is read once for all of them."""
+    base, name = _weightless(model)
+    budgets = _Budgets(precision, latency_budget, memory_budget, threads, training)
+    ranked = []
+    for spec in devices:
+        target = _device(spec, threads)
+        if progress:
+            progress(target.key)
+        at_batch = _fit_at(base, name, target, batch, budgets)
+        if latency_budget is None and _memory_budget(target, memory_budget) is None:
+            largest = MaxBatch(0, "no budget to stop it (the device lists no memory capacity)", None, None)
+        else:
+            largest = _largest_batch(base, name, target, budgets)
+        ranked.append(DeviceFit(at_batch, largest))
+    return tuple(sorted(ranked, key=lambda d: (not d.fit.passed, d.fit.latency_s)))
+
+
+@dataclass(frozen=True)
+class _Budgets:
+    """What every fit of one request shares: the precision, the budgets, the threads and the training options."""
+
+    precision: str | None
+    latency: float | None
+    memory: float | None
+    threads: int
+    training: Training | None
+
+
+def _largest_batch(
+    base: ModelProto, name: str, device: Device, budgets: _Budgets, progress: Callable[[int], None] | None = None
+) -> MaxBatch:
+    """The search of max_batch on a model already read."""
     seen: dict[int, Fit] = {}
 
     def at(n: int) -> Fit:
         if n not in seen:
             if progress:
                 progress(n)
-            seen[n] = _fit_at(base, name, target, n, precision, latency_budget, memory_budget, threads, training)
+            seen[n] = _fit_at(base, name, device, n, budgets)
         return seen[n]
 
-    if latency_budget is None and _memory_budget(target, memory_budget) is None:
-        raise UserError(
-            f"{target.key} lists no memory capacity and no budget was given: every batch fits",
-            "pass --memory-budget or --latency-budget",
-        )
     if not at(1).passed:
         return MaxBatch(0, _stopper(at(1)), None, at(1))
     good, bad = 1, None
@@ -298,51 +317,10 @@ def max_batch(
     return MaxBatch(good, _stopper(at(bad)), at(good), at(bad))
 
 
-def rank_devices(
-    model: ModelSource,
-    devices: Sequence[str | Device],
-    *,
-    batch: int | None = None,
-    precision: str | None = None,
-    latency_budget: float | None = None,
-    memory_budget: float | None = None,
-    threads: int = 1,
-    training: Training | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> tuple[DeviceFit, ...]:
-    """Every device's fit at ``batch`` and its largest fitting batch, ranked: those that fit first, by predicted
-    latency; then those that do not."""
+def _device(device: str | Device, threads: int) -> Device:
     from onnxroof.api import get_device
 
-    ranked = []
-    for spec in devices:
-        target = spec if isinstance(spec, Device) else get_device(spec, threads)
-        if progress:
-            progress(target.key)
-        at_batch = fit(
-            model,
-            target,
-            batch=batch,
-            precision=precision,
-            latency_budget=latency_budget,
-            memory_budget=memory_budget,
-            threads=threads,
-            training=training,
-        )
-        if latency_budget is None and _memory_budget(target, memory_budget) is None:
-            largest = MaxBatch(0, "no budget to stop it (the device lists no memory capacity)", None, None)
-        else:
-            largest = max_batch(
-                model,
-                target,
-                precision=precision,
-                latency_budget=latency_budget,
-                memory_budget=memory_budget,
-                threads=threads,
-                training=training,
-            )
-        ranked.append(DeviceFit(at_batch, largest))
-    return tuple(sorted(ranked, key=lambda d: (not d.fit.passed, d.fit.latency_s)))
+    return device if isinstance(device, Device) else get_device(device, threads)
 
 
 def _weightless(model: ModelSource) -> tuple[ModelProto, str]:
@@ -363,71 +341,92 @@ def _stopper(failed: Fit) -> str:
 
 
 def _fit_at(
-    base: ModelProto,
-    name: str,
-    device: Device,
-    batch: int | None,
-    precision: str | None,
-    latency_budget: float | None,
-    memory_budget: float | None,
-    threads: int,
-    training: Training | None = None,
+    base: ModelProto, name: str, device: Device, batch: int | None, budgets: _Budgets, detail: bool = False
 ) -> Fit:
+    """One fit of the model (read without its weights' bytes) at ``batch``; with ``detail``, where its memory goes.
+    On an onnxruntime host the graph onnxruntime runs is built once and serves both the latency and the memory."""
     model = base if batch is None else _rebatched(base, batch)
-    budget = _memory_budget(device, memory_budget)
+    budget = _memory_budget(device, budgets.memory)
     notes = [] if budget is not None else [f"{device.key} lists no memory capacity: pass --memory-budget to check it"]
-    if training is not None:
-        return _training_fit(model, name, device, precision, latency_budget, budget, training, notes)
+    if budgets.training is not None:
+        return _training_fit(model, name, device, budgets, budget, notes)
     from onnxroof.api import analyze
     from onnxroof.predict.memory import estimate_memory
 
-    analysis = analyze(model, device, precision=precision, threads=threads)
+    precision = budgets.precision
     graph = _memory_graph(model, device)
+    analysis = analyze(graph, device, precision=precision, threads=budgets.threads)
     memory = estimate_memory(graph, precision=precision)
     if memory.lower_bound:
         notes.append(f"{len(memory.unknown)} tensor(s) of unknown shape count 0 bytes: the memory is a lower bound")
     total: float = memory.total_bytes
-    if device.engine == "onnxruntime":
+    engine = device.engine == "onnxruntime"
+    if engine:
         from onnxroof.ort.memory_calibration import host_memory_factors
         from onnxroof.predict.process_memory import process_peak_bytes, weights_by_kind
 
-        factors = host_memory_factors(threads)
+        factors = host_memory_factors(budgets.threads)
         total = process_peak_bytes(memory, weights_by_kind(graph, precision=precision), factors)
         notes.append(
             f"memory is onnxruntime's predicted process peak: the graph's need ({memory.total_bytes / 1e6:.1f} MB) "
             "with this host's calibrated session and arena factors (docs/accuracy.md says how close it comes)"
         )
     time_s = analysis.totals.predicted_time_s
-    checks = (Check("latency", time_s, latency_budget, "s"), Check("memory", total, budget, "B"))
+    checks = (Check("latency", time_s, budgets.latency, "s"), Check("memory", total, budget, "B"))
+    where = _memory_detail(model, graph, memory, engine, precision) if detail else None
     return Fit(
-        name, device.key, _batch_of(model), analysis.precision, analysis.graph, time_s, total, checks, tuple(notes)
+        name,
+        device.key,
+        _batch_of(model),
+        analysis.precision,
+        analysis.graph,
+        time_s,
+        total,
+        checks,
+        tuple(notes),
+        memory=where,
     )
 
 
+def _memory_detail(model: ModelProto, graph: Any, counted: Any, engine: bool, precision: str | None) -> MemoryDetail:
+    """Where the memory goes: ``counted`` (the estimate on ``graph``, the order that counts on the device) beside
+    the stored order's total and the best order's found on the stored graph (``graph`` itself off an engine)."""
+    from onnxroof.load import load_graph
+    from onnxroof.predict.memory import best_order, estimate_memory
+
+    stored_graph = load_graph(model) if engine else graph
+    stored = estimate_memory(stored_graph, precision=precision) if engine else counted
+    best = estimate_memory(stored_graph, precision=precision, order=best_order(stored_graph, precision=precision))
+    return MemoryDetail(counted, stored.total_bytes, best.total_bytes, engine)
+
+
+def _rebatched(model: ModelProto, n: int) -> ModelProto:
+    from onnxroof.passes.batch import batch as rebatch
+
+    return rebatch(model, n).model
+
+
 def _training_fit(
-    model: ModelProto,
-    name: str,
-    device: Device,
-    precision: str | None,
-    time_budget: float | None,
-    memory_budget: float | None,
-    training: Training,
-    notes: list[str],
+    model: ModelProto, name: str, device: Device, budgets: _Budgets, memory_budget: float | None, notes: list[str]
 ) -> Fit:
     """A training step of the exported graph (a training framework runs the model as exported, not onnxruntime's
     inference graph): step time and the memory of weights, gradients, optimizer state and kept activations."""
     from onnxroof.load import load_graph
     from onnxroof.predict.training import estimate_training
 
+    training = budgets.training or Training()
     step = estimate_training(
         load_graph(model),
         device,
         optimizer=training.optimizer,
         mixed_precision=training.mixed_precision,
-        precision=precision,
+        precision=budgets.precision,
     )
     memory = step.memory.total
-    checks = (Check("step time", step.step_time_s, time_budget, "s"), Check("memory", memory, memory_budget, "B"))
+    checks = (
+        Check("step time", step.step_time_s, budgets.latency, "s"),
+        Check("memory", memory, memory_budget, "B"),
+    )
     return Fit(
         name,
         device.key,
