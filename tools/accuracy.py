@@ -52,12 +52,15 @@ LIGHT = (
 )
 
 
-def model_sources(spec: str | None) -> list[tuple[str, str]]:
-    """(label, source) pairs: zoo:NAME as is, light:NAME as the onnx package's bundled file."""
+def model_sources(
+    spec: str | None, zoo: tuple[str, ...] = ZOO, light: tuple[str, ...] = LIGHT
+) -> list[tuple[str, str]]:
+    """(label, source) pairs: zoo:NAME as is, light:NAME as the onnx package's bundled file (one that this onnx
+    lacks is left out); without ``spec``, the models of ``zoo`` and ``light``."""
     import onnx
 
     light_dir = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
-    names = spec.split(",") if spec else [f"zoo:{n}" for n in ZOO] + [f"light:{n}" for n in LIGHT]
+    names = spec.split(",") if spec else [f"zoo:{n}" for n in zoo] + [f"light:{n}" for n in light]
     out = []
     for name in names:
         if name.startswith("light:"):

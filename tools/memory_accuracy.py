@@ -40,12 +40,12 @@ def main(argv: list[str] | None = None) -> int:
 
     import model_zoo
     from onnxroof.api import get_device
+    from onnxroof.ort.calibrate import cpu_model
     from onnxroof.ort.memory import measure_peak_memory
     from onnxroof.ort.memory_calibration import host_memory_factors
     from onnxroof.ort.sessions import engine_graph
     from onnxroof.predict.memory import estimate_memory
     from onnxroof.predict.process_memory import process_peak_bytes, weights_by_kind
-    from tools.rewrite_accuracy import cpu_model
 
     host = get_device("host")
     factors = host_memory_factors()

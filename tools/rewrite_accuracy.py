@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import warnings
 from pathlib import Path
@@ -31,34 +30,6 @@ ZOO = ("resnet18", "mobilenetv2", "unet", "alexnet", "conv2d_kernel")
 LIGHT = ("squeezenet", "shufflenet", "inception_v1", "resnet50", "zfnet512")
 
 
-def cpu_model() -> str:
-    """The CPU's model name as lscpu and /proc/cpuinfo give it."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
-def sources(spec: str | None) -> list[tuple[str, str]]:
-    """(label, source) pairs: zoo:NAME as is, light:NAME as the onnx package's bundled file."""
-    import onnx
-
-    light_dir = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
-    names = spec.split(",") if spec else [f"zoo:{n}" for n in ZOO] + [f"light:{n}" for n in LIGHT]
-    out = []
-    for name in names:
-        if name.startswith("light:"):
-            path = light_dir / f"light_{name[6:]}.onnx"
-            if path.exists():
-                out.append((name, str(path)))
-        else:
-            out.append((name, name))
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default=None, help="comma-separated zoo:NAME / light:NAME (default: all)")
@@ -68,7 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from onnxroof.api import get_device
+    from onnxroof.ort.calibrate import cpu_model
     from onnxroof.whatif.explore import CANDIDATES, explore
+    from tools.accuracy import model_sources
 
     rewrites = tuple(args.rewrites.split(",")) if args.rewrites else tuple(CANDIDATES)
     device = get_device("host", args.threads)
@@ -76,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     print(HEADER + "  (before/after: measured ms; pred: predicted speedup here; meas: measured)")
     rows: list[dict[str, Any]] = []
     failures = 0
-    for label, source in sources(args.models):
+    for label, source in model_sources(args.models, ZOO, LIGHT):
         print(f"{label} ...", file=sys.stderr, flush=True)
         try:
             with warnings.catch_warnings():

@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.simplefilter("ignore")
 
     from onnxroof.api import analyze, get_device
-    from tools.rewrite_accuracy import cpu_model
+    from onnxroof.ort.calibrate import cpu_model
 
     study = Study(not args.no_measure, args.repeat)
     print(f"CPU: {cpu_model()}" + ("" if args.no_measure else f"; here = {get_device('host').key}, 1 thread"))
