@@ -36,6 +36,7 @@ from onnxroof.atomic import write_text
 from onnxroof.devices import Sourced
 from onnxroof.ort.calibrate.host import cache_dir, cpu_model, host_key, ort_version
 from onnxroof.ort.memory import measure_peak_memory
+from onnxroof.passes.model_file import weight_bytes
 from onnxroof.predict.process_memory import SessionMemoryFactors
 
 __all__ = [
@@ -60,7 +61,7 @@ CONV_CHANNELS, CONV_LAYERS, CONV_SIDE = 512, 6, 4  # 6 x 512x512x3x3 float weigh
 FC_WIDTH, FC_LAYERS = 2048, 4  # 4 x 2048x2048 float weights of 16.8 MB: 67.1 MB
 LARGE_FC_WIDTH, LARGE_FC_LAYERS = 4096, 2  # 2 x 4096x4096 float weights of 67.1 MB: 134.2 MB
 CHAIN_CHANNELS, CHAIN_SIDE, CHAIN_LAYERS = 64, 256, 4  # each activation 64x256x256 floats: 16.8 MB
-MEASUREMENTS = 3  # fresh processes per model: one varies by about 10%
+MEASUREMENTS = 3  # fresh processes per model, their median taken: resident memory varies from process to process
 _OPSET = 17
 
 
@@ -144,10 +145,6 @@ class _Median:
     run_added_bytes: int
 
 
-def _weight_bytes(model: ModelProto) -> int:
-    return sum(numpy_helper.to_array(w).nbytes for w in model.graph.initializer)
-
-
 def calibrate_memory(threads: int = 1, progress: Callable[[str], None] | None = None) -> SessionMemoryFactors:
     """The factors measured on this host with onnxruntime's CPU provider, ``threads`` threads, arena and memory
     pattern on (its defaults). Each figure is the median of MEASUREMENTS fresh processes. A factor below 0 (a
@@ -179,7 +176,7 @@ def calibrate_memory(threads: int = 1, progress: Callable[[str], None] | None = 
     )
     for name, model in weight_models:
         got = measure(model)
-        weight = _weight_bytes(model)
+        weight = weight_bytes(model)
         items[name] = Sourced(
             max((got.session_bytes - constant) / weight, 0.0),
             f"calibrated: {model.graph.name} ({weight} B of weights) session adds {got.session_bytes} B (median), "
