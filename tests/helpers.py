@@ -11,10 +11,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from onnxroof.costs import Cost, NodeView, compute_cost
+from onnxroof.costs import Cost, NodeView
 from onnxroof.devices import CacheLevel, Calibration, Ceiling, Device, FrozenMap, Peak, Sourced
 from onnxroof.ir import Tensor
-from onnxroof.load import load_graph
 
 FLOAT = TensorProto.FLOAT
 FLOAT16 = TensorProto.FLOAT16
@@ -198,19 +197,7 @@ def small_conv_net(seed: int = 0, big: float | None = None) -> onnx.ModelProto:
 
 
 def model_flops(model: onnx.ModelProto) -> int:
-    """The FLOPs of every node of ``model`` by onnxroof's cost functions."""
-    graph = load_graph(model)
-    total = 0
-    for node in graph.nodes:
-        constants = {i: graph.constants[n] for i, n in enumerate(node.inputs) if n in graph.constants}
-        view = NodeView(
-            node.name,
-            node.op_type,
-            node.domain,
-            tuple(graph.tensor(n) for n in node.inputs),
-            tuple(graph.tensor(n) for n in node.outputs),
-            node.attrs,
-            constants,
-        )
-        total += int(compute_cost(view)[0].flops)
-    return total
+    """The FLOPs of ``model`` by onnxroof's cost functions: the analysis' total over its nodes."""
+    from onnxroof.api import analyze
+
+    return int(analyze(model).totals.flops)
