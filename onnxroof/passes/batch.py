@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import ModelProto, NodeProto
 
+from onnxroof.load.inputs import runtime_inputs
 from onnxroof.passes import Note, Refused, RewriteResult, unchanged
 from onnxroof.passes.shape_repair import (
     Edits,
@@ -30,7 +31,6 @@ from onnxroof.passes.shape_repair import (
     copy_model,
     decide_in_order,
     declare_inferred,
-    graph_inputs,
     infer,
     shape_of,
     shape_text,
@@ -51,7 +51,7 @@ def batch(model: ModelProto, n: int) -> RewriteResult:
     """
     if n < 1:
         raise Refused(f"batch {n}: the batch must be at least 1")
-    inputs = graph_inputs(model)
+    inputs = runtime_inputs(model.graph)
     if not inputs:
         raise Refused("the model has no graph input to give a batch")
     olds: dict[str, int | str | None] = {}

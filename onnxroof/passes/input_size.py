@@ -29,6 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 from onnx import ModelProto, NodeProto, helper
 
+from onnxroof.load.inputs import runtime_inputs
 from onnxroof.passes import Note, Refused, RewriteResult, unchanged
 from onnxroof.passes.shape_repair import (
     Edits,
@@ -38,7 +39,6 @@ from onnxroof.passes.shape_repair import (
     copy_model,
     decide_in_order,
     declare_inferred,
-    graph_inputs,
     infer,
     shape_of,
     shape_text,
@@ -60,7 +60,7 @@ def input_size(model: ModelProto, height: int, width: int) -> RewriteResult:
     """
     if height < 1 or width < 1:
         raise Refused(f"input size {height}x{width}: both sides must be at least 1")
-    images = [vi for vi in graph_inputs(model) if len(shape_of(vi) or ()) == 4]
+    images = [vi for vi in runtime_inputs(model.graph) if len(shape_of(vi) or ()) == 4]
     if not images:
         raise Refused("the model has no rank-4 (NCHW) graph input to resize")
     if all((shape_of(vi) or ())[2:] == (height, width) for vi in images):

@@ -42,6 +42,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto
 
+from onnxroof.load.inputs import runtime_inputs
 from onnxroof.passes import Note, Refused, RewriteResult
 from onnxroof.passes.weights import has_values
 
@@ -110,8 +111,7 @@ def int8(
 
 def _check_feeds(model: ModelProto, feeds: Sequence[Mapping[str, np.ndarray]] | None) -> None:
     """Refuse static mode without calibration inputs, or with inputs that do not name the model's inputs."""
-    initializers = {t.name for t in model.graph.initializer}
-    names = [vi.name for vi in model.graph.input if vi.name not in initializers]
+    names = [vi.name for vi in runtime_inputs(model.graph)]
     if not feeds:
         raise Refused(
             "static int8 quantization calibrates activation ranges and has no calibration inputs",
@@ -151,7 +151,7 @@ def _list_initializers_as_inputs(model: ModelProto, original: ModelProto) -> Non
     if model.ir_version >= 4:
         return
     weights = {init.name for init in original.graph.initializer} | {init.name for init in model.graph.initializer}
-    runtime = [vi for vi in model.graph.input if vi.name not in weights]
+    runtime = runtime_inputs(model.graph, weights)
     del model.graph.input[:]
     model.graph.input.extend(runtime)
     for init in model.graph.initializer:

@@ -27,7 +27,6 @@ __all__ = [
     "copy_model",
     "decide_in_order",
     "declare_inferred",
-    "graph_inputs",
     "infer",
     "shape_of",
     "shape_text",
@@ -46,13 +45,6 @@ def copy_model(model: ModelProto) -> ModelProto:
     copy = ModelProto()
     copy.CopyFrom(model)
     return copy
-
-
-def graph_inputs(model: ModelProto) -> list[onnx.ValueInfoProto]:
-    """The graph inputs that are fed at run time: those that are not also initializers (IR version < 4 lists
-    every initializer among the inputs)."""
-    weights = {init.name for init in model.graph.initializer}
-    return [vi for vi in model.graph.input if vi.name not in weights]
 
 
 def shape_of(vi: onnx.ValueInfoProto) -> Shape | None:

@@ -455,9 +455,8 @@ def _memory_graph(model: ModelProto, device: Device) -> Any:
 
 def _batch_of(model: ModelProto) -> int:
     """The first graph input's leading dim (1 when symbolic or absent)."""
-    initializers = {i.name for i in model.graph.initializer}
-    for vi in model.graph.input:
-        if vi.name not in initializers:
-            dims = vi.type.tensor_type.shape.dim
-            return int(dims[0].dim_value) if dims and dims[0].dim_value > 0 else 1
-    return 1
+    from onnxroof.load.inputs import runtime_inputs
+
+    inputs = runtime_inputs(model.graph)
+    dims = inputs[0].type.tensor_type.shape.dim if inputs else []
+    return int(dims[0].dim_value) if dims and dims[0].dim_value > 0 else 1

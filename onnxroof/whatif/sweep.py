@@ -138,8 +138,7 @@ def _weightless(model: str | os.PathLike[str]) -> Any:
 
 def _input_shape(model: ModelProto) -> tuple[int, ...]:
     """The first graph input's shape (0 for a symbolic dim)."""
-    initializers = {i.name for i in model.graph.initializer}
-    for vi in model.graph.input:
-        if vi.name not in initializers:
-            return tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
-    return ()
+    from onnxroof.load.inputs import runtime_inputs
+
+    inputs = runtime_inputs(model.graph)
+    return tuple(d.dim_value for d in inputs[0].type.tensor_type.shape.dim) if inputs else ()
