@@ -14,12 +14,17 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
     The file gets the permissions a plain ``open(path, "w")`` would give it: those of the file it replaces, or for a
     new file the default mode less the process's umask (a temporary file is created private to its owner).
     """
+    write_bytes(path, text.encode("utf-8"))
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically, with the permissions ``write_text`` gives (a model, a figure)."""
     target = Path(path)
     mode = _mode_for(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             os.chmod(handle.fileno(), mode)
         os.replace(tmp, target)
     except BaseException:

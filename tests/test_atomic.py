@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from onnxroof.atomic import write_text
+from onnxroof.atomic import write_bytes, write_text
 
 
 @pytest.fixture
@@ -44,3 +44,10 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path):
         write_text(out, "\udcff")  # a lone surrogate cannot be encoded as UTF-8
     assert out.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+def test_bytes_are_written_as_given(tmp_path: Path):
+    out = tmp_path / "figure.png"
+    data = bytes(range(256)) + b"\r\n\n"  # every byte value, and line ends that text mode would be free to change
+    write_bytes(out, data)
+    assert out.read_bytes() == data

@@ -9,7 +9,16 @@ from collections.abc import Callable
 
 from onnxroof.errors import UserError
 
-__all__ = ["Progress", "add_session_options", "add_shape_options", "dims", "emit", "split_list", "warn"]
+__all__ = [
+    "Progress",
+    "add_session_options",
+    "add_shape_options",
+    "check_output",
+    "dims",
+    "emit",
+    "split_list",
+    "warn",
+]
 
 
 def _pair(kind: str) -> Callable[[str], tuple[str, str]]:
@@ -85,6 +94,23 @@ def emit(text: str, output: str | None) -> None:
         write_text(output, text)
     else:
         sys.stdout.write(text)
+
+
+def check_output(output: str, force: bool, suffixes: tuple[str, ...] = ()) -> None:
+    """Refuse an output file before any work is done: one that exists without ``force``, one in a folder that does
+    not exist, or (where ``suffixes`` are given) one whose extension names no format the command writes."""
+    from pathlib import Path
+
+    path = Path(output)
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise UserError(
+            f"{output}: the extension {path.suffix or '(none)'} names no format this command writes",
+            f"end the file name in one of {', '.join(suffixes)}",
+        )
+    if not path.parent.is_dir():
+        raise UserError(f"{path.parent} is not a folder", "create it first, or choose another -o")
+    if path.exists() and not force:
+        raise UserError(f"{output} exists", "pass --force to replace it, or choose another -o")
 
 
 def warn(message: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from onnxroof.cli.common import Progress, emit
+from onnxroof.cli.common import Progress, check_output, emit
 from onnxroof.errors import UserError
 
 if TYPE_CHECKING:
@@ -136,15 +136,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from onnxroof.passes.model_file import write_model
     from onnxroof.report.rewrite import render_rewrite
     from onnxroof.whatif.rewrite import rewrite
 
     request = request_from(args)
-    if Path(args.output).exists() and not args.force:
-        raise UserError(f"{args.output} exists", "pass --force to replace it, or choose another -o")
+    check_output(args.output, args.force)
     progress = Progress("rewriting")
     progress.stage(" ".join(request.describe()))
     try:
