@@ -11,7 +11,9 @@ the nodes of onnxruntime's optimized graph (fused convolutions, NCHWc layouts) d
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import textwrap
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,9 +21,18 @@ from onnx import AttributeProto, GraphProto, ModelProto, NodeProto
 
 from onnxroof.errors import UserError
 from onnxroof.predict.analysis import Analysis, NodeResult
-from onnxroof.report.format import seconds, si
+from onnxroof.report.format import TABLE_WIDTH, seconds, si
 
-__all__ = ["PREFIX", "Annotated", "annotate", "loader_names", "match_nodes", "node_values", "summary_values"]
+__all__ = [
+    "PREFIX",
+    "Annotated",
+    "annotate",
+    "loader_names",
+    "match_nodes",
+    "node_values",
+    "render_annotation",
+    "summary_values",
+]
 
 PREFIX = "onnxroof."  # every key this module writes starts with it; re-annotating replaces exactly these keys
 
@@ -192,3 +203,29 @@ def _subgraph_nodes(node: NodeProto) -> Iterator[NodeProto]:
             for inner in graph.node:
                 yield inner
                 yield from _subgraph_nodes(inner)
+
+
+def render_annotation(done: Annotated, written: Sequence[str], fmt: str = "table", *, graph_only: bool = False) -> str:
+    """What ``onnxroof annotate`` did, short: the model summary it wrote and the files, as text or JSON."""
+    summary = {e.key[len(PREFIX) :]: e.value for e in done.model.metadata_props if e.key.startswith(PREFIX)}
+    if fmt == "json":
+        data = {
+            "annotated_nodes": done.annotated,
+            "folded_nodes": done.folded,
+            "subgraph_nodes": done.in_subgraphs,
+            "graph_only": graph_only,
+            "summary": summary,
+            "written": list(written),
+        }
+        return json.dumps(data, indent=2) + "\n"
+    lines = [
+        f"{summary['device']}, precision {summary['precision']}: predicted {summary['predicted_time']}, "
+        f"{summary['bound']}-bound",
+        f"  {summary['flops']}, {summary['bytes']} moved, {summary['intensity']}",
+        f"  time by bound: {summary['time_by_bound']}",
+        f"  nodes: {summary['nodes']}",
+    ]
+    if graph_only:
+        lines.append("  the weights are absent: the annotated model is graph-only, as its source is")
+    lines.append("wrote " + ", ".join(written))
+    return "\n".join(textwrap.fill(line, TABLE_WIDTH, subsequent_indent="    ") for line in lines) + "\n"
