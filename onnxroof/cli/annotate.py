@@ -114,8 +114,9 @@ def run(args: argparse.Namespace) -> int:
             warnings.simplefilter("ignore")  # the analysis' own warnings are printed once, below
             device = get_device(args.device or DEFAULT_DEVICE, args.threads, "cpu", progress)
             progress.stage("loading and inferring shapes")
+            # The file itself is analyzed, read without its weights, rather than the proto that holds them.
             analysis = analyze(
-                source.model,
+                args.model,
                 device=device,
                 as_exported=True,
                 inputs=dict(args.input),

@@ -227,5 +227,5 @@ def render_annotation(done: Annotated, written: Sequence[str], fmt: str = "table
     ]
     if graph_only:
         lines.append("  the weights are absent: the annotated model is graph-only, as its source is")
-    lines.append("wrote " + ", ".join(written))
-    return "\n".join(textwrap.fill(line, TABLE_WIDTH, subsequent_indent="    ") for line in lines) + "\n"
+    text = [textwrap.fill(line, TABLE_WIDTH, subsequent_indent="    ", break_on_hyphens=False) for line in lines]
+    return "\n".join([*text, "wrote " + ", ".join(written)]) + "\n"  # paths are never broken
