@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from onnxroof.api import DEFAULT_DEVICE, analyze, get_device
     from onnxroof.atomic import write_text
     from onnxroof.passes.model_file import read_source, write_model
+    from onnxroof.predict.analysis import check_precision
     from onnxroof.report.annotate import annotate, render_annotation
     from onnxroof.report.model_explorer import node_data_json
 
@@ -105,14 +106,15 @@ def run(args: argparse.Namespace) -> int:
     if args.model_explorer:
         check_output(args.model_explorer, args.force, (".json",))
     shape_dims = dims(args)
+    check_precision(args.precision)
 
     progress = Progress("annotating")
-    progress.stage("reading the model and its weights")
     try:
-        source = read_source(args.model)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the analysis' own warnings are printed once, below
             device = get_device(args.device or DEFAULT_DEVICE, args.threads, "cpu", progress)
+            progress.stage("reading the model and its weights")
+            source = read_source(args.model)
             progress.stage("loading and inferring shapes")
             # The file itself is analyzed, read without its weights, rather than the proto that holds them.
             analysis = analyze(

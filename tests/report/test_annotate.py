@@ -17,7 +17,7 @@ from onnxroof.devices import catalog
 from onnxroof.errors import UserError
 from onnxroof.report.annotate import PREFIX, annotate, loader_names, match_nodes
 from onnxroof.report.model_explorer import BOUND_CODES, explorer_node_ids, node_data, node_data_json
-from tests.helpers import IR_VERSION, small_conv_net
+from tests.helpers import IR_VERSION, calibrated_host, small_conv_net
 
 NODE_KEYS = {
     PREFIX + key
@@ -260,6 +260,27 @@ def test_an_analysis_of_another_graph_is_refused():
     optimized = dataclasses.replace(analyze(model, "v100-sxm2"), graph="onnxruntime-optimized")
     with pytest.raises(UserError, match="as_exported=True"):
         annotate(model, optimized)
+
+
+def test_on_a_calibrated_host_the_graph_as_exported_is_annotated():
+    pytest.importorskip("onnxruntime")
+    model = small_conv_net()
+    host = calibrated_host()
+    # The engine's graph (onnxruntime's optimizer output: fused Conv+Relu, ...) has nodes the file does not.
+    with pytest.raises(UserError, match="onnxruntime-optimized"):
+        annotate(model, analyze(model, host))
+    done = annotate(model, analyze(model, host, as_exported=True))
+    assert done.annotated == len(model.graph.node)
+    assert props(done.model.graph.node[0])[PREFIX + "device"] == "test-host"
+    # conv1 (3->8 channels, 3x3, pad 1, bias, on 16x16): 2*8*16*16*3*3*3 + 8*16*16 = 112640 FLOPs, 1.13 us at the
+    # test host's 100 GFLOP/s; it moves x 3072 B + w1 864 B + b1 32 B + c1 8192 B = 12160 B, 1.216 us at its
+    # 10 GB/s DRAM. The largest of compute, memory and the 1 us launch is memory; a serial host adds the launch
+    # to the larger of the other two: 1.216 + 1 = 2.216 us.
+    conv1 = props(done.model.graph.node[0])
+    assert conv1[PREFIX + "bound"] == "memory"
+    assert conv1[PREFIX + "compute_time"] == "1.13 us"
+    assert conv1[PREFIX + "memory_time"] == "1.22 us"
+    assert conv1[PREFIX + "predicted_time"] == "2.22 us"
 
 
 def test_explorer_node_ids_follow_the_adapters_name_fixing():

@@ -94,7 +94,7 @@ def test_user_errors_exit_2_with_one_line(net: Path, tmp_path: Path, capsys, ext
     out = tmp_path / "out.onnx"
     assert main(["annotate", str(net), "-o", str(out), *extra]) == 2
     err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err
+    assert message in err and "(hint: " in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
     assert not out.exists()
 
@@ -103,9 +103,11 @@ def test_an_unreadable_model_exits_2(tmp_path: Path, capsys):
     bad = tmp_path / "bad.onnx"
     bad.write_text("not a model")
     assert main(["annotate", str(bad), "-o", str(tmp_path / "out.onnx")]) == 2
-    assert "not a readable ONNX model" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "not a readable ONNX model" in err and "(hint: " in err
     assert main(["annotate", str(tmp_path / "missing.onnx"), "-o", str(tmp_path / "out.onnx")]) == 2
-    assert "no such file" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no such file" in err and "(hint: " in err
 
 
 def test_outputs_are_refused_before_any_work(net: Path, tmp_path: Path, capsys):
