@@ -73,8 +73,9 @@ def match_nodes(graph: GraphProto, analysis: Analysis) -> list[NodeResult | None
     The analysis lists the graph's runtime nodes in graph order, named as :func:`loader_names` names them, and
     leaves out the folded ones. The two lists are merged in order: a node takes the next result when its loader
     name and op type are that result's, else it was folded. Matching by position and name together gives the
-    right node even where names repeat or are generated. Every result must find its node: an analysis of another
-    graph (or of onnxruntime's optimized graph) is refused.
+    right node even where names repeat or are generated. Every result must find its node and the nodes left
+    without one must be as many as the analysis folded: an analysis of another graph (or of onnxruntime's
+    optimized graph) is refused.
     """
     if analysis.graph != "as-exported":
         raise UserError(
@@ -93,6 +94,13 @@ def match_nodes(graph: GraphProto, analysis: Analysis) -> list[NodeResult | None
     if current is not None:
         raise UserError(
             f"the analysis' node {current.name!r} ({current.op_type}) is not among the model's nodes in order",
+            "annotate the model with an analysis of the same model",
+        )
+    unmatched = results.count(None)
+    if unmatched != analysis.folded_nodes:
+        raise UserError(
+            f"{unmatched} of the model's {len(results)} nodes have no result where the analysis folded "
+            f"{analysis.folded_nodes}: it is the analysis of another model",
             "annotate the model with an analysis of the same model",
         )
     return results

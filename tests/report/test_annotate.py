@@ -257,6 +257,13 @@ def test_an_analysis_of_another_graph_is_refused():
     model = conv_matmul_model()
     with pytest.raises(UserError, match="not among the model's nodes"):
         annotate(model, analyze(small_conv_net(), "v100-sxm2"))
+    # The analysis of a model whose nodes are the first of this one's: every result finds a node, and the
+    # unmatched rest would pass for folded nodes, but the analysis folded none.
+    longer = conv_matmul_model()
+    longer.graph.node.append(helper.make_node("Relu", ["y"], ["z"], name="relu"))
+    longer.graph.output[0].name = "z"
+    with pytest.raises(UserError, match="1 of the model's 4 nodes have no result where the analysis folded 0"):
+        annotate(longer, analyze(model, "v100-sxm2"))
     optimized = dataclasses.replace(analyze(model, "v100-sxm2"), graph="onnxruntime-optimized")
     with pytest.raises(UserError, match="as_exported=True"):
         annotate(model, optimized)
