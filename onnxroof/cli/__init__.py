@@ -6,7 +6,7 @@ Commands:
   calibrate       measure this machine's roofline through onnxruntime, for --device host
   validate MODEL  predicted against measured, per kernel and for the model, on this machine
   rewrite MODEL   rewrite a model (separable convs, strides, fp16, int8, batch, input size) and write it
-  annotate MODEL  write each node's FLOPs, bytes, bound and predicted time into the model (Netron, Model Explorer)
+  annotate MODEL  a copy of the model with each node's FLOPs, bytes, bound and predicted time (Netron)
   compare A B     two models side by side: predicted per device, measured here
   sweep MODEL     every combination of batch, input size, precision and device
   explore MODEL   the rewrites that apply, ranked by predicted speedup on a device
