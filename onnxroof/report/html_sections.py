@@ -56,6 +56,14 @@ def _share(part: float, whole: float) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
+def _binary_size(size: float) -> str:
+    """A cache size in the binary units cache sizes are given in: 32 KiB, 1.25 MiB."""
+    for factor, unit in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if size >= factor:
+            return f"{size / factor:.4g} {unit}"
+    return f"{size:.4g} B"
+
+
 def _time_by_bound_bar(a: Analysis) -> str:
     """A bar split by the share of the predicted node time each bound holds, with its legend in words."""
     times = a.totals.time_by_bound
@@ -128,7 +136,7 @@ def _device_block(d: Device) -> str:
     caches = [
         (
             esc(c.level),
-            si(c.size, "B", 4),
+            _binary_size(c.size),
             esc(c.scope),
             si(c.bandwidth, "B/s") if c.bandwidth else "-",
             f'<span class="source">{esc(c.source)}</span>',
