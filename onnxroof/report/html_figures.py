@@ -81,4 +81,4 @@ def figure_section(figures: tuple[EmbeddedFigure, ...] | list[EmbeddedFigure]) -
             f'<figure class="figure" id="figure-{index}" data-kind="{html.escape(figure.kind)}">'
             f"<figcaption>{html.escape(figure.title)}</figcaption>{embed_svg(figure, prefix)}</figure>"
         )
-    return '<section id="figures"><h2>Figures</h2>' + "".join(blocks) + "</section>"
+    return '<section id="figures"><h2>Figures</h2><div class="figure-grid">' + "".join(blocks) + "</div></section>"

@@ -210,8 +210,8 @@ def op_type_section(analyses: Sequence[Analysis]) -> str:
         ]
         header = ("op type", "count", "FLOPs", "memory traffic", "params", "predicted", "share")
         table = _table(header, rows, "numbers", (1, 2, 3, 4, 5, 6))
-        blocks.append(f"<h3>{esc(a.model)} on {esc(a.device.name)}</h3>{table}")
-    return '<section id="op-types"><h2>By op type</h2>' + "".join(blocks) + "</section>"
+        blocks.append(f'<div class="card"><h3>{esc(a.model)} on {esc(a.device.name)}</h3>{table}</div>')
+    return '<section id="op-types"><h2>By op type</h2><div class="cards">' + "".join(blocks) + "</div></section>"
 
 
 def warnings_section(analyses: Sequence[Analysis], validation: Validation | None) -> str:
