@@ -229,3 +229,15 @@ def test_a_screenshot_of_the_whole_page_is_saved(browser: Any, page_url: str, tm
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
         (Path(folder) / "report.png").write_bytes(png)
+
+
+def test_a_page_without_figures_works(browser: Any, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+
+    path = tmp_path / "bare.html"
+    write_report(path, build_report([analyze(three_bound_model(), "v100-sxm2")]))
+    _open(browser, path.as_uri())
+    browser.find_element(By.CSS_SELECTOR, '#layer-table tbody tr[data-layer="add"]').click()
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    rows = browser.find_elements(By.CSS_SELECTOR, "#layer-table tbody tr.highlight")
+    assert [r.get_attribute("data-layer") for r in rows] == ["add"]
