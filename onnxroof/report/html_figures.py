@@ -57,7 +57,7 @@ def embed_svg(figure: EmbeddedFigure, prefix: str) -> str:
     that it lies above everything it covers."""
     svg = _PROLOGUE.sub("", figure.svg, count=1)
     svg = _METADATA.sub("", svg)
-    svg = _COMMENT.sub("", svg)
+    svg = _COMMENT.sub("", svg).strip()
     svg = prefix_ids(svg, prefix)
     # matplotlib's style sheet sets stroke joins on every element ("*{...}"): scoped to this figure, so that an
     # inlined figure does not restyle the page or the other figures.
