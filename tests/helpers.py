@@ -201,3 +201,28 @@ def model_flops(model: onnx.ModelProto) -> int:
     from onnxroof.api import analyze
 
     return int(analyze(model).totals.flops)
+
+
+def three_bound_model(relu_name: str = "relu") -> onnx.ModelProto:
+    """One layer per bound on a GPU like the V100 (15.7 TFLOP/s fp32, 900 GB/s, 4.2 us per launch), no weights:
+
+    - ``matmul``: x[1024,1024] @ y[1024,1024], 2*1024^3 = 2.15e9 FLOP -> 137 us of compute against 3 * 4 MiB =
+      12.6 MB moved -> 14 us: compute-bound;
+    - ``add``: m + z, 1024*1024 = 1.05e6 FLOP -> 0.07 us against 12.6 MB -> 14 us: memory-bound;
+    - ``relu_name``: Relu of t[4,8], 32 FLOP and 256 B, far under one 4.2 us launch: overhead-bound.
+    """
+    square = [1024, 1024]
+    nodes = [
+        helper.make_node("MatMul", ["x", "y"], ["m"], name="matmul"),
+        helper.make_node("Add", ["m", "z"], ["s"], name="add"),
+        helper.make_node("Relu", ["t"], ["u"], name=relu_name),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "three_bounds",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, square) for n in ("x", "y", "z")]
+        + [helper.make_tensor_value_info("t", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, square)]
+        + [helper.make_tensor_value_info("u", TensorProto.FLOAT, [4, 8])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
