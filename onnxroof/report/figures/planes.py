@@ -1,0 +1,275 @@
+"""Drawing the plane figures (roofline, time-based roofline, complexity) from their data alone."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from onnxroof.report.figures.drawing import Drawn, Mark, hover_text, log_axes, new_figure
+from onnxroof.report.figures.plane_data import DRAM, PlaneData, PlanePoint
+from onnxroof.report.figures.style import (
+    FLOOR_COLOUR,
+    MODEL_MARKER_AREA,
+    SECONDARY_DASHES,
+    device_marker,
+    marker_area,
+    op_colour,
+    seconds,
+    si,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+# Roof colours per device (dark, so that the op types' colours stay the points').
+DEVICE_LINE_COLOURS: tuple[str, ...] = ("#222222", "#1a5e9a", "#8b1a1a", "#2e6b2e", "#6a3d9a")
+CACHE_DASH = (0, (1, 1.5))
+FLOOR_MARKER = "X"  # a layer pinned to the lower-left corner: not where its numbers would put it
+
+
+def _device_index(data: PlaneData) -> dict[str, int]:
+    keys = [p.device for p in data.points] + [r.device for r in data.roofs] + [m.device for m in data.models]
+    keys += [b.device for b in data.balances] + [d for d, _ in data.overhead_boxes]
+    return {key: i for i, key in enumerate(dict.fromkeys(keys))}
+
+
+def _line_colour(index: int) -> str:
+    return DEVICE_LINE_COLOURS[index % len(DEVICE_LINE_COLOURS)]
+
+
+def _scatter_layers(ax: Axes, data: PlaneData, devices: dict[str, int]) -> tuple[list[Mark], list[Any], list[str]]:
+    """Every layer point: closed (predicted) or open (measured), coloured by op type, sized by time share, shaped
+    by device; floor points pinned to the lower-left corner. Returns the marks and the op-type legend entries."""
+    from matplotlib.lines import Line2D
+
+    floor_x, floor_y = data.floor
+    marks: list[Mark] = []
+    by_key: dict[tuple[str, int, bool], list[tuple[float, float, float]]] = {}
+    floor_count = 0
+    for p in data.points:
+        x, y = (floor_x, floor_y) if p.on_floor else (p.x, p.y)
+        floor_count += p.on_floor and not p.measured
+        area = marker_area(p.share)
+        by_key.setdefault((p.op_type, -1 if p.on_floor else devices[p.device], p.measured), []).append((x, y, area))
+        marks.append(Mark(p.layer, ax, x, y, area, hover_text(p)))
+    for (op, index, measured), xys in by_key.items():
+        xs, ys, areas = zip(*xys)
+        colour = op_colour(op)
+        ax.scatter(
+            xs,
+            ys,
+            s=areas,
+            marker=FLOOR_MARKER if index < 0 else device_marker(index),
+            facecolors="none" if measured else colour,
+            edgecolors=colour if measured else "white",
+            linewidths=1.2 if measured else 0.4,
+            alpha=0.9,
+            zorder=3,
+            clip_on=False,
+        )
+    handles: list[Any] = []
+    labels: list[str] = []
+    for op in sorted({p.op_type for p in data.points}):
+        handles.append(Line2D([], [], marker="o", linestyle="", color=op_colour(op), markersize=7))
+        labels.append(op)
+    with_points = {p.device for p in data.points}
+    if len(with_points) > 1:
+        for key, index in devices.items():
+            if key not in with_points:
+                continue
+            handles.append(Line2D([], [], marker=device_marker(index), linestyle="", color="#777777", markersize=7))
+            labels.append(f"layers on {key}")
+    if any(p.measured for p in data.points):
+        handles.append(Line2D([], [], marker="o", linestyle="", color="#777777", markersize=7))
+        labels.append("predicted (closed)")
+        handles.append(Line2D([], [], marker="o", linestyle="", markerfacecolor="none", color="#777777", markersize=7))
+        labels.append("measured (open)")
+    if floor_count:
+        handles.append(Line2D([], [], marker=FLOOR_MARKER, linestyle="", color=FLOOR_COLOUR, markersize=7))
+        labels.append(f"{floor_count} layer(s) with no FLOPs or time:\nshown at the lower-left corner")
+    handles.append(Line2D([], [], marker="o", linestyle="", color="#bbbbbb", markersize=4))
+    labels.append("area ~ share of predicted time")
+    return marks, handles, labels
+
+
+def _join_pairs(ax: Axes, points: Sequence[PlanePoint], data: PlaneData) -> None:
+    """A thin line from each layer's predicted point to its measured one (paper 001's paired symbols)."""
+    predicted = {(p.device, p.layer): p for p in points if not p.measured and not p.on_floor}
+    for m in points:
+        p = predicted.get((m.device, m.layer))
+        if m.measured and p is not None and not m.on_floor:
+            ax.plot([p.x, m.x], [p.y, m.y], color="#999999", linewidth=0.7, zorder=2)
+
+
+def _label_top(ax: Axes, data: PlaneData) -> None:
+    """The slowest layers' names next to their (first) predicted points."""
+    done: set[str] = set()
+    for p in data.points:
+        if p.layer in data.labelled and p.layer not in done and not p.measured and not p.on_floor:
+            # Slanted, and alternately nearer and farther, so that close neighbours' names do not overprint.
+            rank = data.labelled.index(p.layer)
+            done.add(p.layer)
+            ax.annotate(
+                p.layer,
+                (p.x, p.y),
+                xytext=(2, 7 + 9 * (rank % 2)),
+                textcoords="offset points",
+                fontsize=7,
+                color="#333333",
+                rotation=35,
+                rotation_mode="anchor",
+                zorder=5,
+            )
+
+
+def _finish(ax: Axes, data: PlaneData, handles: list[Any], labels: list[str]) -> None:
+    ax.set_title(data.title, fontsize=10)
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+
+
+def draw_roofline(data: PlaneData) -> Drawn:
+    """Log-log FLOP/s against FLOP/byte: roofs per device, precision and memory level with their ridge points,
+    layer points, the model's accumulated point per device."""
+    import numpy as np
+    from matplotlib.lines import Line2D
+
+    figure = new_figure()
+    ax = figure.add_subplot()
+    log_axes(ax, data.x_limits, data.y_limits, data.x_label, data.y_label)
+    devices = _device_index(data)
+    xs = np.geomspace(*data.x_limits, 400)
+    roof_handles: list[Any] = []
+    roof_labels: list[str] = []
+    dashes = {
+        p: SECONDARY_DASHES[i % len(SECONDARY_DASHES)]
+        for i, p in enumerate(dict.fromkeys(r.precision for r in data.roofs if not r.primary))
+    }
+    for roof in data.roofs:
+        colour = _line_colour(devices[roof.device])
+        style: Any = (
+            "-"
+            if roof.primary and roof.level == DRAM
+            else (CACHE_DASH if roof.level != DRAM else dashes[roof.precision])
+        )
+        width = 1.8 if roof.primary and roof.level == DRAM else 1.0
+        ax.plot(
+            xs,
+            np.minimum(roof.peak_flops_s, xs * roof.bandwidth_bytes_s),
+            color=colour,
+            linestyle=style,
+            linewidth=width,
+            zorder=1,
+        )
+        ax.plot([roof.ridge_point], [roof.peak_flops_s], marker="|", color=colour, markersize=8, zorder=1)
+        # The ridge's value sits left of its tick, in the unattainable region above the roofs, clear of the
+        # points; the peak is in the legend (a label on the flat roof would cover the layers that reach it).
+        if not roof.primary:
+            roof_handles.append(Line2D([], [], color=colour, linestyle=style, linewidth=width))
+            roof_labels.append(
+                f"{roof.device} {roof.precision} {si(roof.peak_flops_s, 'FLOP/s')}, ridge {roof.ridge_point:.3g}"
+            )
+            continue
+        ax.annotate(
+            f"{roof.level + ' ' if roof.level != DRAM else ''}ridge {roof.ridge_point:.3g}",
+            (roof.ridge_point, roof.peak_flops_s),
+            xytext=(-3, 3),
+            textcoords="offset points",
+            fontsize=6.5 if roof.level != DRAM else 7,
+            color=colour,
+            ha="right",
+        )
+        bandwidth, peak = si(roof.bandwidth_bytes_s, "B/s"), si(roof.peak_flops_s, "FLOP/s")
+        name = f"{roof.device} {roof.level} {bandwidth}, {roof.precision} {peak}"
+        roof_handles.append(Line2D([], [], color=colour, linestyle=style, linewidth=width))
+        roof_labels.append(name)
+    marks, handles, labels = _scatter_layers(ax, data, devices)
+    _join_pairs(ax, data.points, data)
+    for m in data.models:
+        ax.scatter([m.x], [m.y], s=MODEL_MARKER_AREA, marker="*", color="gold", edgecolors="black", zorder=4)
+        ax.annotate(
+            f"model on {m.device}: {seconds(m.time_s)}",
+            (m.x, m.y),
+            xytext=(-10, -14),
+            ha="right",
+            textcoords="offset points",
+            fontsize=8,
+            weight="bold",
+        )
+    if data.models:
+        roof_handles.append(
+            Line2D([], [], marker="*", linestyle="", color="gold", markeredgecolor="black", markersize=12)
+        )
+        roof_labels.append("whole model (accumulated)")
+    _label_top(ax, data)
+    _finish(ax, data, roof_handles + handles, roof_labels + labels)
+    return Drawn(figure, tuple(marks))
+
+
+def draw_time(data: PlaneData) -> Drawn:
+    """Compute time against memory time (log-log): the compute = memory diagonal, each device's launch-overhead
+    box, runtime isocurves, layer points (predicted closed, measured open, joined)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
+
+    figure = new_figure()
+    ax = figure.add_subplot()
+    log_axes(ax, data.x_limits, data.y_limits, data.x_label, data.y_label)
+    devices = _device_index(data)
+    low, high = data.x_limits
+    ax.plot([low, high], [low, high], color="#444444", linewidth=1.0, zorder=1)
+    ax.text(0.03, 0.97, "above the diagonal: compute-bound", transform=ax.transAxes, fontsize=8, va="top")
+    ax.text(0.97, 0.03, "below: memory-bound", transform=ax.transAxes, fontsize=8, ha="right", color="#444444")
+    handles: list[Any] = [Line2D([], [], color="#444444")]
+    labels: list[str] = ["compute time = memory time"]
+    for key, overhead in data.overhead_boxes:
+        colour = _line_colour(devices[key])
+        ax.add_patch(
+            Rectangle(
+                (low, low), overhead - low, overhead - low, facecolor=colour, alpha=0.08, edgecolor=colour, zorder=0
+            )
+        )
+        ax.text(
+            low * 1.3,
+            overhead / 1.5,
+            f"launch overhead\n{seconds(overhead)} ({key})",
+            fontsize=7,
+            color=colour,
+            va="top",
+        )
+    for curve in data.isocurves:
+        colour = _line_colour(devices[curve.device])
+        c = curve.corner_s
+        ax.plot([low, c, c], [c, c, low], color=colour, linestyle=":", linewidth=0.8, zorder=1)
+        ax.text(c, c, f" {seconds(curve.time_s)}", fontsize=7, color=colour, va="bottom", ha="left", clip_on=True)
+    handles.append(Line2D([], [], color="#777777", linestyle=":"))
+    labels.append("runtime isocurves (time per layer)")
+    marks, point_handles, point_labels = _scatter_layers(ax, data, devices)
+    _join_pairs(ax, data.points, data)
+    _label_top(ax, data)
+    _finish(ax, data, handles + point_handles, labels + point_labels)
+    return Drawn(figure, tuple(marks))
+
+
+def draw_complexity(data: PlaneData) -> Drawn:
+    """FLOPs against bytes per layer (log-log) and each device's machine-balance diagonal."""
+    import numpy as np
+    from matplotlib.lines import Line2D
+
+    figure = new_figure()
+    ax = figure.add_subplot()
+    log_axes(ax, data.x_limits, data.y_limits, data.x_label, data.y_label)
+    devices = _device_index(data)
+    xs = np.geomspace(*data.x_limits, 50)
+    handles: list[Any] = []
+    labels: list[str] = []
+    for b in data.balances:
+        colour = _line_colour(devices[b.device])
+        ax.plot(xs, xs * b.balance, color=colour, linewidth=1.4, zorder=1)
+        handles.append(Line2D([], [], color=colour))
+        labels.append(f"machine balance {b.device} {b.precision}:\nFLOPs = {b.balance:.3g} x bytes")
+    ax.text(0.03, 0.95, "above a diagonal: compute-bound there", transform=ax.transAxes, fontsize=8, va="top")
+    ax.text(0.97, 0.05, "below: memory-bound", transform=ax.transAxes, fontsize=8, ha="right")
+    marks, point_handles, point_labels = _scatter_layers(ax, data, devices)
+    _label_top(ax, data)
+    _finish(ax, data, handles + point_handles, labels + point_labels)
+    return Drawn(figure, tuple(marks))
