@@ -8,6 +8,7 @@ Commands:
   rewrite MODEL   rewrite a model (separable convs, strides, fp16, int8, batch, input size) and write it
   compare A B     two models side by side: predicted per device, measured here
   sweep MODEL     every combination of batch, input size, precision and device
+  plot MODEL      draw a figure: roofline, time-based roofline, complexity, layers or sweep (PNG, SVG, PDF)
   explore MODEL   the rewrites that apply, ranked by predicted speedup on a device
   fit MODEL       deploy-time check: memory and latency budgets, largest batch, best device (exit 1 on a miss)
   devices         the device catalog (peak FLOP/s per precision, bandwidth, launch overhead)
@@ -34,6 +35,7 @@ from onnxroof.cli import (
     fit,
     measure,
     ops,
+    plot,
     rewrite,
     sweep,
     validate,
@@ -49,6 +51,7 @@ COMMANDS: dict[str, ModuleType] = {
     "rewrite": rewrite,
     "compare": compare,
     "sweep": sweep,
+    "plot": plot,
     "explore": explore,
     "fit": fit,
     "devices": devices,

@@ -3,47 +3,39 @@ roofline and complexity plane, per-layer intensity and op-type shares, and a swe
 
 Each kind has a data function (``*_data``: frozen dataclasses of everything the figure shows, which tests check)
 and a drawing function that takes only that data. ``draw(kind, inputs)`` and ``embed(kind, inputs)`` go through
-the registry; the functions below are the Python API, each returning a ``matplotlib.figure.Figure``.
+the registry; the functions below are the Python API, each returning a ``matplotlib.figure.Figure``. The data
+functions live in ``plane_data`` (roofline, time, complexity), ``bar_data`` (layers) and ``sweep_data``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from onnxroof.devices import Device
-from onnxroof.ort.validate import Validation
-from onnxroof.predict.analysis import Analysis
-from onnxroof.report.figures.bar_data import LayersData, layers_data
 from onnxroof.report.figures.output import FORMATS, embed, format_of, render, save
-from onnxroof.report.figures.plane_data import PlaneData, complexity_data, roofline_data, time_data
 from onnxroof.report.figures.registry import KINDS, FigureInputs, applicable, as_tuple, draw, figure_data
-from onnxroof.report.figures.sweep_data import SweepData, sweep_data
-from onnxroof.whatif.sweep import Sweep
+
+if TYPE_CHECKING:  # importing the package stays light (the command line's --help reads KINDS)
+    from onnxroof.devices import Device
+    from onnxroof.ort.validate import Validation
+    from onnxroof.predict.analysis import Analysis
+    from onnxroof.whatif.sweep import Sweep
 
 __all__ = [
     "FORMATS",
     "KINDS",
     "FigureInputs",
-    "LayersData",
-    "PlaneData",
-    "SweepData",
     "applicable",
     "complexity",
-    "complexity_data",
     "draw",
     "embed",
     "figure_data",
     "format_of",
     "layers",
-    "layers_data",
     "render",
     "roofline",
-    "roofline_data",
     "save",
     "sweep",
-    "sweep_data",
-    "time_data",
     "time_roofline",
 ]
 

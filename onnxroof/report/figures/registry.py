@@ -6,14 +6,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from onnxroof.devices import Device
 from onnxroof.errors import UserError
-from onnxroof.ort.validate import Validation
-from onnxroof.predict.analysis import Analysis
-from onnxroof.whatif.sweep import Sweep
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the registry stays light: the command line's --help reads KINDS from it
+    from onnxroof.devices import Device
+    from onnxroof.ort.validate import Validation
+    from onnxroof.predict.analysis import Analysis
     from onnxroof.report.figures.drawing import Drawn
+    from onnxroof.whatif.sweep import Sweep
 
 KINDS: tuple[str, ...] = ("roofline", "time", "complexity", "layers", "sweep")
 
@@ -92,4 +92,6 @@ def draw(kind: str, inputs: FigureInputs) -> Any:
 
 def as_tuple(analyses: Analysis | Sequence[Analysis]) -> tuple[Analysis, ...]:
     """One analysis or several, as a tuple."""
+    from onnxroof.predict.analysis import Analysis
+
     return (analyses,) if isinstance(analyses, Analysis) else tuple(analyses)
