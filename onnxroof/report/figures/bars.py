@@ -86,6 +86,8 @@ def draw_layers(data: LayersData) -> Drawn:
         panel.set_yticks(range(len(names)), names if column == 0 else [""] * len(names), fontsize=7)
         panel.invert_yaxis()
         panel.set_xlabel(title, fontsize=8)
+        if count > 1:  # room for the device names written after the bars
+            panel.set_xlim(0, panel.get_xlim()[1] * 1.45)
         panel.tick_params(axis="x", labelsize=7)
         panel.grid(True, axis="x", color="#dddddd", linewidth=0.6)
         panel.set_axisbelow(True)

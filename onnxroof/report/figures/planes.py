@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 # Roof colours per device (dark, so that the op types' colours stay the points').
 DEVICE_LINE_COLOURS: tuple[str, ...] = ("#222222", "#1a5e9a", "#8b1a1a", "#2e6b2e", "#6a3d9a")
 CACHE_DASH = (0, (1, 1.5))
+LABEL_NUDGES = 12  # how many steps a layer's name may move up to clear the names already placed
+LABEL_STEP = 9  # points per step
 FLOOR_MARKER = "X"  # a layer pinned to the lower-left corner: not where its numbers would put it
 
 
@@ -102,24 +104,33 @@ def _join_pairs(ax: Axes, points: Sequence[PlanePoint], data: PlaneData) -> None
 
 
 def _label_top(ax: Axes, data: PlaneData) -> None:
-    """The slowest layers' names next to their (first) predicted points."""
+    """The slowest layers' names next to their predicted points (on the first device that has them); a name that
+    would overprint one already placed moves up in steps until it is clear."""
+    figure = ax.get_figure()
+    renderer = figure.canvas.get_renderer()  # type: ignore[union-attr]
+    placed: list[Any] = []
     done: set[str] = set()
     for p in data.points:
-        if p.layer in data.labelled and p.layer not in done and not p.measured and not p.on_floor:
-            # Slanted, and alternately nearer and farther, so that close neighbours' names do not overprint.
-            rank = data.labelled.index(p.layer)
-            done.add(p.layer)
-            ax.annotate(
-                p.layer,
-                (p.x, p.y),
-                xytext=(2, 7 + 9 * (rank % 2)),
-                textcoords="offset points",
-                fontsize=7,
-                color="#333333",
-                rotation=35,
-                rotation_mode="anchor",
-                zorder=5,
-            )
+        if p.layer not in data.labelled or p.layer in done or p.measured or p.on_floor:
+            continue
+        done.add(p.layer)
+        text = ax.annotate(
+            p.layer,
+            (p.x, p.y),
+            xytext=(6, 5),
+            textcoords="offset points",
+            fontsize=7,
+            color="#333333",
+            zorder=5,
+            bbox={"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.7},
+            arrowprops={"arrowstyle": "-", "color": "#999999", "linewidth": 0.5},
+        )
+        for step in range(1, LABEL_NUDGES + 1):
+            box = text.get_window_extent(renderer)
+            if not any(box.overlaps(other) for other in placed):
+                break
+            text.set_position((6, 5 + LABEL_STEP * step))
+        placed.append(text.get_window_extent(renderer))
 
 
 def _finish(ax: Axes, data: PlaneData, handles: list[Any], labels: list[str]) -> None:
@@ -184,12 +195,12 @@ def draw_roofline(data: PlaneData) -> Drawn:
         roof_labels.append(name)
     marks, handles, labels = _scatter_layers(ax, data, devices)
     _join_pairs(ax, data.points, data)
-    for m in data.models:
+    for i, m in enumerate(data.models):
         ax.scatter([m.x], [m.y], s=MODEL_MARKER_AREA, marker="*", color="gold", edgecolors="black", zorder=4)
         ax.annotate(
             f"model on {m.device}: {seconds(m.time_s)}",
             (m.x, m.y),
-            xytext=(-10, -14),
+            xytext=(-10, -14 - 12 * i),  # one line per device, so that close stars' labels do not overprint
             ha="right",
             textcoords="offset points",
             fontsize=8,
