@@ -165,6 +165,12 @@ def _layer_point(node: NodeResult, device: str, total: float, x: float, y: float
     )
 
 
+def plain_op_type(qualified: str) -> str:
+    """A kernel's op type without its domain ('com.microsoft.nchwc::Conv' -> 'Conv'): an engine's layout variant
+    of an op is coloured and listed as the op."""
+    return qualified.rsplit("::", 1)[-1]
+
+
 def _measured_for(analysis: Analysis, validation: Validation | None) -> Validation | None:
     """The validation whose kernels belong to ``analysis`` (the same object, or the same device and model)."""
     if validation is None:
@@ -208,7 +214,7 @@ def roofline_data(analyses: Sequence[Analysis], validation: Validation | None = 
                     points.append(
                         PlanePoint(
                             k.name,
-                            k.op_type,
+                            plain_op_type(k.op_type),
                             key,
                             k.arithmetic_intensity,
                             k.flops / time_s if time_s > 0 else 0.0,
@@ -277,7 +283,7 @@ def time_data(analyses: Sequence[Analysis], validation: Validation | None = None
                 points.append(
                     PlanePoint(
                         layer=k.name,
-                        op_type=k.op_type,
+                        op_type=plain_op_type(k.op_type),
                         device=key,
                         x=memory * factor,
                         y=compute * factor,

@@ -181,7 +181,7 @@ def draw_roofline(data: PlaneData) -> Drawn:
             )
             continue
         ax.annotate(
-            f"{roof.level + ' ' if roof.level != DRAM else ''}ridge {roof.ridge_point:.3g}",
+            f"ridge {roof.ridge_point:.3g}" if roof.level == DRAM else roof.level,
             (roof.ridge_point, roof.peak_flops_s),
             xytext=(-3, 3),
             textcoords="offset points",
@@ -190,27 +190,22 @@ def draw_roofline(data: PlaneData) -> Drawn:
             ha="right",
         )
         bandwidth, peak = si(roof.bandwidth_bytes_s, "B/s"), si(roof.peak_flops_s, "FLOP/s")
-        name = f"{roof.device} {roof.level} {bandwidth}, {roof.precision} {peak}"
+        name = f"{roof.device} {roof.level} {bandwidth}, {roof.precision} {peak}, ridge {roof.ridge_point:.3g}"
         roof_handles.append(Line2D([], [], color=colour, linestyle=style, linewidth=width))
         roof_labels.append(name)
     marks, handles, labels = _scatter_layers(ax, data, devices)
     _join_pairs(ax, data.points, data)
-    for i, m in enumerate(data.models):
-        ax.scatter([m.x], [m.y], s=MODEL_MARKER_AREA, marker="*", color="gold", edgecolors="black", zorder=4)
-        ax.annotate(
-            f"model on {m.device}: {seconds(m.time_s)}",
-            (m.x, m.y),
-            xytext=(-10, -14 - 12 * i),  # one line per device, so that close stars' labels do not overprint
-            ha="right",
-            textcoords="offset points",
-            fontsize=8,
-            weight="bold",
+    # The whole model's star is edged in its device's roof colour; its time is in the legend, where a label
+    # beside the star would overprint the other devices' stars and the layers around them.
+    for m in data.models:
+        colour = _line_colour(devices[m.device])
+        ax.scatter(
+            [m.x], [m.y], s=MODEL_MARKER_AREA, marker="*", color="gold", edgecolors=colour, linewidths=1.5, zorder=4
         )
-    if data.models:
         roof_handles.append(
-            Line2D([], [], marker="*", linestyle="", color="gold", markeredgecolor="black", markersize=12)
+            Line2D([], [], marker="*", linestyle="", color="gold", markeredgecolor=colour, markersize=12)
         )
-        roof_labels.append("whole model (accumulated)")
+        roof_labels.append(f"whole model on {m.device}: {seconds(m.time_s)}")
     _label_top(ax, data)
     _finish(ax, data, roof_handles + handles, roof_labels + labels)
     return Drawn(figure, tuple(marks))
