@@ -299,7 +299,10 @@ def time_data(analyses: Sequence[Analysis], validation: Validation | None = None
     values = [v for p in points for v in (p.x, p.y)] + [o for _, o in boxes]
     low, high = log_limits(values)
     isocurves = []
-    for a in analyses:
+    # One device's isocurves: the measured one's where there is a measurement, else the first's (several sets of
+    # Ls one decade apart would be unreadable).
+    measured_keys = [a.device.key for a in analyses if _measured_for(a, validation) is not None]
+    for a in [a for a in analyses if a.device.key == (measured_keys or [analyses[0].device.key])[0]][:1]:
         overhead = a.device.launch_overhead.value if a.device.overlap == "serial" else 0.0
         # every decade inside the axes (the one at the lower limit would be a corner with no room for its L)
         isocurves += [Isocurve(a.device.key, t, t - overhead) for t in decades(low, high)[1:] if t - overhead > 0]

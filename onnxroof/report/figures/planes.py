@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +14,7 @@ from onnxroof.report.figures.style import (
     SECONDARY_DASHES,
     device_marker,
     marker_area,
+    marker_radius,
     op_colour,
     seconds,
     si,
@@ -24,8 +26,8 @@ if TYPE_CHECKING:
 # Roof colours per device (dark, so that the op types' colours stay the points').
 DEVICE_LINE_COLOURS: tuple[str, ...] = ("#222222", "#1a5e9a", "#8b1a1a", "#2e6b2e", "#6a3d9a")
 CACHE_DASH = (0, (1, 1.5))
-LABEL_NUDGES = 12  # how many steps a layer's name may move up to clear the names already placed
-LABEL_STEP = 9  # points per step
+# Vertical offsets (points) a layer's name tries in turn until it overprints no name already placed.
+LABEL_OFFSETS: tuple[float, ...] = (5, -14, 14, -23, 23, -32, 32, -41, 41, -50, 50, 59, 68, 77)
 FLOOR_MARKER = "X"  # a layer pinned to the lower-left corner: not where its numbers would put it
 
 
@@ -105,10 +107,14 @@ def _join_pairs(ax: Axes, points: Sequence[PlanePoint], data: PlaneData) -> None
 
 def _label_top(ax: Axes, data: PlaneData) -> None:
     """The slowest layers' names next to their predicted points (on the first device that has them); a name that
-    would overprint one already placed moves up in steps until it is clear."""
+    would overprint one already placed, or leave the axes, tries places further above and below the point."""
     figure = ax.get_figure()
+    # The layout (legend beside the axes) is settled first: the names are placed where they will be drawn.
+    figure.draw_without_rendering()  # type: ignore[union-attr]
     renderer = figure.canvas.get_renderer()  # type: ignore[union-attr]
-    placed: list[Any] = []
+    # Names keep clear of the texts already there (ridge values, region notes) and of the model's stars.
+    placed: list[Any] = [t.get_window_extent(renderer) for t in ax.texts]
+    placed += [_star_box(ax, m.x, m.y) for m in data.models]
     done: set[str] = set()
     for p in data.points:
         if p.layer not in data.labelled or p.layer in done or p.measured or p.on_floor:
@@ -125,12 +131,36 @@ def _label_top(ax: Axes, data: PlaneData) -> None:
             bbox={"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.7},
             arrowprops={"arrowstyle": "-", "color": "#999999", "linewidth": 0.5},
         )
-        for step in range(1, LABEL_NUDGES + 1):
-            box = text.get_window_extent(renderer)
-            if not any(box.overlaps(other) for other in placed):
+        text.set_in_layout(False)  # inside the axes: the settled layout stays as it is
+        inside = ax.get_window_extent(renderer)
+        for dy, dx in itertools.product(LABEL_OFFSETS, (6, -6)):  # right of the point, else left of it
+            text.set_position((dx, dy))
+            text.set_horizontalalignment("left" if dx > 0 else "right")
+            box = _text_box(text, renderer)
+            clear = not any(box.overlaps(other) for other in placed)
+            if clear and inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1):
                 break
-            text.set_position((6, 5 + LABEL_STEP * step))
-        placed.append(text.get_window_extent(renderer))
+        else:
+            text.set_position((6, LABEL_OFFSETS[0]))
+            text.set_horizontalalignment("left")
+        placed.append(_text_box(text, renderer))
+
+
+def _star_box(ax: Axes, x: float, y: float) -> Any:
+    """The display box a model's star covers."""
+    from matplotlib.transforms import Bbox
+
+    half = marker_radius(MODEL_MARKER_AREA) * ax.get_figure().dpi / 72.0  # type: ignore[union-attr]
+    cx, cy = ax.transData.transform((x, y))
+    return Bbox.from_extents(cx - half, cy - half, cx + half, cy + half)
+
+
+def _text_box(annotation: Any, renderer: Any) -> Any:
+    """The display box of an annotation's text alone (its leader line may cross other names)."""
+    from matplotlib.text import Text
+
+    annotation.update_positions(renderer)
+    return Text.get_window_extent(annotation, renderer)
 
 
 def _finish(ax: Axes, data: PlaneData, handles: list[Any], labels: list[str]) -> None:
@@ -206,8 +236,8 @@ def draw_roofline(data: PlaneData) -> Drawn:
             Line2D([], [], marker="*", linestyle="", color="gold", markeredgecolor=colour, markersize=12)
         )
         roof_labels.append(f"whole model on {m.device}: {seconds(m.time_s)}")
-    _label_top(ax, data)
     _finish(ax, data, roof_handles + handles, roof_labels + labels)
+    _label_top(ax, data)
     return Drawn(figure, tuple(marks))
 
 
@@ -251,8 +281,8 @@ def draw_time(data: PlaneData) -> Drawn:
     labels.append("runtime isocurves (time per layer)")
     marks, point_handles, point_labels = _scatter_layers(ax, data, devices)
     _join_pairs(ax, data.points, data)
-    _label_top(ax, data)
     _finish(ax, data, handles + point_handles, labels + point_labels)
+    _label_top(ax, data)
     return Drawn(figure, tuple(marks))
 
 
@@ -276,6 +306,6 @@ def draw_complexity(data: PlaneData) -> Drawn:
     ax.text(0.03, 0.95, "above a diagonal: compute-bound there", transform=ax.transAxes, fontsize=8, va="top")
     ax.text(0.97, 0.05, "below: memory-bound", transform=ax.transAxes, fontsize=8, ha="right")
     marks, point_handles, point_labels = _scatter_layers(ax, data, devices)
-    _label_top(ax, data)
     _finish(ax, data, handles + point_handles, labels + point_labels)
+    _label_top(ax, data)
     return Drawn(figure, tuple(marks))

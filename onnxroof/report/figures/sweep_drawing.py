@@ -37,16 +37,20 @@ def draw_sweep(data: SweepData) -> Drawn:
         ax.plot(
             xs, np.minimum(roof.peak_flops_s, xs * roof.bandwidth_bytes_s), color=colour, linestyle=style, linewidth=1.3
         )
+        # the ridge's value left of its tick, above the slanted roof where no point can be; the peak in the legend
+        ax.plot([roof.ridge_point], [roof.peak_flops_s], marker="|", color=colour, markersize=8)
         ax.annotate(
-            f"{roof.device} {roof.precision}: {si(roof.peak_flops_s, 'FLOP/s')}, ridge {roof.ridge_point:.3g}",
+            f"ridge {roof.ridge_point:.3g}",
             (roof.ridge_point, roof.peak_flops_s),
-            xytext=(4, 3),
+            xytext=(-3, 3),
             textcoords="offset points",
             fontsize=7,
             color=colour,
+            ha="right",
         )
         handles.append(Line2D([], [], color=colour, linestyle=style))
-        labels.append(f"roof {roof.device} {roof.precision}")
+        peak = si(roof.peak_flops_s, "FLOP/s")
+        labels.append(f"roof {roof.device} {roof.precision}: {peak}, ridge {roof.ridge_point:.3g} FLOP/B")
     for i, t in enumerate(data.trajectories):
         colour = PALETTE[1 + i % (len(PALETTE) - 1)]  # PALETTE[0]'s blue is too close to a roof's
         marker = device_marker(devices[t.device])
