@@ -12,7 +12,7 @@ from onnxroof.report.figures.bar_data import layers_data
 from onnxroof.report.figures.plane_data import DRAM, complexity_data, roofline_data, roofs_of, time_data
 from onnxroof.report.figures.sweep_data import sweep_data
 from onnxroof.whatif.sweep import Sweep, SweepRow
-from tests.helpers import calibrated_host
+from tests.helpers import CONV, calibrated_host
 from tests.report.figure_models import (
     MATMUL_BYTES,
     MATMUL_FLOPS,
@@ -172,3 +172,21 @@ def test_a_sweep_becomes_trajectories_along_its_varied_axis_under_its_devices_ro
     assert set(roofs) == {"fp32", "fp16"}
     assert roofs["fp32"].ridge_point == pytest.approx(15.7e12 / 900e9)
     assert roofs["fp16"].ridge_point == pytest.approx(125e12 / 900e9)  # V100's tensor cores: 125 TFLOP/s fp16
+
+
+def test_op_types_of_an_engine_graph_are_matched_without_their_domain(conv_bn_relu, v100):
+    """On a calibrated host the engine's graph is analyzed: one NCHWc Conv carrying the BatchNormalization and Relu
+    fused into it, plus layout reorders. Its Conv time is listed as Conv's, and the fused ops get none."""
+    host = analyze(str(conv_bn_relu), calibrated_host({"conv": CONV}))
+    exported = analyze(str(conv_bn_relu), "v100-sxm2")
+    data = layers_data([exported, host])
+    shares = {s.op_type: s for s in data.op_types}
+    assert {"Conv", "BatchNormalization", "Relu"} <= set(shares)
+    host_conv = sum(o.predicted_time_s for o in host.by_op_type if o.op_type.endswith("::Conv") or o.op_type == "Conv")
+    assert host_conv > 0 and shares["Conv"].time_s[1] == pytest.approx(host_conv)
+    assert shares["BatchNormalization"].time_s[1] == 0.0 and shares["BatchNormalization"].time_s[0] > 0
+    # every op type of either graph is listed: each analysis' times add up to its own total
+    for index, analysis in enumerate((exported, host)):
+        assert sum(s.time_s[index] for s in data.op_types) == pytest.approx(
+            sum(o.predicted_time_s for o in analysis.by_op_type)
+        )

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from onnxroof.predict.analysis import Analysis
-from onnxroof.report.figures.plane_data import title_of
+from onnxroof.report.figures.plane_data import plain_op_type, title_of
 
 
 @dataclass(frozen=True)
@@ -49,9 +49,27 @@ class LayersData:
     devices: tuple[str, ...]
 
 
+def _by_plain_op_type(analysis: Analysis) -> dict[str, tuple[int, float, float, float]]:
+    """(count, FLOPs, bytes, predicted time) per op type without its domain: an engine's NCHWc Conv is a Conv
+    (on a calibrated host the engine's graph is analyzed, where a Conv carries the BatchNormalization and Relu
+    fused into it)."""
+    out: dict[str, tuple[int, float, float, float]] = {}
+    for o in analysis.by_op_type:
+        name = plain_op_type(o.op_type)
+        count, flops, moved, time_s = out.get(name, (0, 0.0, 0.0, 0.0))
+        out[name] = (
+            count + o.count,
+            flops + o.flops,
+            moved + o.bytes_read + o.bytes_written,
+            time_s + o.predicted_time_s,
+        )
+    return out
+
+
 def layers_data(analyses: Sequence[Analysis]) -> LayersData:
     """Bars of every layer of the first analysis (costs do not depend on the device), a ridge line per analysis,
-    and the op types' totals with each analysis' predicted time."""
+    and per op type the first analysis' FLOPs and bytes and each analysis' predicted time (an op type that one
+    analysis' graph lacks, as a fused engine graph lacks BatchNormalization, has no time there)."""
     first = analyses[0]
     bars = tuple(LayerBar(n.name, n.op_type, n.cost.arithmetic_intensity) for n in first.nodes)
     ridges = tuple(
@@ -59,13 +77,12 @@ def layers_data(analyses: Sequence[Analysis]) -> LayersData:
         for a in analyses
         for peak, used in [a.device.peak(a.totals.prediction.precision)]
     )
-    times = [{o.op_type: o.predicted_time_s for o in a.by_op_type} for a in analyses]
-    shares = [
-        OpTypeShare(
-            o.op_type, o.count, o.flops, o.bytes_read + o.bytes_written, tuple(t.get(o.op_type, 0.0) for t in times)
-        )
-        for o in first.by_op_type
-    ]
+    per_analysis = [_by_plain_op_type(a) for a in analyses]
+    shares = []
+    for name in dict.fromkeys(name for totals in per_analysis for name in totals):
+        count, flops, moved, _ = per_analysis[0].get(name, (0, 0.0, 0.0, 0.0))
+        times = tuple(totals.get(name, (0, 0.0, 0.0, 0.0))[3] for totals in per_analysis)
+        shares.append(OpTypeShare(name, count, flops, moved, times))
     shares.sort(key=lambda s: (-s.time_s[0], s.op_type))
     return LayersData(
         title=title_of(analyses, "Layers"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from onnxroof.report.figures.bar_data import LayersData
-from onnxroof.report.figures.drawing import Drawn, new_figure
+from onnxroof.report.figures.drawing import Drawn, new_figure, wrapped_title
 from onnxroof.report.figures.style import FLOOR_COLOUR, op_colour
 
 RIDGE_COLOURS: tuple[str, ...] = ("#222222", "#1a5e9a", "#8b1a1a", "#2e6b2e", "#6a3d9a")
@@ -55,7 +55,9 @@ def draw_layers(data: LayersData) -> Drawn:
         ax.set_xlabel("layer (graph order)")
     else:
         ax.set_xlabel(f"layer index (graph order, {len(data.bars)} layers)")
-    ax.set_title(data.title + ": below a ridge line, a layer is memory-bound on that device", fontsize=10)
+    ax.set_title(
+        wrapped_title(data.title) + "\n(below a ridge line, a layer is memory-bound on that device)", fontsize=10
+    )
     ax.grid(True, axis="y", color="#dddddd", linewidth=0.6)
     ax.set_axisbelow(True)
 

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from onnxroof.report.figures.plane_data import PlanePoint
 
 
+TITLE_WIDTH = 70  # characters
+
+
 @dataclass(frozen=True)
 class Mark:
     """One drawn layer point: the axes it is on, its data coordinates as drawn (a floor point at the axes' lower
@@ -54,6 +57,14 @@ def hover_text(point: PlanePoint) -> str:
     if point.measured_time_s is not None:
         lines.append(f"measured {seconds(point.measured_time_s)}")
     return "\n".join(lines)
+
+
+def wrapped_title(title: str) -> str:
+    """A figure's title with its devices on a second line when it is longer than TITLE_WIDTH characters."""
+    if len(title) > TITLE_WIDTH and " on " in title:
+        head, _, tail = title.partition(" on ")
+        return f"{head}\non {tail}"
+    return title
 
 
 def log_axes(

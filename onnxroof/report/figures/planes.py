@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from onnxroof.report.figures.drawing import Drawn, Mark, hover_text, log_axes, new_figure
+from onnxroof.report.figures.drawing import Drawn, Mark, hover_text, log_axes, new_figure, wrapped_title
 from onnxroof.report.figures.plane_data import DRAM, PlaneData, PlanePoint
 from onnxroof.report.figures.style import (
     FLOOR_COLOUR,
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 # Roof colours per device (dark, so that the op types' colours stay the points').
 DEVICE_LINE_COLOURS: tuple[str, ...] = ("#222222", "#1a5e9a", "#8b1a1a", "#2e6b2e", "#6a3d9a")
 CACHE_DASH = (0, (1, 1.5))
+RIDGE_MERGE = 1.3  # cache ridges closer than this factor share one label
+LEGEND_WIDTH = 48  # characters per legend line
 # Vertical offsets (points) a layer's name tries in turn until it overprints no name already placed.
 LABEL_OFFSETS: tuple[float, ...] = (5, -14, 14, -23, 23, -32, 32, -41, 41, -50, 50, 59, 68, 77)
 FLOOR_MARKER = "X"  # a layer pinned to the lower-left corner: not where its numbers would put it
@@ -163,9 +166,35 @@ def _text_box(annotation: Any, renderer: Any) -> Any:
     return Text.get_window_extent(annotation, renderer)
 
 
+def _name_cache_ridges(ax: Axes, data: PlaneData, devices: dict[str, int]) -> None:
+    """Each cache level's name under its ridge tick; levels whose ridges lie within a factor RIDGE_MERGE of each
+    other share one label ("L1d, L2"), which would otherwise overprint."""
+    caches = sorted((r for r in data.roofs if r.level != DRAM), key=lambda r: (r.device, r.ridge_point))
+    groups: list[list[Any]] = []
+    for roof in caches:
+        last = groups[-1][-1] if groups else None
+        if last is not None and last.device == roof.device and roof.ridge_point <= last.ridge_point * RIDGE_MERGE:
+            groups[-1].append(roof)
+        else:
+            groups.append([roof])
+    for group in groups:
+        first = group[0]
+        ax.annotate(
+            ", ".join(r.level for r in group),
+            (first.ridge_point, first.peak_flops_s),
+            xytext=(3, -10),
+            textcoords="offset points",
+            fontsize=6.5,
+            color=_line_colour(devices[first.device]),
+        )
+
+
 def _finish(ax: Axes, data: PlaneData, handles: list[Any], labels: list[str]) -> None:
-    ax.set_title(data.title, fontsize=10)
-    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    """The title (the devices on a line of their own when long) and the legend beside the axes, each entry
+    wrapped so that a long device name does not squeeze the plot."""
+    ax.set_title(wrapped_title(data.title), fontsize=10)
+    wrapped = [textwrap.fill(label, LEGEND_WIDTH, subsequent_indent="  ") for label in labels]
+    ax.legend(handles, wrapped, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
 
 def draw_roofline(data: PlaneData) -> Drawn:
@@ -210,19 +239,21 @@ def draw_roofline(data: PlaneData) -> Drawn:
                 f"{roof.device} {roof.precision} {si(roof.peak_flops_s, 'FLOP/s')}, ridge {roof.ridge_point:.3g}"
             )
             continue
-        ax.annotate(
-            f"ridge {roof.ridge_point:.3g}" if roof.level == DRAM else roof.level,
-            (roof.ridge_point, roof.peak_flops_s),
-            xytext=(-3, 3),
-            textcoords="offset points",
-            fontsize=6.5 if roof.level != DRAM else 7,
-            color=colour,
-            ha="right",
-        )
+        if roof.level == DRAM:
+            ax.annotate(
+                f"ridge {roof.ridge_point:.3g}",
+                (roof.ridge_point, roof.peak_flops_s),
+                xytext=(-3, 3),
+                textcoords="offset points",
+                fontsize=7,
+                color=colour,
+                ha="right",
+            )
         bandwidth, peak = si(roof.bandwidth_bytes_s, "B/s"), si(roof.peak_flops_s, "FLOP/s")
         name = f"{roof.device} {roof.level} {bandwidth}, {roof.precision} {peak}, ridge {roof.ridge_point:.3g}"
         roof_handles.append(Line2D([], [], color=colour, linestyle=style, linewidth=width))
         roof_labels.append(name)
+    _name_cache_ridges(ax, data, devices)
     marks, handles, labels = _scatter_layers(ax, data, devices)
     _join_pairs(ax, data.points, data)
     # The whole model's star is edged in its device's roof colour; its time is in the legend, where a label

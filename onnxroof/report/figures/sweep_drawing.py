@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from onnxroof.report.figures.drawing import Drawn, log_axes, new_figure
+from onnxroof.report.figures.drawing import Drawn, log_axes, new_figure, wrapped_title
 from onnxroof.report.figures.style import PALETTE, SECONDARY_DASHES, device_marker, si
 from onnxroof.report.figures.sweep_data import SweepData
 
@@ -65,7 +65,7 @@ def draw_sweep(data: SweepData) -> Drawn:
             )
         handles.append(Line2D([], [], color=colour, marker=marker))
         labels.append(f"{t.device}" + (f", {t.name}" if t.name else ""))
-    ax.set_title(data.title, fontsize=10)
+    ax.set_title(wrapped_title(data.title), fontsize=10)
     axis = {"batch": "batch", "input_size": "input size", "precision": "precision"}[data.axis]
     ax.legend(
         handles,
