@@ -18,6 +18,7 @@ def draw_layers(data: LayersData) -> Drawn:
     """Top: one bar per layer (log scale; a layer of zero intensity drawn as a grey tick at the floor) and a
     ridge line per device. Bottom: three panels of per-op-type shares of FLOPs, bytes and predicted time."""
     from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     figure = new_figure((11.0, 8.0))
     grid = figure.add_gridspec(2, 3, height_ratios=(1.3, 1.0))
@@ -82,14 +83,12 @@ def draw_layers(data: LayersData) -> Drawn:
             percent = [100.0 * v / total if total else 0.0 for v in values]
             offsets = [i - 0.4 + height * (d + 0.5) for i in range(len(names))]
             panel.barh(offsets, percent, height=height, color=colours_by_op, alpha=1.0 - 0.35 * d, edgecolor="white")
-            if count > 1:
-                for y, v in zip(offsets, percent):
-                    panel.text(v, y, f" {data.devices[d]}", fontsize=5.5, va="center")
         panel.set_yticks(range(len(names)), names if column == 0 else [""] * len(names), fontsize=7)
         panel.invert_yaxis()
         panel.set_xlabel(title, fontsize=8)
-        if count > 1:  # room for the device names written after the bars
-            panel.set_xlim(0, panel.get_xlim()[1] * 1.45)
+        if count > 1:  # which shade is which device; the op types that take least time, at the bottom, leave room
+            shades = [Patch(facecolor="#555555", alpha=1.0 - 0.35 * d) for d in range(count)]
+            panel.legend(shades, list(data.devices), loc="lower right", fontsize=6.5, frameon=True)
         panel.tick_params(axis="x", labelsize=7)
         panel.grid(True, axis="x", color="#dddddd", linewidth=0.6)
         panel.set_axisbelow(True)
