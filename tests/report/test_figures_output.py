@@ -120,3 +120,10 @@ def test_embed_of_a_figure_without_layer_points_carries_only_its_svg(inputs: Fig
     assert embedded.kind == "layers" and embedded.points == ()
     assert ET.fromstring(embedded.svg).tag == SVG + "svg"
     assert "mm" in embedded.title
+
+
+def test_embed_titles_the_figure_on_one_line_whatever_the_drawing_wraps(inputs: FigureInputs):
+    embedded = embed("roofline", inputs)
+    assert embedded.title == "Roofline of mm on v100-sxm2 (fp32), t4 (fp32)"
+    assert {p.layer for p in embedded.points} == {"matmul", "relu", "reshape"}
+    assert len(embedded.points) == 6  # each layer on each of the two devices

@@ -92,4 +92,4 @@ def draw_layers(data: LayersData) -> Drawn:
         panel.tick_params(axis="x", labelsize=7)
         panel.grid(True, axis="x", color="#dddddd", linewidth=0.6)
         panel.set_axisbelow(True)
-    return Drawn(figure)
+    return Drawn(figure, data.title)

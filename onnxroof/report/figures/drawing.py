@@ -33,7 +33,10 @@ class Mark:
 
 @dataclass(frozen=True)
 class Drawn:
+    """A drawn figure, its title as one line (the figure may wrap it), and its layer points."""
+
     figure: Figure
+    title: str
     marks: tuple[Mark, ...] = ()
 
 

@@ -58,5 +58,4 @@ def embed(kind: str, inputs: FigureInputs) -> EmbeddedFigure:
             points.append(
                 PlacedPoint(mark.layer, px / dpi * 72.0, height - py / dpi * 72.0, marker_radius(mark.area), mark.text)
             )
-    title = figure.axes[0].get_title() if figure.axes else kind
-    return EmbeddedFigure(kind, title, svg, tuple(points))
+    return EmbeddedFigure(kind, result.title, svg, tuple(points))

@@ -269,7 +269,7 @@ def draw_roofline(data: PlaneData) -> Drawn:
         roof_labels.append(f"whole model on {m.device}: {seconds(m.time_s)}")
     _finish(ax, data, roof_handles + handles, roof_labels + labels)
     _label_top(ax, data)
-    return Drawn(figure, tuple(marks))
+    return Drawn(figure, data.title, tuple(marks))
 
 
 def draw_time(data: PlaneData) -> Drawn:
@@ -314,7 +314,7 @@ def draw_time(data: PlaneData) -> Drawn:
     _join_pairs(ax, data.points, data)
     _finish(ax, data, handles + point_handles, labels + point_labels)
     _label_top(ax, data)
-    return Drawn(figure, tuple(marks))
+    return Drawn(figure, data.title, tuple(marks))
 
 
 def draw_complexity(data: PlaneData) -> Drawn:
@@ -339,4 +339,4 @@ def draw_complexity(data: PlaneData) -> Drawn:
     marks, point_handles, point_labels = _scatter_layers(ax, data, devices)
     _finish(ax, data, handles + point_handles, labels + point_labels)
     _label_top(ax, data)
-    return Drawn(figure, tuple(marks))
+    return Drawn(figure, data.title, tuple(marks))

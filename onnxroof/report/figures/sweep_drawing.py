@@ -77,4 +77,4 @@ def draw_sweep(data: SweepData) -> Drawn:
         title=f"points named by {axis}",
         title_fontsize=8,
     )
-    return Drawn(figure)
+    return Drawn(figure, data.title)
