@@ -8,40 +8,64 @@ from __future__ import annotations
 import hashlib
 import math
 
-# A qualitative palette (Tableau 10, then its lighter half): distinguishable on screen and in print.
+# A qualitative palette (Tableau 20: ten hues, each dark then light), distinguishable on screen and in print.
 PALETTE: tuple[str, ...] = (
     "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
     "#aec7e8",
+    "#ff7f0e",
     "#ffbb78",
+    "#2ca02c",
     "#98df8a",
+    "#d62728",
     "#ff9896",
+    "#9467bd",
     "#c5b0d5",
+    "#8c564b",
     "#c49c94",
+    "#e377c2",
+    "#f7b6d2",
+    "#7f7f7f",
+    "#c7c7c7",
+    "#bcbd22",
+    "#dbdb8d",
+    "#17becf",
+    "#9edae5",
 )
 
-# The op types most models spend their time in keep one colour each, the same in every figure and report.
+# The op types most models spend their time in keep one distinct colour each, the same in every figure and report;
+# any other op type gets one of the palette's colours by a stable hash of its name.
 FIXED_COLOURS: dict[str, str] = {
-    "Conv": PALETTE[0],
-    "MatMul": PALETTE[1],
-    "Gemm": PALETTE[2],
-    "Relu": PALETTE[3],
-    "Add": PALETTE[4],
-    "BatchNormalization": PALETTE[5],
-    "MaxPool": PALETTE[6],
-    "GlobalAveragePool": PALETTE[7],
-    "Softmax": PALETTE[8],
-    "Mul": PALETTE[9],
+    "Conv": "#1f77b4",
+    "MatMul": "#ff7f0e",
+    "Gemm": "#2ca02c",
+    "Relu": "#d62728",
+    "Add": "#9467bd",
+    "BatchNormalization": "#8c564b",
+    "MaxPool": "#e377c2",
+    "GlobalAveragePool": "#7f7f7f",
+    "Softmax": "#bcbd22",
+    "Mul": "#17becf",
+    "LayerNormalization": "#aec7e8",
+    "Clip": "#ffbb78",
+    "Concat": "#98df8a",
+    "Transpose": "#ff9896",
+    "Reshape": "#c5b0d5",
+    "Div": "#c49c94",
+    "Erf": "#f7b6d2",
+    "Gather": "#c7c7c7",
+    "Sigmoid": "#dbdb8d",
+    "Resize": "#9edae5",
+    "AveragePool": "#393b79",
+    "Sub": "#637939",
+    "Split": "#8c6d31",
+    "Slice": "#843c39",
+    "Flatten": "#7b4173",
+    "Tanh": "#5254a3",
+    "ReduceMean": "#8ca252",
+    "Pow": "#bd9e39",
+    "Sqrt": "#ad494a",
+    "Cast": "#a55194",
 }
-
 # Marker shapes per device, in the order the devices are given: several devices share one figure.
 DEVICE_MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X", "*")
 # Line styles per precision roof other than the analysis' own (solid).
