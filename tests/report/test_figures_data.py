@@ -190,3 +190,24 @@ def test_op_types_of_an_engine_graph_are_matched_without_their_domain(conv_bn_re
         assert sum(s.time_s[index] for s in data.op_types) == pytest.approx(
             sum(o.predicted_time_s for o in analysis.by_op_type)
         )
+
+
+def test_a_validation_brings_its_own_analysis_and_each_kernels_measured_point(conv_bn_relu):
+    """The validation's analysis joins the figure even when not passed among the analyses; each kernel has its
+    predicted point (FLOPs / predicted time) and its measured one (FLOPs / measured time) at its intensity."""
+    from onnxroof.ort.validate import validate
+
+    validation = validate(str(conv_bn_relu), calibrated_host({"conv": CONV}), repeat=3, runs=3, spread_s=0.0)
+    data = roofline_data([analyze(str(conv_bn_relu), "v100-sxm2")], validation)
+    assert {r.device for r in data.roofs} == {"v100-sxm2", "test-host"}
+    host = [p for p in data.points if p.device == "test-host"]
+    assert len(host) == 2 * len(validation.kernels)
+    for kernel in validation.kernels:
+        predicted, measured = (
+            next(p for p in host if p.layer == kernel.name and p.measured is flag) for flag in (False, True)
+        )
+        assert predicted.x == measured.x == pytest.approx(kernel.arithmetic_intensity)
+        if kernel.flops:
+            assert predicted.y == pytest.approx(kernel.flops / kernel.predicted_time_s)
+            assert measured.y == pytest.approx(kernel.flops / kernel.measured_time_s)
+    assert [m.device for m in data.models] == ["v100-sxm2", "test-host"]

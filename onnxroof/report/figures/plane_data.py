@@ -181,6 +181,15 @@ def _measured_for(analysis: Analysis, validation: Validation | None) -> Validati
     return None
 
 
+def with_validated(analyses: Sequence[Analysis], validation: Validation | None) -> list[Analysis]:
+    """``analyses`` with the validation's own analysis appended when none of them is it (its device's points are
+    the measured kernels')."""
+    out = list(analyses)
+    if validation is not None and not any(_measured_for(a, validation) is not None for a in out):
+        out.append(validation.analysis)
+    return out
+
+
 def top_layers(points: Sequence[PlanePoint], count: int) -> tuple[str, ...]:
     """The names of the ``count`` predicted points that take the longest (ties by name), for labelling."""
     ranked = sorted((p for p in points if not p.measured), key=lambda p: (-p.time_s, p.layer))
@@ -193,6 +202,7 @@ def roofline_data(analyses: Sequence[Analysis], validation: Validation | None = 
     several: each at its analysis' precision, so that the figure stays readable); with a validation, each
     measured kernel's point (FLOPs/measured time) beside its predicted one (FLOPs/predicted time) at the kernel's
     intensity."""
+    analyses = with_validated(analyses, validation)
     points: list[PlanePoint] = []
     roofs: list[RoofLine] = []
     models: list[ModelPoint] = []
@@ -260,6 +270,7 @@ def time_data(analyses: Sequence[Analysis], validation: Validation | None = None
     """Paper 001's time-based roofline: each layer at (memory time, compute time) on a device, the launch-overhead
     box, and runtime isocurves at every decade of the axes; with a validation, each measured kernel's open point
     beside its predicted one, on the same intensity diagonal, scaled by measured / predicted time."""
+    analyses = with_validated(analyses, validation)
     points: list[PlanePoint] = []
     boxes: list[tuple[str, float]] = []
     for a in analyses:
