@@ -113,6 +113,9 @@ class PlaneData:
     isocurves: tuple[Isocurve, ...] = ()
     overhead_boxes: tuple[tuple[str, float], ...] = ()  # (device, launch overhead in s) on the time plane
     balances: tuple[BalanceLine, ...] = ()
+    # (device, bytes, FLOPs) on the complexity plane: a kernel inside moves fewer bytes than the bandwidth moves in
+    # one launch overhead and does fewer FLOPs than the peak does in it, so its launch dominates (paper 001)
+    launch_boxes: tuple[tuple[str, float, float], ...] = ()
 
     @property
     def floor(self) -> tuple[float, float]:
@@ -333,7 +336,8 @@ def time_data(analyses: Sequence[Analysis], validation: Validation | None = None
 
 def complexity_data(analyses: Sequence[Analysis], top: int = 5) -> PlaneData:
     """Paper 001 Fig. 2(b): each layer at (bytes moved, FLOPs) -- the same for every device, so drawn once from
-    the first analysis -- and each device's machine-balance diagonal, FLOPs = (peak / bandwidth) x bytes."""
+    the first analysis -- each device's machine-balance diagonal, FLOPs = (peak / bandwidth) x bytes, and its
+    launch-overhead box: bytes below bandwidth x overhead and FLOPs below peak x overhead."""
     first = analyses[0]
     total = layer_time_sum(first)
     points = [
@@ -345,8 +349,17 @@ def complexity_data(analyses: Sequence[Analysis], top: int = 5) -> PlaneData:
         for a in analyses
         for peak, used in [a.device.peak(a.totals.prediction.precision)]
     ]
-    xs = [p.x for p in points]
-    ys = [p.y for p in points]
+    boxes = [
+        (
+            a.device.key,
+            a.device.memory_bandwidth.value * launch,
+            a.device.peak(a.totals.prediction.precision)[0] * launch,
+        )
+        for a in analyses
+        for launch in [a.device.launch_overhead.value]
+    ]
+    xs = [p.x for p in points] + [b for _, b, _ in boxes]
+    ys = [p.y for p in points] + [f for _, _, f in boxes]
     return PlaneData(
         kind="complexity",
         title=title_of(analyses, "Computational vs bandwidth complexity"),
@@ -357,4 +370,5 @@ def complexity_data(analyses: Sequence[Analysis], top: int = 5) -> PlaneData:
         points=tuple(points),
         labelled=top_layers(points, top),
         balances=tuple(balances),
+        launch_boxes=tuple(boxes),
     )

@@ -318,9 +318,10 @@ def draw_time(data: PlaneData) -> Drawn:
 
 
 def draw_complexity(data: PlaneData) -> Drawn:
-    """FLOPs against bytes per layer (log-log) and each device's machine-balance diagonal."""
+    """FLOPs against bytes per layer (log-log), each device's machine-balance diagonal and launch-overhead box."""
     import numpy as np
     from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
 
     figure = new_figure()
     ax = figure.add_subplot()
@@ -334,6 +335,13 @@ def draw_complexity(data: PlaneData) -> Drawn:
         ax.plot(xs, xs * b.balance, color=colour, linewidth=1.4, zorder=1)
         handles.append(Line2D([], [], color=colour))
         labels.append(f"machine balance {b.device} {b.precision}:\nFLOPs = {b.balance:.3g} x bytes")
+    for key, moved, flops in data.launch_boxes:
+        colour = _line_colour(devices[key])
+        low_x, low_y = data.x_limits[0], data.y_limits[0]
+        ax.add_patch(
+            Rectangle((low_x, low_y), moved - low_x, flops - low_y, facecolor=colour, alpha=0.08, edgecolor=colour)
+        )
+        ax.text(low_x * 1.3, flops / 1.5, f"launch-bound ({key})", fontsize=7, color=colour, va="top")
     ax.text(0.03, 0.95, "above a diagonal: compute-bound there", transform=ax.transAxes, fontsize=8, va="top")
     ax.text(0.97, 0.05, "below: memory-bound", transform=ax.transAxes, fontsize=8, ha="right")
     marks, point_handles, point_labels = _scatter_layers(ax, data, devices)
