@@ -288,8 +288,12 @@ def draw_time(data: PlaneData) -> Drawn:
     ax.text(0.97, 0.03, "below: memory-bound", transform=ax.transAxes, fontsize=8, ha="right", color="#444444")
     handles: list[Any] = [Line2D([], [], color="#444444")]
     labels: list[str] = ["compute time = memory time"]
+    # Devices with the same launch overhead share one box and one label (which would otherwise overprint).
+    by_overhead: dict[float, list[str]] = {}
     for key, overhead in data.overhead_boxes:
-        colour = _line_colour(devices[key])
+        by_overhead.setdefault(overhead, []).append(key)
+    for overhead, keys in by_overhead.items():
+        colour = _line_colour(devices[keys[0]])
         ax.add_patch(
             Rectangle(
                 (low, low), overhead - low, overhead - low, facecolor=colour, alpha=0.08, edgecolor=colour, zorder=0
@@ -298,7 +302,7 @@ def draw_time(data: PlaneData) -> Drawn:
         ax.text(
             low * 1.3,
             overhead / 1.5,
-            f"launch overhead\n{seconds(overhead)} ({key})",
+            f"launch overhead\n{seconds(overhead)} ({', '.join(keys)})",
             fontsize=7,
             color=colour,
             va="top",
@@ -309,7 +313,8 @@ def draw_time(data: PlaneData) -> Drawn:
         ax.plot([low, c, c], [c, c, low], color=colour, linestyle=":", linewidth=0.8, zorder=1)
         ax.text(c, c, f" {seconds(curve.time_s)}", fontsize=7, color=colour, va="bottom", ha="left", clip_on=True)
     handles.append(Line2D([], [], color="#777777", linestyle=":"))
-    labels.append("runtime isocurves (time per layer)")
+    on = f" on {data.isocurves[0].device}" if data.isocurves else ""
+    labels.append(f"runtime isocurves{on} (time per layer)")
     marks, point_handles, point_labels = _scatter_layers(ax, data, devices)
     _join_pairs(ax, data.points, data)
     _finish(ax, data, handles + point_handles, labels + point_labels)
