@@ -9,6 +9,7 @@ Commands:
   annotate MODEL  a copy of the model with each node's FLOPs, bytes, bound and predicted time (Netron)
   compare A B     two models side by side: predicted per device, measured here
   sweep MODEL     every combination of batch, input size, precision and device
+  plot MODEL      draw a figure: roofline, time-based roofline, complexity, layers or sweep (PNG, SVG, PDF)
   explore MODEL   the rewrites that apply, ranked by predicted speedup on a device
   fit MODEL       deploy-time check: memory and latency budgets, largest batch, best device (exit 1 on a miss)
   devices         the device catalog (peak FLOP/s per precision, bandwidth, launch overhead)
@@ -36,6 +37,7 @@ from onnxroof.cli import (
     fit,
     measure,
     ops,
+    plot,
     rewrite,
     sweep,
     validate,
@@ -52,6 +54,7 @@ COMMANDS: dict[str, ModuleType] = {
     "annotate": annotate,
     "compare": compare,
     "sweep": sweep,
+    "plot": plot,
     "explore": explore,
     "fit": fit,
     "devices": devices,

@@ -24,20 +24,44 @@ examples:
 """
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
+def add_sweep_axes(parser: argparse.ArgumentParser) -> None:
+    """The axes a sweep varies: --batch, --input-size, -p/--precision and --rewrite, each a comma-separated list
+    (read back with batches, input_sizes, precisions and rewrites)."""
     parser.add_argument("--batch", default=None, metavar="B1,B2", help="batch sizes (default: the model's)")
     parser.add_argument("--input-size", default=None, metavar="HxW,...", help="image sizes (default: the model's)")
     parser.add_argument("-p", "--precision", default=None, metavar="P1,P2", help="what-if precisions: fp64 ... int8")
     parser.add_argument(
         "--rewrite", default=None, metavar="R1,R2", help="graph conversions: fp16, int8-dynamic, int8-static"
     )
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
+    add_sweep_axes(parser)
     parser.add_argument(
         "-d", "--device", action="append", default=None, metavar="D", help="devices, repeatable or comma-separated"
     )
     parser.add_argument("--threads", type=int, default=1, metavar="N", help="--device host: calibration threads")
     parser.add_argument("-f", "--format", default="table", choices=("table", "json", "csv"), help="output format")
     parser.add_argument("-o", "--output", default=None, metavar="FILE", help="write the report to FILE")
+
+
+def batches(args: argparse.Namespace) -> list[int]:
+    """The --batch values: positive integers (a UserError for anything else)."""
+    return _ints(args.batch, "--batch")
+
+
+def input_sizes(args: argparse.Namespace) -> list[tuple[int, int]]:
+    """The --input-size values as (height, width): HxW, or H alone for a square."""
+    return _sizes(args.input_size)
+
+
+def precisions(args: argparse.Namespace) -> list[str]:
+    return split_list([args.precision] if args.precision else None)
+
+
+def rewrites(args: argparse.Namespace) -> list[str]:
+    return split_list([args.rewrite] if args.rewrite else None)
 
 
 def _ints(text: str | None, option: str) -> list[int]:
@@ -69,10 +93,10 @@ def run(args: argparse.Namespace) -> int:
         result = sweep(
             args.model,
             split_list(args.device) or [DEFAULT_DEVICE],
-            batches=_ints(args.batch, "--batch"),
-            sizes=_sizes(args.input_size),
-            precisions=split_list([args.precision] if args.precision else None),
-            rewrites=split_list([args.rewrite] if args.rewrite else None),
+            batches=batches(args),
+            sizes=input_sizes(args),
+            precisions=precisions(args),
+            rewrites=rewrites(args),
             threads=args.threads,
             progress=progress,
         )
