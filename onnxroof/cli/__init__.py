@@ -10,6 +10,7 @@ Commands:
   compare A B     two models side by side: predicted per device, measured here
   sweep MODEL     every combination of batch, input size, precision and device
   plot MODEL      draw a figure: roofline, time-based roofline, complexity, layers or sweep (PNG, SVG, PDF)
+  report MODEL    one offline HTML page: summary, devices, every figure, the sortable per-layer table
   explore MODEL   the rewrites that apply, ranked by predicted speedup on a device
   fit MODEL       deploy-time check: memory and latency budgets, largest batch, best device (exit 1 on a miss)
   devices         the device catalog (peak FLOP/s per precision, bandwidth, launch overhead)
@@ -38,6 +39,7 @@ from onnxroof.cli import (
     measure,
     ops,
     plot,
+    report,
     rewrite,
     sweep,
     validate,
@@ -55,6 +57,7 @@ COMMANDS: dict[str, ModuleType] = {
     "compare": compare,
     "sweep": sweep,
     "plot": plot,
+    "report": report,
     "explore": explore,
     "fit": fit,
     "devices": devices,

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import warnings
-from typing import Any
 
 from onnxroof.cli import sweep as sweep_command
-from onnxroof.cli.common import Progress, add_shape_options, check_output, dims, split_list, warn
+from onnxroof.cli.common import Progress, add_shape_options, check_output, warn
 from onnxroof.errors import UserError
 from onnxroof.report.figures.output import FORMATS
 from onnxroof.report.figures.registry import DESCRIPTIONS, KINDS
@@ -88,92 +87,22 @@ def _refuse_nonsense(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from onnxroof.api import DEFAULT_DEVICE
+    from onnxroof.cli.inputs import analyzed, swept, warnings_of
 
     _refuse_nonsense(args)
     check_output(args.output, args.force, tuple(FORMATS))
-    devices = split_list(args.device) or [DEFAULT_DEVICE]
-    if args.measure:
-        devices = [d for d in devices if d != "host"]  # the measured host is added below, with its validation
     progress = Progress("plotting", unit="analyses" if args.kind == "sweep" else "nodes")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # an analysis' warnings are printed once, below
-            figure, notes = (
-                _sweep_figure(args, devices, progress) if args.kind == "sweep" else _figure(args, devices, progress)
-            )
+            inputs = swept(args, progress) if args.kind == "sweep" else analyzed(args, progress)
         progress.stage("drawing")
-        from onnxroof.report.figures import save
+        from onnxroof.report.figures import draw, save
 
-        save(figure, args.output)
+        save(draw(args.kind, inputs), args.output)
     finally:
         progress.close()
-    for message in notes:
+    for message in warnings_of(inputs):
         warn(message)
     print(f"wrote the {args.kind} figure to {args.output}")
     return 0
-
-
-def _figure(args: argparse.Namespace, devices: list[str], progress: Progress) -> tuple[Any, list[str]]:
-    """The figure of an analysis kind: one analysis per device and precision, and with --measure the validation."""
-    from onnxroof.api import analyze, get_device
-    from onnxroof.report.figures import FigureInputs, draw
-
-    shape_dims = dims(args)
-    targets = [get_device(d, args.threads, "cpu", progress) for d in devices]  # a bad name refused before work
-    analyses = []
-    wanted: list[str | None] = [*sweep_command.precisions(args)] or [None]  # None: the tensors' own dtypes
-    for device in targets:
-        for precision in wanted:
-            progress.stage(f"analyzing on {device.key}")
-            analyses.append(
-                analyze(
-                    args.model,
-                    device=device,
-                    inputs=dict(args.input),
-                    dims=shape_dims,
-                    precision=precision,
-                    progress=progress,
-                    threads=args.threads,
-                )
-            )
-    validation = None
-    if args.measure:
-        from onnxroof.ort.validate import validate
-
-        progress.stage("measuring on this machine (calibrating first if needed)")
-        validation = validate(
-            args.model,
-            "host",
-            threads=args.threads,
-            inputs=dict(args.input),
-            dims=shape_dims,
-            stage=progress.stage,
-            progress=progress,
-        )
-        analyses.append(validation.analysis)
-    notes = list(dict.fromkeys(m for a in analyses for m in a.warnings))
-    if validation is not None:
-        notes += list(validation.warnings)
-    progress.stage("drawing")
-    return draw(args.kind, FigureInputs(tuple(analyses), validation)), notes
-
-
-def _sweep_figure(args: argparse.Namespace, devices: list[str], progress: Progress) -> tuple[Any, list[str]]:
-    """The sweep figure: the sweep command's rows, drawn against the devices' roofs."""
-    from onnxroof.api import get_device
-    from onnxroof.report.figures import FigureInputs, draw
-    from onnxroof.whatif.sweep import sweep
-
-    targets = tuple(get_device(d, args.threads, "cpu", progress) for d in devices)  # the roofs; refused early
-    result = sweep(
-        args.model,
-        devices,
-        batches=sweep_command.batches(args),
-        sizes=sweep_command.input_sizes(args),
-        precisions=sweep_command.precisions(args),
-        rewrites=sweep_command.rewrites(args),
-        threads=args.threads,
-        progress=progress,
-    )
-    return draw("sweep", FigureInputs(sweep=result, devices=targets)), []

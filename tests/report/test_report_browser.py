@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import onnx
 import pytest
 
 from onnxroof.api import analyze
@@ -241,3 +242,30 @@ def test_a_page_without_figures_works(browser: Any, tmp_path: Path):
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
     rows = browser.find_elements(By.CSS_SELECTOR, "#layer-table tbody tr.highlight")
     assert [r.get_attribute("data-layer") for r in rows] == ["add"]
+
+
+def test_the_report_commands_page_ties_real_figures_to_the_table(browser: Any, tmp_path: Path):
+    """The page `onnxroof report` writes, with matplotlib's figures on two devices: it loads cleanly, hovering a
+    real point names its layer, and a row click highlights that layer's points in the roofline and the time
+    figure on both devices."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    from onnxroof.cli import main
+
+    model = tmp_path / "three.onnx"
+    onnx.save(three_bound_model(), str(model))
+    out = tmp_path / "report.html"
+    assert main(["report", str(model), "-d", "v100-sxm2,t4", "-o", str(out)]) == 0
+    _open(browser, out.as_uri())
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
+    matmul = browser.find_element(By.CSS_SELECTOR, '#figure-0 .target[data-layer="matmul"]')
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", matmul)
+    ActionChains(browser).move_to_element(matmul).perform()
+    assert browser.find_element(By.ID, "tooltip").text.splitlines()[0].startswith("matmul")
+    browser.find_element(By.CSS_SELECTOR, '#layer-table tbody tr[data-layer="add"]').click()
+    highlighted = browser.find_elements(By.CSS_SELECTOR, ".figure-svg .target.highlight")
+    figures = sorted(t.find_element(By.XPATH, "ancestor::figure").get_attribute("data-kind") for t in highlighted)
+    assert figures == ["roofline", "roofline", "time", "time"]
+    assert {t.get_attribute("data-layer") for t in highlighted} == {"add"}

@@ -1,0 +1,99 @@
+"""What plot and report draw from: the model analysed on each device and precision, measured on this machine
+with --measure, and swept over the sweep command's axes where they are given."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from onnxroof.cli import sweep as sweep_command
+from onnxroof.cli.common import Progress, dims, split_list
+
+if TYPE_CHECKING:
+    from onnxroof.report.figures import FigureInputs
+
+
+def sweeping(args: argparse.Namespace) -> bool:
+    """Whether the sweep axes that change the graph (--batch, --input-size, --rewrite) are given."""
+    return bool(args.batch or args.input_size or args.rewrite)
+
+
+def devices(args: argparse.Namespace) -> list[str]:
+    """The --device values, the default device when none is given; with --measure the host is left out here
+    because the measurement brings its own analysis of it."""
+    from onnxroof.api import DEFAULT_DEVICE
+
+    named = split_list(args.device) or [DEFAULT_DEVICE]
+    return [d for d in named if d != "host"] if args.measure else named
+
+
+def analyzed(args: argparse.Namespace, progress: Progress) -> FigureInputs:
+    """One analysis per device and --precision (the tensors' own dtypes without one) and, with --measure, the
+    validation on this machine (calibrating it first where no calibration is cached) whose analysis of the host
+    joins the others."""
+    from onnxroof.api import analyze, get_device
+    from onnxroof.report.figures import FigureInputs
+
+    shape_dims = dims(args)
+    targets = [get_device(d, args.threads, "cpu", progress) for d in devices(args)]  # a bad name refused first
+    wanted: list[str | None] = [*sweep_command.precisions(args)] or [None]
+    analyses = []
+    for device in targets:
+        for precision in wanted:
+            progress.stage(f"analyzing on {device.key}")
+            analyses.append(
+                analyze(
+                    args.model,
+                    device=device,
+                    inputs=dict(args.input),
+                    dims=shape_dims,
+                    precision=precision,
+                    progress=progress,
+                    threads=args.threads,
+                )
+            )
+    validation = None
+    if args.measure:
+        from onnxroof.ort.validate import validate
+
+        progress.stage("measuring on this machine (calibrating first if needed)")
+        validation = validate(
+            args.model,
+            "host",
+            threads=args.threads,
+            inputs=dict(args.input),
+            dims=shape_dims,
+            stage=progress.stage,
+            progress=progress,
+        )
+        analyses.append(validation.analysis)
+    return FigureInputs(tuple(analyses), validation)
+
+
+def swept(args: argparse.Namespace, progress: Progress) -> FigureInputs:
+    """The sweep over the sweep command's axes on the --device devices, and those devices for its roofs."""
+    from onnxroof.api import get_device
+    from onnxroof.report.figures import FigureInputs
+    from onnxroof.whatif.sweep import sweep
+
+    named = devices(args)
+    targets = tuple(get_device(d, args.threads, "cpu", progress) for d in named)  # the roofs; refused early
+    result = sweep(
+        args.model,
+        named,
+        batches=sweep_command.batches(args),
+        sizes=sweep_command.input_sizes(args),
+        precisions=sweep_command.precisions(args),
+        rewrites=sweep_command.rewrites(args),
+        threads=args.threads,
+        progress=progress,
+    )
+    return FigureInputs(sweep=result, devices=targets)
+
+
+def warnings_of(inputs: FigureInputs) -> list[str]:
+    """The analyses' and the validation's warnings, each once."""
+    notes = [m for a in inputs.analyses for m in a.warnings]
+    if inputs.validation is not None:
+        notes += inputs.validation.warnings
+    return list(dict.fromkeys(notes))
