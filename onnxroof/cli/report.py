@@ -20,7 +20,7 @@ The page fetches nothing: style, script, figures and data are inside it, and its
 network access, so it opens offline and can be mailed or archived as it is. Hovering a point on a figure names
 the layer and its numbers; clicking a table row marks the layer's points, clicking a point marks its row.
 
---measure times the model on this machine with onnxroof (calibrating it first where no calibration is cached,
+--measure times the model on this machine with onnxruntime (calibrating it first where no calibration is cached,
 which takes a minute or more) and adds the host, its measured kernels beside their predictions.
 
 examples:
@@ -66,6 +66,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(
             "--measure times the model as its tensors are typed: a what-if --precision cannot be measured",
             "drop --precision, or convert the model with 'onnxroof rewrite --fp16' and report on that",
+        )
+    if sweeping(args) and (args.input or args.dim):
+        raise UserError(
+            "--input and --dim do not apply with the sweep axes: the sweep varies the shapes itself",
+            "drop --batch/--input-size/--rewrite, or the --input/--dim options",
         )
     check_output(args.output, args.force, SUFFIXES)
     progress = Progress("reporting")

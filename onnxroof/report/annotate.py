@@ -7,6 +7,7 @@ Nothing else of the model changes: same graph, same weights, same outputs.
 
 The analysis must be of the graph as exported (on a calibrated host: ``onnxroof.analyze(..., as_exported=True)``):
 the nodes of onnxruntime's optimized graph (fused convolutions, NCHWc layouts) do not exist in the file.
+Sources: [netron] and [model-explorer] in docs/references.md.
 """
 
 from __future__ import annotations

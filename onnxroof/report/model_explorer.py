@@ -8,7 +8,8 @@ from graph id to that graph's data, ``{"results": {node id: {"value": number}}, 
 Node ids are the ones Model Explorer's ONNX adapter (model-explorer-onnx) gives: it runs onnx-ir's NameFixPass
 first, which keeps a node's name where it is unique in its graph, and names the rest from a preferred name (the
 node's own, or "node" for one without) made unique with a counter shared by the whole model: "node", "node_1",
-"node_2", ... in the order it walks the nodes (each node, then its subgraphs). The main graph's id is its name.
+"node_2", ... in the order it walks the nodes (each node, then its subgraphs). The main graph's id is its name
+(``<main>`` without one). Sources: [model-explorer] in docs/references.md.
 """
 
 from __future__ import annotations

@@ -102,6 +102,7 @@ def test_the_report_replaces_a_file_only_with_force(model: Path, tmp_path: Path)
         (["-o", "{tmp}/report.html", "-d", "no-such-device"], "no-such-device"),
         (["-o", "{tmp}/report.html", "--measure", "--precision", "fp16"], "cannot be measured"),
         (["-o", "{tmp}/report.html", "--threads", "0"], "--threads 0"),
+        (["-o", "{tmp}/report.html", "--batch", "2", "--dim", "n=2"], "do not apply with the sweep axes"),
         (["-o", "{tmp}/no-such-folder/report.html"], "is not a folder"),
     ],
 )
