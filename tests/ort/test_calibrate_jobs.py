@@ -46,14 +46,12 @@ def test_an_epilogue_pair_times_the_clip_as_the_difference_of_its_twins(
     # kernel times as the profiler would report them: Relu twin 40 us, Clip twin 55 us (8 runs each)
     monkeypatch.setattr(pair.relu, "kernel_times", lambda: {convs["relu"]: [40e-6] * 8})
     monkeypatch.setattr(pair.clip, "kernel_times", lambda: {convs["clip"]: [55e-6] * 8})
-    spreads: list[float] = []
-    (sample,) = pair.samples(3e-6, spreads)
+    (sample,) = pair.samples(3e-6)
     assert sample.part == "epilogue" and sample.time_s == pytest.approx(15e-6)  # the profiler's cost cancels
     assert engine.epilogue_activation(sample.view) == "Clip"
-    assert spreads == [0.0]  # the Clip twin's runs, all alike
     # a Clip twin no slower than the Relu one is noise: no sample rather than a time of zero or less
     monkeypatch.setattr(pair.clip, "kernel_times", lambda: {convs["clip"]: [40e-6] * 8})
-    assert pair.samples(3e-6, []) == []
+    assert pair.samples(3e-6) == []
 
 
 def test_a_depthwise_epilogue_pair_s_relu_twin_is_a_depthwise_sample_too(
@@ -69,7 +67,7 @@ def test_a_depthwise_epilogue_pair_s_relu_twin_is_a_depthwise_sample_too(
     pair.run_pass(1, jobs.Flush(1024))
     monkeypatch.setattr(pair.relu, "kernel_times", lambda: {_conv_names(pair.relu)[0]: [40e-6] * 8})
     monkeypatch.setattr(pair.clip, "kernel_times", lambda: {_conv_names(pair.clip)[0]: [55e-6] * 8})
-    node, extra = pair.samples(3e-6, [])
+    node, extra = pair.samples(3e-6)
     # the Relu twin's kernel, net of the profiler's 3 us, as the depthwise class benchmarks read theirs
     assert node.part == "node" and engine.op_class(node.view) == "depthwise"
     assert node.time_s == pytest.approx(37e-6)
@@ -85,13 +83,11 @@ def test_a_profiled_job_keeps_the_harvested_nodes_long_enough_to_time(monkeypatc
     tail = next(n.name for n in job.opt.graph.node if n.op_type == "Neg")
     # The conv's fastest eighth of 16 runs is 100 us, and 2 us of it the profiler's; the Neg is not harvested.
     monkeypatch.setattr(job, "kernel_times", lambda: {conv: [100e-6] * 2 + [150e-6] * 14, tail: [50e-6] * 16})
-    spreads: list[float] = []
-    (sample,) = job.samples(2e-6, spreads)
+    (sample,) = job.samples(2e-6)
     assert sample.view.name == conv and sample.time_s == pytest.approx(98e-6) and sample.label == job.label
-    assert spreads == [pytest.approx(0.5)]  # the median run, 150 us, is 50% over the fastest eighth
     # A kernel under MIN_PROFILED_S is too coarse for the profiler's 1 us resolution.
     monkeypatch.setattr(job, "kernel_times", lambda: {conv: [jobs.MIN_PROFILED_S / 2] * 16})
-    assert job.samples(0.0, []) == []
+    assert job.samples(0.0) == []
 
 
 def test_a_cold_job_leaves_out_the_reorders_of_activations_its_flush_pushed_out(
@@ -105,8 +101,8 @@ def test_a_cold_job_leaves_out_the_reorders_of_activations_its_flush_pushed_out(
         reorders = [n.name for n in job.opt.graph.node if n.op_type == "ReorderInput"]
         assert reorders
         monkeypatch.setattr(job, "kernel_times", lambda names=reorders: {n: [20e-6] * 8 for n in names})
-    assert len(hot.samples(0.0, [])) == len([n for n in hot.opt.graph.node if n.op_type == "ReorderInput"])
-    assert cold.samples(0.0, []) == []
+    assert len(hot.samples(0.0)) == len([n for n in hot.opt.graph.node if n.op_type == "ReorderInput"])
+    assert cold.samples(0.0) == []
 
 
 def test_a_chain_is_one_node_s_time_from_the_slope_of_its_two_lengths(tmp_path: Path):
@@ -116,10 +112,8 @@ def test_a_chain_is_one_node_s_time_from_the_slope_of_its_two_lengths(tmp_path: 
     assert [n.op_type for n in chain.opt.graph.node] == ["Relu", "Relu"]
     # 10 nodes more took 50 us more: 5 us a node; 1 us of it the dispatch.
     chain.t_lo, chain.t_hi = [20e-6] * 8, [70e-6] * 8
-    spreads: list[float] = []
-    (sample,) = chain.samples(1e-6, spreads)
+    (sample,) = chain.samples(1e-6)
     assert sample.time_s == pytest.approx(4e-6) and sample.view.op_type == "Relu"
-    assert spreads == [0.0, 0.0]
 
 
 def test_a_chain_without_lengths_is_sized_to_its_target(tmp_path: Path):

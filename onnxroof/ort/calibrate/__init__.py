@@ -37,7 +37,8 @@ What is measured:
   ``network_factor``: the block's measured time over its prediction from everything above, what a network's
   kernels run one after the other take beyond the same kernels timed alone.
 
-The repeated timings' spread is recorded; a large spread (a busy machine) becomes a calibration warning.
+Load from elsewhere while calibrating (other processes' CPU time, the hypervisor's steal) becomes a calibration
+warning; the spread between runs does not, since a shared virtual machine always has some.
 
 The package, one job per module:
 

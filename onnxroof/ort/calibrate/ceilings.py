@@ -17,7 +17,7 @@ from onnxroof.devices import CEILING_NAMES, Ceiling, Device, Sourced
 from onnxroof.ort import sessions
 from onnxroof.ort.calibrate.classes import COMPUTE_CLASSES, INT8_CONV_CLASSES, MEMORY_CLASSES
 from onnxroof.ort.calibrate.jobs import Profiled, Sample
-from onnxroof.ort.measure import fast_estimate
+from onnxroof.ort.measure import OTHERS_LOAD_BOUND, fast_estimate
 from onnxroof.ort.reference import reference_model
 from onnxroof.predict import engine
 from onnxroof.predict.analysis import analyze_graph, node_precision
@@ -25,7 +25,6 @@ from onnxroof.predict.analysis import analyze_graph, node_precision
 __all__ = [
     "GEMV_RATIO",
     "HOLDS",
-    "SPREAD_WARN",
     "STEAL_WARN",
     "bin_points",
     "calibration_warnings",
@@ -39,7 +38,6 @@ __all__ = [
 
 GEMV_RATIO = 10.0  # a matrix product whose memory time exceeds its compute time this much is a matrix-vector one
 HOLDS = 0.75  # a shared cache level serves a working set while its bandwidth there holds within this share
-SPREAD_WARN = 0.25  # median/min - 1 above which a benchmark's repeats count as noisy
 STEAL_WARN = 0.05  # share of CPU time taken by the hypervisor above which the calibration says so
 
 
@@ -247,26 +245,28 @@ def network_factor(device: Device, reference_s: float, how: str) -> Sourced:
 
 
 def calibration_warnings(
-    spreads: Sequence[float], duration: float, budget_s: float, steal: float | None = None
+    duration: float,
+    budget_s: float,
+    steal: float | None = None,
+    others_cores: float | None = None,
+    cpus: int = 1,
+    threads: int = 1,
 ) -> list[str]:
-    """A busy machine (runs of one benchmark far apart, or CPU time taken by the hypervisor) and an overrun budget,
-    in words."""
+    """A busy machine and an overrun budget, in words. Busy means load from elsewhere: CPU time the hypervisor
+    gave other guests (``steal``, a share of all CPU time) or other processes on this machine (``others_cores``,
+    the cores they kept busy on average), past the bound measurements warn at (measure.OTHERS_LOAD_BOUND of the
+    cores the calibration leaves free)."""
     out = []
     if steal is not None and steal > STEAL_WARN:
         out.append(
             f"the hypervisor took {steal:.0%} of the CPU time while calibrating (steal time in /proc/stat): "
             f"other guests were busy and every number may be pessimistic; calibrate again when they are idle"
         )
-    spreads = [x for x in spreads if math.isfinite(x)]
-    if spreads:
-        noisy = sum(1 for x in spreads if x > SPREAD_WARN) / len(spreads)
-        median = statistics.median(spreads)
-        if median > 0.1 or noisy > 0.25:
-            out.append(
-                f"timings varied between runs (median run {median:.0%} slower than the fastest eighth, "
-                f"{noisy:.0%} of benchmarks over {SPREAD_WARN:.0%}): the machine was busy; calibrate again "
-                f"when it is idle"
-            )
+    if others_cores is not None and others_cores > OTHERS_LOAD_BOUND * max(cpus - threads, 1):
+        out.append(
+            f"other processes kept {others_cores:.1f} of {cpus} CPU cores busy while calibrating ({threads} "
+            f"thread(s) calibrated): the ceilings may be pessimistic; calibrate again when they are idle"
+        )
     if duration > budget_s:
         out.append(f"the calibration took {duration:.0f} s, over its {budget_s:.0f} s budget")
     return out

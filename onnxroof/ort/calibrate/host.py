@@ -163,14 +163,15 @@ def cache_levels() -> tuple[ReportedCache, ...]:
     return tuple(caches) if caches else DEFAULT_CACHES
 
 
-def cpu_times() -> tuple[int, int] | None:
-    """(all, stolen) CPU time ticks of the machine from /proc/stat; stolen time is what a hypervisor gave other
-    guests while this one wanted to run. None where there is no such file."""
+def cpu_times() -> tuple[int, int, int] | None:
+    """(all, stolen, busy) CPU time ticks of all the machine's cores from /proc/stat (see proc(5)); stolen time is
+    what a hypervisor gave other guests while this one wanted to run, busy everything but idle and iowait. None
+    where there is no such file."""
     with contextlib.suppress(OSError, ValueError, IndexError):
         fields = Path("/proc/stat").read_text().splitlines()[0].split()
         if fields[0] == "cpu":
-            ticks = [int(x) for x in fields[1:]]
-            return sum(ticks[:8]), (ticks[7] if len(ticks) > 7 else 0)
+            ticks = [int(x) for x in fields[1:]] + [0] * 8  # user nice system idle iowait irq softirq steal
+            return sum(ticks[:8]), ticks[7], sum(ticks[:3]) + sum(ticks[5:8])
     return None
 
 

@@ -13,9 +13,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -48,7 +47,6 @@ __all__ = [
     "class_job",
     "conv_sample",
     "profiled",
-    "spread",
     "views",
 ]
 
@@ -66,12 +64,6 @@ class Sample:
     time_s: float
     label: str
     part: str = "node"
-
-
-def spread(times: Sequence[float]) -> float:
-    """How much slower the median run was than the fast estimate (0.3 = 30 %)."""
-    fast = fast_estimate(times)
-    return statistics.median(times) / fast - 1 if times and fast > 0 else 0.0
 
 
 def views(model: onnx.ModelProto) -> dict[str, tuple[NodeView, Cost]]:
@@ -202,9 +194,8 @@ class Profiled:
                 per.setdefault(e["name"][: -len("_kernel_time")], []).append(float(e["dur"]) * 1e-6)
         return {name: [t for t, timed in zip(ts, self.timed) if timed] for name, ts in per.items()}
 
-    def samples(self, profiler_overhead: float, spreads: list[float]) -> list[Sample]:
-        """The nodes of the harvested classes, their kernel time net of the profiler's own cost per node; each
-        one's spread goes to ``spreads``."""
+    def samples(self, profiler_overhead: float) -> list[Sample]:
+        """The nodes of the harvested classes, their kernel time net of the profiler's own cost per node."""
         by_name = views(self.opt)
         found = []
         for name, ts in self.kernel_times().items():
@@ -219,7 +210,6 @@ class Profiled:
             fast = fast_estimate(ts)
             if fast < MIN_PROFILED_S or fast - profiler_overhead <= 0:
                 continue
-            spreads.append(spread(ts))
             found.append(Sample(view, cost, fast - profiler_overhead, self.label))
         return found
 
@@ -250,17 +240,16 @@ class EpiloguePair:
         self.relu.run_pass(reps, flush)
         self.clip.run_pass(reps, flush)
 
-    def samples(self, profiler_overhead: float, spreads: list[float]) -> list[Sample]:
+    def samples(self, profiler_overhead: float) -> list[Sample]:
         """A depthwise Relu twin's kernel, and the Clip's pass as an epilogue sample of the Clip convolution; no
         epilogue sample when onnxruntime does not fuse the activations as expected or the difference is lost in
         the noise."""
-        found = self.relu.samples(profiler_overhead, spreads)
+        found = self.relu.samples(profiler_overhead)
         relu, clip = conv_sample(self.relu, profiler_overhead), conv_sample(self.clip, profiler_overhead)
         if relu is None or clip is None or engine.epilogue_activation(clip.view) != "Clip":
             return found
         if engine.epilogue_activation(relu.view) is not None or clip.time_s <= relu.time_s:
             return found
-        spreads += [spread(ts) for ts in self.clip.kernel_times().values() if ts]
         return found + [Sample(clip.view, clip.cost, clip.time_s - relu.time_s, self.label, part="epilogue")]
 
 
@@ -313,19 +302,17 @@ class Chain:
             self.t_lo.append(_timed(self.sess_lo, self.feeds_lo))
             self.t_hi.append(_timed(self.sess_hi, self.feeds_hi))
 
-    def per_node(self, spreads: list[float] | None = None) -> float:
-        """Seconds per chain node, dispatch included; both chains' spreads go to ``spreads``."""
-        if spreads is not None:
-            spreads += [spread(self.t_lo), spread(self.t_hi)]
+    def per_node(self) -> float:
+        """Seconds per chain node, dispatch included."""
         return max((fast_estimate(self.t_hi) - fast_estimate(self.t_lo)) / (self.hi - self.lo), 0.0)
 
-    def samples(self, node_overhead: float, spreads: list[float]) -> list[Sample]:
+    def samples(self, node_overhead: float) -> list[Sample]:
         """The chain's middle node (reorders aside), its time net of the executor's cost per node."""
         chain_nodes = [vc for vc in views(self.opt).values() if engine.op_class(vc[0]) not in REORDER_CLASSES]
         if not chain_nodes:
             return []
         view, cost = chain_nodes[len(chain_nodes) // 2]
-        return [Sample(view, cost, max(self.per_node(spreads) - node_overhead, 1e-9), self.label)]
+        return [Sample(view, cost, max(self.per_node() - node_overhead, 1e-9), self.label)]
 
 
 ClassJob = Profiled | Chain | EpiloguePair
