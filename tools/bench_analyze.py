@@ -1,13 +1,14 @@
 """Benchmark: analysis wall time and peak memory, next to the floor of onnx.load + infer_shapes on the same file.
 
-Prints one table. Each comparison is timed in a process of its own that alternates its two sides run by run
-(the floor and onnxroof; onnxroof and onnx-tool), so that a drift in the machine's speed (a shared machine's
-neighbours come and go) slows both alike and the ratio stays fair, and so that neither side runs after a third
-that leaves a large heap behind; each time is the best of ``--repeat`` runs. Peak memory comes from a
-fresh process per mode that runs it once, so that each peak RSS is its own. Goals: analysis at most 2x the
-floor, time linear in node count, memory independent of weight bytes (the generated graphs reference gigabytes
-of external weights that are not on disk), and at most half the time of onnx-tool's model_profile on a real
-model with weights inline (compared when onnx-tool is installed).
+Prints one table. Each comparison is timed in a process of its own that alternates its sides run by run (the
+floor, onnxroof's analysis alone, and the analysis with its table or its JSON written to a file as 'onnxroof
+analyze --format table|json -o FILE' writes them; onnxroof and onnx-tool), so that a drift in the machine's speed
+(a shared machine's neighbours come and go) slows all alike and the ratios stay fair, and so that no side runs
+after a third that leaves a large heap behind; each time is the best of ``--repeat`` runs. Peak memory comes from
+a fresh process per mode that runs it once, so that each peak RSS is its own. Goals: analysis, and analysis with
+its table or its JSON, at most 2x the floor, time linear in node count, memory independent of weight bytes (the
+generated graphs reference gigabytes of external weights that are not on disk), and at most half the time of
+onnx-tool's model_profile on a real model with weights inline (compared when onnx-tool is installed).
 
 usage: python tools/bench_analyze.py [--nodes 5000,25000,50000] [--zoo resnet50,vit_b_16] [--repeat 5]
 """
@@ -34,13 +35,19 @@ modes, path, repeat = sys.argv[1].split(","), sys.argv[2], int(sys.argv[3])
 import onnx
 
 def runner(mode):
-    if mode in ("ours", "ours_python"):
+    if mode in ("ours", "ours_python", "ours_table", "ours_json"):
         import onnxroof.api, onnxroof.costs, onnxroof.load.native
+        from onnxroof.cli.common import emit
+        from onnxroof.report.analysis import render
         onnxroof.costs.registered_ops()
-        reader = onnxroof.load.native.reader if mode == "ours" else None
+        reader = onnxroof.load.native.reader if mode != "ours_python" else None
+        fmt = mode.partition("_")[2] if mode in ("ours_table", "ours_json") else None
+        report = f"{{path}}.{{fmt}}"  # beside the model, in the folder the benchmark removes
         def run():
             onnxroof.load.native.reader = reader
-            onnxroof.api.analyze(path, device="v100-sxm2")
+            result = onnxroof.api.analyze(path, device="v100-sxm2")
+            if fmt is not None:  # what 'onnxroof analyze --format FMT -o FILE' does after the analysis
+                emit(render(result, fmt), report)
         return run
     if mode == "floor":
         return lambda: onnx.shape_inference.infer_shapes(onnx.load(path, load_external_data=False))
@@ -165,13 +172,14 @@ def main(argv: list[str] | None = None) -> int:
 
         tool_missing = False
         print(
-            f"{'model':<26} {'weights':>9} {'floor s':>9} {'ours s':>9} {'ratio':>6} {'py reader s':>12} "
+            f"{'model':<26} {'weights':>9} {'floor s':>9} {'ours s':>9} {'ratio':>6} {'+table':>7} {'+json':>6} "
+            f"{'py reader s':>12} "
             f"{'floor MB':>9} {'ours MB':>8} {'onnx-tool s':>12} {'vs tool':>8}"
         )
         for label, weight_bytes, path, with_tool in rows:
             # Each comparison alternates its two modes in a process of its own: a mode that allocates much (the
             # Python reader, onnx-tool) leaves a heap that slows whatever runs next in the same process.
-            times = measure(["floor", "ours"], path, args.repeat)
+            times = measure(["floor", "ours", "ours_table", "ours_json"], path, args.repeat)
             python_times = measure(["ours_python"], path, args.repeat) if with_native else None
             tool_times = measure(["ours", "onnx_tool"], path, args.repeat) if with_tool else None
             floor_memory, ours_memory = measure(["floor"], path, 1), measure(["ours"], path, 1)
@@ -179,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{label:<26} measurement failed")
                 continue
             floor, ours = times["seconds"]["floor"], times["seconds"]["ours"]
+            table, json_ = times["seconds"]["ours_table"], times["seconds"]["ours_json"]
             python = python_times["seconds"].get("ours_python") if python_times else None
             tool = tool_times["seconds"].get("onnx_tool") if tool_times else None
             versus = tool_times["seconds"]["ours"] / tool if tool_times and tool else None  # both from one process
@@ -188,12 +197,14 @@ def main(argv: list[str] | None = None) -> int:
             tool_missing = tool_missing or (with_tool and tool is None)
             print(
                 f"{label:<26} {weight_bytes / 1e9:>7.2f}GB {floor:>9.3f} {ours:>9.3f} {ours / floor:>6.2f} "
+                f"{table / floor:>7.2f} {json_ / floor:>6.2f} "
                 f"{python_text:>12} {floor_memory['peak_rss_mb']:>9.0f} {ours_memory['peak_rss_mb']:>8.0f} "
                 f"{tool_text:>12} {versus_text:>8}"
             )
     print(
         "\nfloor = onnx.load + onnx.shape_inference.infer_shapes; ours = onnxroof.analyze (load, inference, costs, "
-        "roofline); ratio = ours / floor, best of --repeat runs of each, alternated in one process; py reader = "
+        "roofline); ratio = ours / floor; +table, +json = (ours + rendering the table or the JSON and writing it to a "
+        "file) / floor; each the best of --repeat runs, alternated in one process; py reader = "
         "onnxroof with the Python reader, in a process of its own; vs tool = onnxroof / onnx-tool, alternated in a "
         "third process; peak RSS of a fresh process running one."
     )

@@ -70,6 +70,8 @@ class NodeResult(NamedTuple):
     engine: EngineNote | None = None  # why an engine-aware prediction is what it is (calibrated hosts only)
 
     def to_dict(self) -> dict[str, Any]:
+        """The node's part of the JSON contract: name first, then what follows from op type, domain, cost,
+        prediction, support and engine note alone (the JSON text of nodes that share these is made once)."""
         c, p = self.cost, self.prediction
         return {
             "name": self.name,

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 
 from onnxroof.predict.analysis import Analysis, NodeResult
+from onnxroof.report.analysis_json import to_json
 from onnxroof.report.format import TABLE_WIDTH, clip, seconds, short_op, si
 
 __all__ = ["FORMATS", "render", "to_csv", "to_json", "to_table"]
-
-
-def to_json(analysis: Analysis) -> str:
-    return json.dumps(analysis.to_dict(), indent=2) + "\n"
 
 
 def to_csv(analysis: Analysis) -> str:
