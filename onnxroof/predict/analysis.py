@@ -252,17 +252,7 @@ def _retype(graph: Graph, dtype: int) -> Graph:
         else n
         for n in graph.nodes
     )
-    return Graph(
-        graph.name,
-        nodes,
-        tensors,
-        graph.constants,
-        graph.inputs,
-        graph.outputs,
-        graph.opset,
-        graph.ir_version,
-        graph.warnings,
-    )
+    return replace(graph, nodes=nodes, tensors=tensors)
 
 
 class _Coster:
@@ -308,6 +298,7 @@ class _Coster:
 
 
 _SHAPE_UNKNOWN = "shape unknown"
+RUN_NOTE = "shape from an onnxruntime run"  # the note of a node with an output the graph's shapes_from_run names
 _NO_COST_FUNCTION = "no cost function"
 
 
@@ -439,14 +430,20 @@ def _analyze_graph(
     roofs: dict[str, roofline.Roof] = {}
     subgraph_weights: list[Tensor] = []
     kind = _KindIds(graph).__getitem__
+    from_run = frozenset(graph.shapes_from_run)
     for index, node in enumerate(runtime):
         key = _signature(node, kind, graph.constants)
+        ran = bool(from_run) and not from_run.isdisjoint(node.outputs)
+        if ran and key is not None:
+            key = (key, RUN_NOTE)  # its note sets it apart from an equal node whose shapes inference found
         group = memo.get(key) if key is not None else None
         if group is None:
             ins = tuple(map(graph.tensor, node.inputs))
             outs = tuple(map(graph.tensor, node.outputs))
             view = coster.view(node, graph, ins, outs)
             cost, reason = coster.cost(view)
+            if ran:
+                cost = replace(cost, note="; ".join(n for n in (cost.note, RUN_NOTE) if n))
             prec = precision or node_precision(node.op_type, ins, outs)
             if engine_mode:
                 prediction, note = predict_engine(view, cost, prec, dev)
