@@ -11,9 +11,9 @@ memory.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from onnx import ModelProto
+from onnx import GraphProto, ModelProto
 
 from onnxroof.errors import UserError
 from onnxroof.ir import Graph
@@ -55,11 +55,16 @@ def load_graph(
     inferred = infer(model, raw)
     types, warnings = inferred.types, list(inferred.warnings)
     from_run: tuple[str, ...] = ()
+    typed: Callable[[], GraphProto] = lambda: inferred.model.model.graph  # noqa: E731
     if shape_run is not None:
-        ran = fill_from_run(types, raw, model, (source, shapes, dict(dims or {})), shape_run, initializers)
+        given = (source, shapes, dict(dims or {}))
+        ran = fill_from_run(types, raw, inferred.model, model, given, shape_run, initializers)
         types, from_run = ran.types, ran.from_run
         warnings += ran.warnings
-    tensors, constants, nodes, runtime_inputs = assemble(types, raw, lambda: inferred.model.model.graph)
+        typed_model = ran.typed
+        if typed_model is not None:  # its If branches hold the shapes the run found inside them
+            typed = lambda: typed_model.graph  # noqa: E731
+    tensors, constants, nodes, runtime_inputs = assemble(types, raw, typed)
     return Graph(
         name=display_name,
         nodes=tuple(nodes),

@@ -10,16 +10,17 @@ unknown shapes unknown, as inference left them.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from math import prod
 from typing import NamedTuple
 
-from onnx import ModelProto, TensorProto, ValueInfoProto
+from onnx import AttributeProto, GraphProto, ModelProto, ValueInfoProto
+from onnx.helper import make_tensor_value_info
 
-from onnxroof.ir import Tensor, dtype_size
+from onnxroof.ir import Tensor, dtype_size, op_domain
 from onnxroof.load.inputs import runtime_inputs
-from onnxroof.load.read import RawGraph, ValueTypes
+from onnxroof.load.read import RawGraph, Serialized, ValueTypes, value_types
 
 
 @dataclass(frozen=True)
@@ -48,11 +49,13 @@ class ShapeRunFailed(Exception):
 
 class RunShapes(NamedTuple):
     """The value types after a run for shapes (the inferred ones, where nothing ran), the tensors whose shapes
-    came from the run, and what the loader says about it."""
+    came from the run, what the loader says about it, and the inferred model whose If branches hold the shapes
+    the run found inside them (None where no branch took any)."""
 
     types: ValueTypes
     from_run: tuple[str, ...]
     warnings: list[str]
+    typed: ModelProto | None = None
 
 
 def unknown_outputs(types: ValueTypes, raw: RawGraph) -> list[str]:
@@ -89,22 +92,54 @@ def weight_bytes(raw: RawGraph) -> float:
     return float(sum(prod(init.dims) * dtype_size(init.dtype) for init in (*raw.initializers, *raw.sparse)))
 
 
+def branch_unknowns(graph: GraphProto) -> list[tuple[GraphProto, list[str]]]:
+    """Each branch of an If below ``graph`` (a typed graph; through nested Ifs, not into Loop or Scan bodies,
+    which a run cannot show one iteration of) and its node outputs without a static shape."""
+    found = []
+    for node in graph.node:
+        if node.op_type != "If" or op_domain(node.domain):
+            continue
+        for attr in node.attribute:
+            if attr.type != AttributeProto.GRAPH:
+                continue
+            branch = attr.g
+            types = value_types(branch)
+            weights = {init.name for init in branch.initializer}
+            names = []
+            for inner in branch.node:
+                for index, name in enumerate(inner.output):
+                    if not name or name in weights or (index == 0 and inner.op_type == "Constant"):
+                        continue
+                    t = types.get(name)
+                    if t is None or t.shape is None:
+                        names.append(name)
+            found.append((branch, names))
+            found.extend(branch_unknowns(branch))
+    return found
+
+
 def fill_from_run(
     types: ValueTypes,
     raw: RawGraph,
+    inferred: Serialized,
     model: ModelProto,
     given: tuple[str | os.PathLike | ModelProto, Mapping[str, tuple[int, ...]], Mapping[str, int]],
     run: ShapeRun,
     initializers: Collection[str],
 ) -> RunShapes:
     """``types`` with the shapes of the node outputs inference left unknown taken from ``run``, where there are
-    such outputs and every runtime input of ``model`` (the loader's copy, inputs fixed) is a static tensor.
-    ``given`` is what the loader was given: the model, the input shapes and the dims. A run that fails leaves
-    ``types`` as they are, with one warning naming the reason; a UserError from the run (weights that do not
-    fit in memory) goes to the caller."""
+    such outputs and every runtime input of ``model`` (the loader's copy, inputs fixed) is a static tensor. The
+    If branches of the inferred model (``inferred``, taken from it where it has If nodes) get the shapes of their
+    node outputs as value_info. ``given`` is what the loader was given: the model, the input shapes and the
+    dims. A run that fails leaves the shapes as they are, with one warning naming the reason; a UserError from
+    the run (weights that do not fit in memory) goes to the caller."""
     unknown = unknown_outputs(types, raw)
-    if not unknown:
-        return RunShapes(types, (), [])
+    typed = inferred.take_model() if any(node.op_type == "If" for node in raw.nodes) else None
+    branches = branch_unknowns(typed.graph) if typed is not None else []
+    inner = [name for _, names in branches for name in names]
+    if not unknown and not inner:
+        return RunShapes(types, (), [], typed)
+    wanted = len(unknown) + len(inner)
     dynamic = dynamic_inputs(model, initializers)
     if dynamic:
         named = ", ".join(repr(name) for name in dynamic)
@@ -112,38 +147,46 @@ def fill_from_run(
             types,
             (),
             [
-                f"{len(unknown)} node output(s) without a shape: no onnxruntime run fills them, since input(s) "
+                f"{wanted} node output(s) without a shape: no onnxruntime run fills them, since input(s) "
                 f"{named} are not tensors of a static shape (--input/--dim fix a tensor's shape)"
             ],
+            typed,
         )
     dtypes = {name: t.dtype for name in unknown if (t := types.get(name)) is not None and t.dtype}
+    for branch, names in branches:
+        branch_types = value_types(branch)
+        dtypes.update({name: t.dtype for name in names if (t := branch_types.get(name)) is not None and t.dtype})
     try:
         source, inputs, dims = given
-        found = run(ShapeRequest(source, inputs, dims, tuple(unknown), dtypes, weight_bytes(raw)))
+        found = run(ShapeRequest(source, inputs, dims, tuple(unknown + inner), dtypes, weight_bytes(raw)))
     except ShapeRunFailed as exc:
         return RunShapes(
-            types, (), [f"onnxruntime could not run the model for the shapes inference left unknown ({exc})"]
+            types, (), [f"onnxruntime could not run the model for the shapes inference left unknown ({exc})"], typed
         )
     filled = dict(types)
     from_run = []
     for name in unknown:
-        if name not in found:
-            continue
-        elem_type, shape = found[name]
-        known = dtypes.get(name, TensorProto.UNDEFINED)
-        filled[name] = Tensor(name, known or elem_type, tuple(shape), False)
-        from_run.append(name)
-    return RunShapes(filled, tuple(from_run), [summary(raw, from_run, len(unknown))])
+        if name in found:
+            elem_type, shape = found[name]
+            filled[name] = Tensor(name, dtypes.get(name) or elem_type, tuple(shape), False)
+            from_run.append(name)
+    nodes = sum(1 for node in raw.nodes if not set(from_run).isdisjoint(node.outputs))
+    for branch, names in branches:
+        produced = [name for name in names if name in found]
+        for name in produced:
+            elem_type, shape = found[name]
+            branch.value_info.append(make_tensor_value_info(name, dtypes.get(name) or elem_type, shape))
+        from_run += produced
+        nodes += sum(1 for node in branch.node if not set(produced).isdisjoint(node.output))
+    return RunShapes(filled, tuple(from_run), [summary(nodes, wanted - len(from_run))], typed)
 
 
-def summary(raw: RawGraph, from_run: Sequence[str], unknown: int) -> str:
-    """The one line that says how many nodes' shapes came from a run (and how many outputs it left unknown)."""
-    produced = set(from_run)
-    nodes = sum(1 for node in raw.nodes if not produced.isdisjoint(node.outputs))
+def summary(nodes: int, missed: int) -> str:
+    """The one line that says how many nodes' shapes came from a run (and how many outputs it did not give)."""
     line = (
         f"shapes of {nodes} node(s) came from an onnxruntime run on random inputs, "
         "where shape inference could not infer them"
     )
-    if len(from_run) < unknown:
-        line += f"; {unknown - len(from_run)} node output(s) the run did not produce as tensors stay unknown"
+    if missed:
+        line += f"; {missed} node output(s) the run did not reach (a branch not taken, a failed run) stay unknown"
     return line

@@ -433,7 +433,7 @@ def _analyze_graph(
     from_run = frozenset(graph.shapes_from_run)
     for index, node in enumerate(runtime):
         key = _signature(node, kind, graph.constants)
-        ran = bool(from_run) and not from_run.isdisjoint(node.outputs)
+        ran = bool(from_run) and _computes_any(node, from_run)
         if ran and key is not None:
             key = (key, RUN_NOTE)  # its note sets it apart from an equal node whose shapes inference found
         group = memo.get(key) if key is not None else None
@@ -497,6 +497,13 @@ def _analyze_graph(
         warnings=tuple(messages),
         graph="onnxruntime-optimized" if engine_mode else "as-exported",
     )
+
+
+def _computes_any(node: Node, names: frozenset[str]) -> bool:
+    """Whether a node computes one of ``names``: as an output, or inside its subgraphs at any depth."""
+    if not names.isdisjoint(node.outputs):
+        return True
+    return any(_computes_any(inner, names) for subgraph in node.subgraphs.values() for inner in subgraph.nodes)
 
 
 _new_result = functools.partial(tuple.__new__, NodeResult)  # NodeResult from a tuple, without the generated __new__

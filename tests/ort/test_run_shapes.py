@@ -115,6 +115,78 @@ def test_absent_weights_run_as_random_values_of_their_shapes(tmp_path):
     assert analysis.unsupported == ()
 
 
+def branching_model(else_nodes: list[onnx.NodeProto], else_output: str) -> onnx.ModelProto:
+    """The stacking loop's stack (3, 1, 4) into an If whose condition a run computes (x is finite: true): the
+    then branch multiplies it by w (4, 8) and applies Relu, the else branch is ``else_nodes``. Inference knows
+    no shape inside either branch, since it does not know the stack's."""
+    model = stacking_loop(8)
+    graph = model.graph
+    del graph.node[1:]  # the Loop stays; the branches take the MatMul and Relu over
+    del graph.output[:]
+    then_branch = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["stack", "w"], ["then_mm"], name="then_matmul"),
+            helper.make_node("Relu", ["then_mm"], ["then_out"], name="then_relu"),
+        ],
+        "then",
+        [],
+        [helper.make_tensor_value_info("then_out", TensorProto.FLOAT, None)],
+    )
+    else_branch = helper.make_graph(
+        else_nodes, "else", [], [helper.make_tensor_value_info(else_output, TensorProto.FLOAT, None)]
+    )
+    graph.node.extend(
+        [
+            helper.make_node("ReduceMax", ["x"], ["largest"], keepdims=0, name="largest"),
+            helper.make_node("IsNaN", ["largest"], ["nan"], name="isnan"),
+            helper.make_node("Not", ["nan"], ["finite"], name="finite"),
+            helper.make_node("If", ["finite"], ["y"], then_branch=then_branch, else_branch=else_branch, name="if"),
+        ]
+    )
+    graph.output.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, None))
+    return model
+
+
+def test_shapes_inside_both_branches_of_an_if_come_from_runs():
+    model = branching_model([helper.make_node("Relu", ["stack"], ["else_out"], name="else_relu")], "else_out")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        analysis = analyze(model, "v100-sxm2")
+    # Loop: its body's Relu of 1*4, times 3 trips = 12; If: the costlier branch, then: MatMul 2*3*1*4*8 = 192
+    # + Relu of 3*1*8 = 24, so 216 (else: Relu of 3*1*4 = 12)
+    by_name = {n.name: n for n in analysis.nodes}
+    assert by_name["if"].cost.flops == 216
+    assert by_name["loop"].cost.flops == 12
+    assert analysis.unsupported == ()
+    assert by_name["if"].cost.note.endswith(RUN_NOTE)
+    # stack, y, then_mm, then_out, else_out: the Loop, the If and the three nodes inside its branches
+    assert [w for w in analysis.warnings if "onnxruntime run" in w] == [
+        "shapes of 5 node(s) came from an onnxruntime run on random inputs, where shape inference could not infer them"
+    ]
+    from onnxroof.ort.run_shapes import shapes_from_run
+
+    graph = load_graph(model, shape_run=shapes_from_run)
+    branches = {g.name: g for g in graph.nodes[-1].subgraphs.values()}
+    assert branches["then"].tensor("then_mm").shape == (TRIPS, 1, 8)
+    assert branches["else"].tensor("else_out").shape == (TRIPS, 1, 4)
+    assert graph.tensor("y").shape == (TRIPS, 1, 8)  # the branch the run took: x is finite
+
+
+def test_a_branch_that_cannot_run_stays_unknown_and_is_counted():
+    # the else branch reshapes the 12 elements of the stack to rows of 5: no run of it succeeds
+    five = helper.make_node("Constant", [], ["five"], value=numpy_helper.from_array(np.array([-1, 5], np.int64)))
+    model = branching_model([five, helper.make_node("Reshape", ["stack", "five"], ["else_out"])], "else_out")
+    from onnxroof.ort.run_shapes import shapes_from_run
+
+    graph = load_graph(model, shape_run=shapes_from_run)
+    assert graph.tensor("y").shape == (TRIPS, 1, 8)
+    assert graph.nodes[-1].subgraphs["else_branch"].tensor("else_out").shape is None
+    assert graph.warnings[-1] == (
+        "shapes of 4 node(s) came from an onnxruntime run on random inputs, where shape inference could not infer "
+        "them; 1 node output(s) the run did not reach (a branch not taken, a failed run) stay unknown"
+    )
+
+
 def test_a_dynamic_input_never_runs(monkeypatch):
     def no_run(request):
         raise AssertionError("onnxruntime ran for a model with a dynamic input")
@@ -140,13 +212,13 @@ def test_a_dynamic_input_never_runs(monkeypatch):
 
 
 def test_weights_that_would_not_fit_are_refused(monkeypatch):
-    # w is 4 x 8 floats = 128 bytes and trips 8 bytes: 136 bytes, held 3 times over = 408 > 0.8 * 400
+    # w is 4 x 8 floats = 128 bytes and trips 8 bytes: 136 bytes, held 4 times over = 544 > 0.8 * 400
     monkeypatch.setattr(onnxroof.ort.run_shapes, "available_memory", lambda: 400)
     with pytest.raises(UserError, match=r"the shapes of 3 node output\(s\) need an onnxruntime run") as err:
         analyze(stacking_loop(8), "v100-sxm2")
     assert "would not fit in the 0.0 GB of memory available" in err.value.args[0]
-    # with room for them it runs: 408 <= 0.8 * 600
-    monkeypatch.setattr(onnxroof.ort.run_shapes, "available_memory", lambda: 600)
+    # with room for them it runs: 544 <= 0.8 * 800
+    monkeypatch.setattr(onnxroof.ort.run_shapes, "available_memory", lambda: 800)
     assert analyze(stacking_loop(8), "v100-sxm2").totals.flops == stacking_loop_flops(8)
 
 
