@@ -4,6 +4,7 @@ fit in memory are refused, and a run that fails leaves the inferred shapes with 
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 
@@ -263,3 +264,50 @@ def test_element_types_from_onnxruntime_names():
     assert element_type("tensor(bfloat16)") == TensorProto.BFLOAT16
     assert element_type("tensor(int64)") == TensorProto.INT64
     assert element_type("seq(tensor(float))") == TensorProto.UNDEFINED
+
+
+def test_the_command_line_says_it_once_and_the_json_notes_each_node(tmp_path, capsys):
+    from onnxroof.cli import main
+
+    path = tmp_path / "stacking_loop.onnx"
+    onnx.save(stacking_loop(8), str(path))
+    before = path.read_bytes()
+    assert main(["analyze", str(path), "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert [n["note"] for n in report["nodes"]] == [RUN_NOTE] * 3
+    assert report["totals"]["flops"] == stacking_loop_flops(8)  # 228
+    said = [line for line in captured.err.splitlines() if "onnxruntime run" in line]
+    assert len(said) == 1 and "shapes of 3 node(s) came from an onnxruntime run" in said[0]
+    assert "shape unknown" not in captured.err
+    assert path.read_bytes() == before  # the user's file is never modified
+
+
+def test_an_if_inlined_takes_its_branch_nodes_weights_and_outputs():
+    from onnxroof.ort.branches import ELSE, THEN, Variant, ifs_reaching, inline
+
+    bias = numpy_helper.from_array(np.ones(4, np.float32), "bias")
+    then_branch = helper.make_graph(
+        [helper.make_node("Add", ["x", "bias"], ["added"])],
+        "then",
+        [],
+        [helper.make_tensor_value_info("added", TensorProto.FLOAT, None)],
+        [bias],
+    )
+    else_branch = helper.make_graph([], "else", [], [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)])
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch, name="if"),
+    ]
+    variant = Variant(nodes, [])
+    assert ifs_reaching(variant, {"added"}) == [1]
+    assert ifs_reaching(variant, {"r"}) == []
+    taken = inline(variant, {1: THEN})
+    assert [(n.op_type, list(n.input), list(n.output)) for n in taken.nodes] == [
+        ("Relu", ["x"], ["r"]),
+        ("Add", ["x", "bias"], ["added"]),
+        ("Identity", ["added"], ["y"]),
+    ]
+    assert [w.name for w in taken.weights] == ["bias"]
+    # a branch that passes an outer value straight on: only the Identity is left of it
+    assert [(n.op_type, list(n.input)) for n in inline(variant, {1: ELSE}).nodes[1:]] == [("Identity", ["x"])]
