@@ -1,5 +1,7 @@
 """Shapes from a run: where every inference step leaves node outputs without a static shape and every input is
-a static tensor, the loader asks a run of the model for those shapes and fills the graph's value types with them.
+a static tensor, the loader asks a run of the model for those shapes and fills the graph's value types with them
+(the top-level graph's), and the value_info of the If branches (at any depth) with those found inside them. The
+bodies of Loop and Scan are left as inference left them: a run cannot show one of their iterations.
 
 Running a model is the business of a stage above loading (onnxroof.ort), so the loader does not run anything
 itself: its caller hands it a ``ShapeRun``, a function from a ``ShapeRequest`` (the model, its fixed inputs and
@@ -27,8 +29,8 @@ from onnxroof.load.read import RawGraph, Serialized, ValueTypes, value_types
 class ShapeRequest:
     """What a run for shapes is given: the model as the loader was given it (a path, ``zoo:NAME`` or a proto,
     weights where they are), the input shapes and dims the loader fixed, the tensors whose shapes are wanted
-    (with the element types inference found for them, where it found one) and the bytes of the model's weights,
-    which a run holds in memory."""
+    (top-level node outputs and, inside If branches, theirs; with the element types inference found for them,
+    where it found one) and the bytes of the model's weights, which a run holds in memory."""
 
     source: str | os.PathLike | ModelProto
     inputs: Mapping[str, tuple[int, ...]]
@@ -50,7 +52,7 @@ class ShapeRunFailed(Exception):
 class RunShapes(NamedTuple):
     """The value types after a run for shapes (the inferred ones, where nothing ran), the tensors whose shapes
     came from the run, what the loader says about it, and the inferred model whose If branches hold the shapes
-    the run found inside them (None where no branch took any)."""
+    the run found inside them (None where the graph has no If node, and was not parsed)."""
 
     types: ValueTypes
     from_run: tuple[str, ...]

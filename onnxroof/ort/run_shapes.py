@@ -4,9 +4,10 @@ every input is a static tensor (onnxroof.load.run_shapes says when it asks).
 A run is one session on the CPU provider with one thread and graph optimizations off, so that every tensor
 asked for is still there to be returned: onnxruntime returns graph outputs only, so each one becomes a graph
 output of a copy of the model, and a tensor inside an If branch is reached by a run of a variant with the If
-replaced by its branch (branches.py). Inputs are random of the right element types (zeros for integers, so that token
-ids and indices are valid; false for booleans) and weights absent from disk are random of their declared shapes.
-A run holds every weight in memory, so one whose weights would not fit in the memory available is refused.
+replaced by its branch (branches.py). Inputs are random of the right element types (zeros for integers, so
+that token ids and indices are valid; false for booleans) and weights absent from disk are random of their
+declared shapes. A run holds every weight in memory, so one whose weights would not fit in the memory
+available is refused.
 """
 
 from __future__ import annotations
@@ -62,21 +63,21 @@ def shapes_from_run(request: ShapeRequest) -> dict[str, tuple[int, tuple[int, ..
         if not top and not ifs:
             continue
         # The branch each If takes is read from its condition where a node of this graph computes it.
-        followed = [index for index in ifs if variant.nodes[index].input[0] in here]
-        conditions = [variant.nodes[index].input[0] for index in followed]
+        conditions = {index: variant.nodes[index].input[0] for index in ifs if variant.nodes[index].input[0] in here}
+        outputs = list(dict.fromkeys([*top, *conditions.values()]))
         runs += 1
         try:
-            model = variant_model(base, variant, top + conditions, request.dtypes)
-            values = run_once(model, top + conditions, feeds)
+            model = variant_model(base, variant, outputs, request.dtypes)
+            values = dict(zip(outputs, run_once(model, outputs, feeds)))
         except Exception as exc:  # onnxruntime's errors, as UserErrors or its own
             reasons.append(first_line(exc))
             queue += [inline(variant, dict.fromkeys(ifs, side)) for side in (THEN, ELSE)] if ifs else []
             continue
-        for name, value in zip(top, values):
-            if value.is_tensor():
-                found[name] = (element_type(value.data_type()), tuple(value.shape()))
+        for name in top:
+            if values[name].is_tensor():
+                found[name] = (element_type(values[name].data_type()), tuple(values[name].shape()))
         taken = dict.fromkeys(ifs, THEN) | {
-            index: THEN if taken_then(value) else ELSE for index, value in zip(followed, values[len(top) :])
+            index: THEN if taken_then(values[condition]) else ELSE for index, condition in conditions.items()
         }
         if ifs:
             queue.append(inline(variant, taken))
