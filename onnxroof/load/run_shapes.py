@@ -94,6 +94,15 @@ def weight_bytes(raw: RawGraph) -> float:
     return float(sum(prod(init.dims) * dtype_size(init.dtype) for init in (*raw.initializers, *raw.sparse)))
 
 
+def any_read(names: list[str], raw: RawGraph, model: ModelProto) -> bool:
+    """Whether a node or the graph's outputs read one of ``names``. An output nothing reads (Dropout's mask in
+    inference) is costed without its shape: it alone is not worth a run, though a run gives it too."""
+    if not names:
+        return False
+    read = {name for node in raw.nodes for name in node.inputs}.union([o.name for o in model.graph.output])
+    return any(name in read for name in names)
+
+
 def branch_unknowns(graph: GraphProto) -> list[tuple[GraphProto, list[str]]]:
     """Each branch of an If below ``graph`` (a typed graph; through nested Ifs, not into Loop or Scan bodies,
     which a run cannot show one iteration of) and its node outputs without a static shape."""
@@ -139,7 +148,7 @@ def fill_from_run(
     typed = inferred.take_model() if any(node.op_type == "If" for node in raw.nodes) else None
     branches = branch_unknowns(typed.graph) if typed is not None else []
     inner = [name for _, names in branches for name in names]
-    if not unknown and not inner:
+    if not inner and not any_read(unknown, raw, model):
         return RunShapes(types, (), [], typed)
     wanted = len(unknown) + len(inner)
     dynamic = dynamic_inputs(model, initializers)

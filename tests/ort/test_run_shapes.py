@@ -311,3 +311,17 @@ def test_an_if_inlined_takes_its_branch_nodes_weights_and_outputs():
     assert [w.name for w in taken.weights] == ["bias"]
     # a branch that passes an outer value straight on: only the Identity is left of it
     assert [(n.op_type, list(n.input)) for n in inline(variant, {1: ELSE}).nodes[1:]] == [("Identity", ["x"])]
+
+
+def test_an_output_nothing_reads_is_not_worth_a_run(monkeypatch):
+    def no_run(request):
+        raise AssertionError("onnxruntime ran for an output that nothing reads")
+
+    monkeypatch.setattr(onnxroof.ort.run_shapes, "shapes_from_run", no_run)
+    model = stacking_loop(8)
+    graph = model.graph
+    del graph.node[1:]  # the stack is left unread; y is Relu(x)
+    graph.node.append(helper.make_node("Relu", ["x"], ["y"], name="relu"))
+    analysis = analyze(model, "v100-sxm2")
+    assert analysis.totals.flops == 12 + 4  # the Loop's 3 trips of Relu of 1*4, and Relu of 1*4
+    assert not any("onnxruntime" in w for w in analysis.warnings)
