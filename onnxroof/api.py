@@ -64,6 +64,10 @@ def analyze(
     ``as_exported`` asks for the plain per-node roofline of the graph as given instead; ``optimized`` says the
     model already is onnxruntime's optimized graph (as profiled), so it is not optimized again. ``threads`` picks
     the calibration ``host`` resolves to.
+
+    Where shape inference leaves node outputs without a shape and every input is static, one onnxruntime run on
+    random inputs gives them (a UserError where the model's weights would not fit in memory for it); their
+    nodes' notes and one warning say so.
     """
     check_precision(precision)
     dev = get_device(device, threads, progress=progress)
@@ -77,7 +81,9 @@ def analyze(
 
             graph = engine_graph(model, dev, inputs, dims)
         else:
-            graph = load_graph(model, inputs=inputs, dims=dims)
+            from onnxroof.ort.run_shapes import shapes_from_run
+
+            graph = load_graph(model, inputs=inputs, dims=dims, shape_run=shapes_from_run)
         analysis = analyze_graph(graph, dev, precision=precision, engine=engine, progress=progress)
         # Dropped before the collector resumes: its first pass would otherwise walk every object of the graph.
         del graph

@@ -130,7 +130,8 @@ class Node:
 
 @dataclass(frozen=True)
 class Graph:
-    """A graph ready for costing: nodes in topological order and every tensor's dtype, shape and weight flag."""
+    """A graph ready for costing: nodes in topological order and every tensor's dtype, shape and weight flag;
+    ``shapes_from_run`` names the tensors whose shapes came from a run of the model rather than inference."""
 
     name: str
     nodes: tuple[Node, ...]
@@ -141,6 +142,7 @@ class Graph:
     opset: int = 0
     ir_version: int = 0
     warnings: tuple[str, ...] = ()
+    shapes_from_run: tuple[str, ...] = ()
 
     def tensor(self, name: str) -> Tensor | None:
         """The tensor of that name, or None for an omitted optional input ('')."""

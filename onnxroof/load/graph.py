@@ -2,16 +2,18 @@
 
 One direction: read the model and its graph (read.py), fix its input shapes from ``--input``/``--dim``
 (inputs.py), infer shapes through the ordered inference steps (infer.py), and assemble the Graph once from
-the value types found (assemble.py). A model is read with its external data left on disk (or absent), so a
-model that references hundreds of GB of weights analyzes in little memory.
+the value types found (assemble.py). Where inference leaves node outputs without a shape and every input is a
+static tensor, a run of the model that the caller provides fills them (run_shapes.py). A model is read with its
+external data left on disk (or absent), so a model that references hundreds of GB of weights analyzes in little
+memory.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from onnx import ModelProto
+from onnx import GraphProto, ModelProto
 
 from onnxroof.errors import UserError
 from onnxroof.ir import Graph
@@ -19,6 +21,7 @@ from onnxroof.load.assemble import assemble
 from onnxroof.load.infer import infer
 from onnxroof.load.inputs import fix_inputs, parse_shape
 from onnxroof.load.read import opset_of, read_graph, read_model
+from onnxroof.load.run_shapes import ShapeRun, fill_from_run
 
 MIN_IR_VERSION = 3
 MIN_OPSET = 7
@@ -28,10 +31,13 @@ def load_graph(
     source: str | os.PathLike | ModelProto,
     inputs: Mapping[str, tuple[int, ...] | str] | None = None,
     dims: Mapping[str, int] | None = None,
+    shape_run: ShapeRun | None = None,
 ) -> Graph:
     """Read a model, fix its input shapes, infer every shape and identify weights: the analysis graph.
 
-    The caller's model (file or proto) is never modified: overrides are applied to a copy.
+    ``shape_run`` (onnxroof.ort.run_shapes.shapes_from_run, from the stages that may run a model) gives the
+    shapes inference leaves unknown where every input is a static tensor; without it they stay unknown. The
+    caller's model (file or proto) is never modified: overrides are applied to a copy.
     """
     model, display_name = read_model(source, weight_bytes=False)  # a copy of our own, weight bytes left out
     if model.ir_version < MIN_IR_VERSION:
@@ -47,7 +53,18 @@ def load_graph(
     fix_inputs(model, shapes, dict(dims or {}), initializers)
     outputs = tuple(o.name for o in model.graph.output)
     inferred = infer(model, raw)
-    tensors, constants, nodes, runtime_inputs = assemble(inferred.types, raw, lambda: inferred.model.model.graph)
+    types, warnings = inferred.types, list(inferred.warnings)
+    from_run: tuple[str, ...] = ()
+    typed: Callable[[], GraphProto] = lambda: inferred.model.model.graph  # noqa: E731
+    if shape_run is not None:
+        given = (source, shapes, dict(dims or {}))
+        ran = fill_from_run(types, raw, inferred.model, model, given, shape_run, initializers)
+        types, from_run = ran.types, ran.from_run
+        warnings += ran.warnings
+        typed_model = ran.typed
+        if typed_model is not None:  # its If branches hold the shapes the run found inside them
+            typed = lambda: typed_model.graph  # noqa: E731
+    tensors, constants, nodes, runtime_inputs = assemble(types, raw, typed)
     return Graph(
         name=display_name,
         nodes=tuple(nodes),
@@ -57,5 +74,6 @@ def load_graph(
         outputs=outputs,
         opset=opset,
         ir_version=model.ir_version,
-        warnings=tuple(inferred.warnings),
+        warnings=tuple(warnings),
+        shapes_from_run=from_run,
     )

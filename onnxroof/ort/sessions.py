@@ -337,5 +337,7 @@ def engine_graph(
     calibration = device.calibration
     provider = "cuda" if calibration is not None and calibration.provider.lower().startswith("cuda") else "cpu"
     threads = calibration.threads if calibration is not None else 1
-    graph = load_graph(optimized_model(runnable.model, provider, threads, "all"))
+    from onnxroof.ort.run_shapes import shapes_from_run  # it imports this module
+
+    graph = load_graph(optimized_model(runnable.model, provider, threads, "all"), shape_run=shapes_from_run)
     return dataclasses.replace(graph, name=runnable.name)

@@ -254,17 +254,7 @@ def _retype(graph: Graph, dtype: int) -> Graph:
         else n
         for n in graph.nodes
     )
-    return Graph(
-        graph.name,
-        nodes,
-        tensors,
-        graph.constants,
-        graph.inputs,
-        graph.outputs,
-        graph.opset,
-        graph.ir_version,
-        graph.warnings,
-    )
+    return replace(graph, nodes=nodes, tensors=tensors)
 
 
 class _Coster:
@@ -310,6 +300,7 @@ class _Coster:
 
 
 _SHAPE_UNKNOWN = "shape unknown"
+RUN_NOTE = "shape from an onnxruntime run"  # the note of a node with an output the graph's shapes_from_run names
 _NO_COST_FUNCTION = "no cost function"
 
 
@@ -441,14 +432,20 @@ def _analyze_graph(
     roofs: dict[str, roofline.Roof] = {}
     subgraph_weights: list[Tensor] = []
     kind = _KindIds(graph).__getitem__
+    from_run = frozenset(graph.shapes_from_run)
     for index, node in enumerate(runtime):
         key = _signature(node, kind, graph.constants)
+        ran = bool(from_run) and _computes_any(node, from_run)
+        if ran and key is not None:
+            key = (key, RUN_NOTE)  # its note sets it apart from an equal node whose shapes inference found
         group = memo.get(key) if key is not None else None
         if group is None:
             ins = tuple(map(graph.tensor, node.inputs))
             outs = tuple(map(graph.tensor, node.outputs))
             view = coster.view(node, graph, ins, outs)
             cost, reason = coster.cost(view)
+            if ran:
+                cost = replace(cost, note="; ".join(n for n in (cost.note, RUN_NOTE) if n))
             prec = precision or node_precision(node.op_type, ins, outs)
             if engine_mode:
                 prediction, note = predict_engine(view, cost, prec, dev)
@@ -502,6 +499,13 @@ def _analyze_graph(
         warnings=tuple(messages),
         graph="onnxruntime-optimized" if engine_mode else "as-exported",
     )
+
+
+def _computes_any(node: Node, names: frozenset[str]) -> bool:
+    """Whether a node computes one of ``names``: as an output, or inside its subgraphs at any depth."""
+    if not names.isdisjoint(node.outputs):
+        return True
+    return any(_computes_any(inner, names) for subgraph in node.subgraphs.values() for inner in subgraph.nodes)
 
 
 _new_result = functools.partial(tuple.__new__, NodeResult)  # NodeResult from a tuple, without the generated __new__
