@@ -24,8 +24,8 @@ from math import ceil, log2, prod
 from onnx import TensorProto
 
 from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, register, register_backward, weight_params
-from onnxroof.costs.common import io_bytes
-from onnxroof.ir import Tensor, UnknownShape, dtype_size
+from onnxroof.costs.common import io_bytes, with_output_shape
+from onnxroof.ir import InvalidNode, Tensor, UnknownShape, dtype_size, format_shape
 
 __all__ = [
     "COPY_OPS",
@@ -242,8 +242,32 @@ def cast_like(node: NodeView) -> Cost:
 @register(*REORDER_OPS, engine="reorder")
 def data_movement(node: NodeView) -> Cost:
     """Pure data movement: 0 FLOPs, one kernel, each distinct input read once and each output written once."""
+    if node.op_type == "Concat":
+        node = _checked_concat(node)
     read, written = io_bytes(node)
     return _movement(node, read, written)
+
+
+def _checked_concat(node: NodeView) -> NodeView:
+    """A Concat whose inputs' shapes are known, checked (one rank, equal sizes off the axis, the axis in range)
+    and with its output's shape where inference left it unknown; the node as it is when an input's is unknown."""
+    inputs = [t for t in node.inputs if t is not None and t.name]
+    if not inputs or not all(t.known for t in inputs):
+        return node
+    shapes = [t.need_shape() for t in inputs]
+    first = shapes[0]
+    axis = int(node.attr("axis", 0))
+    if not -len(first) <= axis < len(first):
+        raise InvalidNode(f"axis {axis} outside the rank {len(first)} of its input of shape {format_shape(first)}")
+    axis %= len(first)
+    for shape in shapes[1:]:
+        if len(shape) != len(first) or any(a != b for i, (a, b) in enumerate(zip(first, shape)) if i != axis):
+            raise InvalidNode(
+                f"inputs of shapes {format_shape(first)} and {format_shape(shape)} "
+                f"differ off the concatenation axis {axis}"
+            )
+    joined = (*first[:axis], sum(shape[axis] for shape in shapes), *first[axis + 1 :])
+    return with_output_shape(node, joined, inputs[0].dtype)
 
 
 @register("Slice", engine="movement")
