@@ -222,9 +222,12 @@ def read_graph_python(graph: GraphProto) -> RawGraph:
                 has_subgraph = has_subgraph or a.type == AttributeProto.GRAPH
                 if op_type == "Constant" and a.name == "value":
                     constant_type = (a.t.data_type, tuple(a.t.dims))
-        name = proto.name or f"{op_type}_{index}"
+        name, domain = proto.name, proto.domain
+        if not type(name) is type(op_type) is type(domain) is str:  # protobuf gives invalid UTF-8 as bytes
+            name, op_type, domain = (_text(name), _text(op_type), _text(domain))
+        name = name or f"{op_type}_{index}"
         inputs, outputs = tuple(proto.input), tuple(proto.output)
-        nodes.append(_new_node((name, op_type, proto.domain, inputs, outputs, attrs, constant_type, has_subgraph)))
+        nodes.append(_new_node((name, op_type, domain, inputs, outputs, attrs, constant_type, has_subgraph)))
     return RawGraph(initializers, _sparse(graph), nodes, tuple(vi.name for vi in graph.input))
 
 
@@ -232,6 +235,12 @@ def read_graph_python(graph: GraphProto) -> RawGraph:
 # per initializer (the native reader allocates them the same way).
 _new_node = functools.partial(tuple.__new__, RawNode)
 _new_initializer = functools.partial(tuple.__new__, RawInitializer)
+
+
+def _text(value: str | bytes) -> str:
+    """A string field as text: bytes that are not UTF-8 decoded with replacement characters, as the native
+    reader decodes every string."""
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
 
 
 def _sparse(graph: GraphProto) -> list[RawInitializer]:
@@ -276,13 +285,14 @@ ValueTypes = dict[str, Tensor]  # the typed values of a graph by name, none of t
 
 
 def shape_of(type_proto: onnx.TypeProto) -> tuple[int, tuple[int, ...] | None]:
-    """Element type and static shape of a type (shape None when the rank or any dim is unknown or symbolic)."""
+    """Element type and static shape of a type (shape None when the rank or any dim is unknown or symbolic, or
+    when a dim is negative: no size, as some exporters write an unknown one)."""
     tt = type_proto.tensor_type  # a default (elem_type 0, no shape) for sequence and map types
     dims = [d.dim_value for d in tt.shape.dim]
     if not dims:  # a scalar, or no shape at all
         return tt.elem_type, (() if tt.HasField("shape") else None)
     # dim_value reads 0 when unset (a symbolic or unknown dim); only then is the slower exact check needed.
-    if 0 in dims and any(not d.HasField("dim_value") for d in tt.shape.dim):
+    if min(dims) < 0 or (0 in dims and any(not d.HasField("dim_value") for d in tt.shape.dim)):
         return tt.elem_type, None
     return tt.elem_type, tuple(dims)
 
