@@ -106,6 +106,27 @@ def test_node_strings_that_are_not_utf8_read_as_text(tmp_path: Path):
     assert next(n.op_type for n in g.nodes if not n.folded) == "Mat\ufffdul"
 
 
+def test_tensor_names_that_are_not_utf8_read_as_text(tmp_path: Path):
+    # A large weight's name, where the node that reads it names it too: both read as the same text, so the node
+    # still reads a weight of known shape.
+    w = numpy_helper.from_array(np.ones((8, 16), np.float32), "weight_name")
+    node = helper.make_node("MatMul", ["x", "weight_name"], ["y"], name="matmul")
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [w],
+    )
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    path = tmp_path / "model.onnx"
+    path.write_bytes(data.replace(b"weight_name", b"weight_n\xffme"))
+    g = load_graph(path)
+    name = "weight_n\ufffdme"
+    assert g.nodes[0].inputs == ("x", name)
+    assert g.tensors[name].shape == (8, 16) and g.tensors[name].is_weight
+
+
 def test_unknown_input_and_unknown_dim_names_are_refused():
     with pytest.raises(UserError, match="no input named 'nope'"):
         load_graph(_tiny_model(), inputs={"nope": (1, 4)})
