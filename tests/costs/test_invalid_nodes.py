@@ -8,7 +8,7 @@ import pytest
 from onnxroof.costs.common import broadcast_shape, pool_output_spatial
 from onnxroof.costs.matmul import gemm_dims, matmul_dims
 from onnxroof.ir import InvalidNode
-from tests.helpers import FLOAT, T, W, cost_of, make_node
+from tests.helpers import FLOAT, INT64, T, W, cost_of, make_node
 
 
 @pytest.mark.parametrize(
@@ -116,3 +116,51 @@ def test_a_numeric_attribute_of_another_kind_is_invalid() -> None:
     node = make_node("Concat", [T((1, 4)), T((1, 2))], [T((1, 6), FLOAT)], axis=[1])
     with pytest.raises(InvalidNode, match=r"attribute axis is \[1\], not a number"):
         cost_of(node)
+
+
+@pytest.mark.parametrize(
+    "target,allowzero,message",
+    [
+        ([5, -1], 0, r"target shape \[5, -1\] for an input of shape \[2, 3, 4\] \(24 elements\): the element counts"),
+        ([2, 13], 0, "the element counts differ"),
+        ([-1, -1], 0, "more than one -1"),
+        ([2, -3, 4], 0, "a dim below -1"),
+        ([0, 12], 1, "the element counts differ"),  # with allowzero, 0 is a size of 0, not a copy of 2
+    ],
+)
+def test_a_reshape_to_a_target_that_cannot_hold_its_input_is_invalid(
+    target: list[int], allowzero: int, message: str
+) -> None:
+    node = make_node(
+        "Reshape", [T((2, 3, 4)), T((len(target),), INT64)], [T(None)], constants={1: target}, allowzero=allowzero
+    )
+    with pytest.raises(InvalidNode, match=message):
+        cost_of(node)
+
+
+@pytest.mark.parametrize("target", [[2, -1], [0, 3, 4], [24], [4, 3, 2]])
+def test_a_reshape_that_keeps_the_element_count_is_valid(target: list[int]) -> None:
+    node = make_node("Reshape", [T((2, 3, 4)), T((len(target),), INT64)], [T(None)], constants={1: target})
+    assert cost_of(node).kernels == 0
+
+
+def test_a_transpose_perm_must_order_the_input_axes() -> None:
+    assert cost_of(make_node("Transpose", [T((2, 3))], [T((3, 2))], perm=[1, 0])).bytes_written == 6 * 4
+    with pytest.raises(InvalidNode, match=r"perm \[1, 1\] for an input of shape \[2, 3\]"):
+        cost_of(make_node("Transpose", [T((2, 3))], [T((3, 2))], perm=[1, 1]))
+    with pytest.raises(InvalidNode, match=r"perm \[2, 0\]"):
+        cost_of(make_node("Transpose", [T((2, 3))], [T((3, 2))], perm=[2, 0]))
+
+
+def test_split_sizes_must_add_up_to_the_axis() -> None:
+    outputs = [T((2, 1)), T((2, 2))]
+    assert cost_of(make_node("Split", [T((2, 3)), T((2,), INT64)], outputs, constants={1: [1, 2]}, axis=1)).kernels == 1
+    with pytest.raises(InvalidNode, match=r"split sizes \[1, 1\] on axis 1 of an input of shape \[2, 3\]"):
+        cost_of(make_node("Split", [T((2, 3)), T((2,), INT64)], outputs, constants={1: [1, 1]}, axis=1))
+    with pytest.raises(InvalidNode, match="axis 2 outside the rank 2"):
+        cost_of(make_node("Split", [T((2, 3))], outputs, axis=2))
+
+
+def test_a_gather_axis_must_be_within_the_data_rank() -> None:
+    with pytest.raises(InvalidNode, match=r"axis -3 outside the rank 2 of its input of shape \[12, 2\]"):
+        cost_of(make_node("Gather", [T((12, 2)), T((2,), INT64)], [T((2, 2))], axis=-3))
