@@ -300,10 +300,18 @@ def parse_einsum(equation: str, shapes: Sequence[Sequence[int]]) -> tuple[list[l
             raise InvalidNode(f"einsum term {term!r} does not match shape {format_shape(shape)}")
         for label, dim in zip(labels, shape):
             if not label.startswith("..."):
-                sizes[label] = max(sizes.get(label, 1), int(dim))
+                size = sizes.get(label, 1)
+                if size != dim and size != 1 and dim != 1:
+                    raise InvalidNode(
+                        f"einsum {equation!r}: label {label!r} is {size} in one operand and {dim} in another"
+                    )
+                sizes[label] = max(size, int(dim))
         operands.append(labels)
     if arrow:
         output = expand(rhs, ell_rank)
+        missing = [label for label in output if label not in sizes]
+        if missing:
+            raise InvalidNode(f"einsum {equation!r}: output label {missing[0]!r} names no operand's dim")
     else:
         letters = [c for t in terms for c in t.replace("...", "")]
         output = [f"...{i}" for i in range(ell_rank)] + sorted(c for c in set(letters) if letters.count(c) == 1)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from onnxroof.costs.common import broadcast_shape, pool_output_spatial
-from onnxroof.costs.matmul import gemm_dims, matmul_dims
+from onnxroof.costs.matmul import einsum_cost, gemm_dims, matmul_dims
 from onnxroof.ir import InvalidNode
 from tests.helpers import FLOAT, INT64, T, W, cost_of, make_node
 
@@ -164,3 +164,22 @@ def test_split_sizes_must_add_up_to_the_axis() -> None:
 def test_a_gather_axis_must_be_within_the_data_rank() -> None:
     with pytest.raises(InvalidNode, match=r"axis -3 outside the rank 2 of its input of shape \[12, 2\]"):
         cost_of(make_node("Gather", [T((12, 2)), T((2,), INT64)], [T((2, 2))], axis=-3))
+
+
+@pytest.mark.parametrize(
+    "equation,shapes,message",
+    [
+        ("ij,jk->ik", [(2, 3), (4, 5)], "label 'j' is 3 in one operand and 4 in another"),
+        ("ij->k", [(2, 3)], "output label 'k' names no operand's dim"),
+        ("ij,jk", [(2, 3)], "names 2 operands, the node has 1"),
+        ("ijk->i", [(2, 3)], r"term 'ijk' does not match shape \[2, 3\]"),
+    ],
+)
+def test_an_einsum_that_contradicts_its_operands_is_invalid(equation: str, shapes: list, message: str) -> None:
+    with pytest.raises(InvalidNode, match=message):
+        einsum_cost(equation, shapes)
+
+
+def test_an_einsum_label_of_size_1_broadcasts() -> None:
+    """'ij,jk->ik' with j of 3 and 1: j is 3, so 2*3*5 points, one MAC each."""
+    assert einsum_cost("ij,jk->ik", [(2, 3), (1, 5)]) == (2 * 30, 30, (2, 5))
