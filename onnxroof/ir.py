@@ -6,7 +6,7 @@ Loading (``onnxroof.load``) builds a Graph from an ONNX file; costing (``onnxroo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from math import prod
 from typing import Any, NamedTuple
@@ -14,7 +14,17 @@ from typing import Any, NamedTuple
 import numpy as np
 from onnx import TensorProto
 
-__all__ = ["DEFAULT_DOMAINS", "Graph", "Node", "Tensor", "UnknownShape", "dtype_size", "op_domain"]
+__all__ = [
+    "DEFAULT_DOMAINS",
+    "Graph",
+    "InvalidNode",
+    "Node",
+    "Tensor",
+    "UnknownShape",
+    "dtype_size",
+    "format_shape",
+    "op_domain",
+]
 
 # The standard operator set's two spellings of its domain.
 DEFAULT_DOMAINS = frozenset({"", "ai.onnx"})
@@ -68,6 +78,18 @@ def dtype_size(elem_type: int) -> float:
 
 class UnknownShape(Exception):
     """A cost function needed a tensor shape that shape inference could not resolve."""
+
+
+class InvalidNode(Exception):
+    """A node that no valid graph holds: shapes that contradict each other (operands that cannot broadcast, inputs
+    of a Concat that differ off its axis) or an attribute out of its range or of the wrong kind. Unlike
+    UnknownShape, the graph is wrong, not merely unresolved. The message names the shapes or the attribute; the
+    analysis adds the node."""
+
+
+def format_shape(shape: Sequence[int] | None) -> str:
+    """A shape as error messages write it: [1, 4, 28, 28], [] for a scalar, ? when unknown."""
+    return "?" if shape is None else "[" + ", ".join(str(int(d)) for d in shape) + "]"
 
 
 class Tensor(NamedTuple):

@@ -76,6 +76,19 @@ def test_user_errors_are_one_line_with_a_hint_and_exit_2(cli, args, expected):
     assert "Traceback" not in result.stderr
 
 
+def test_a_user_error_quoting_a_line_break_stays_one_line(tmp_path: Path, capsys):
+    # The model's input name holds a newline, and the error's hint quotes the name as the user would type it.
+    graph = helper.make_graph([helper.make_node("Relu", ["x\ny"], ["r"])], "g", [], [])
+    graph.input.append(helper.make_tensor_value_info("x\ny", TensorProto.FLOAT, None))
+    graph.output.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, None))
+    path = tmp_path / "model.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    assert main(["analyze", str(path)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1
+    assert "has no declared shape" in lines[0] and "--input x\\ny=" in lines[0]
+
+
 def test_unresolved_dim_names_the_fix(cli, symbolic_model: Path):
     result = cli("analyze", str(symbolic_model))
     assert result.returncode == 2

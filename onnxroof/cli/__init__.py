@@ -113,7 +113,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             raise
         if isinstance(exc, UserError):
-            print(f"onnxroof: error: {exc}", file=sys.stderr)
+            # One line whatever the message quotes: a name read from a model may hold line breaks.
+            text = str(exc).replace("\r", "\\r").replace("\n", "\\n")
+            print(f"onnxroof: error: {text}", file=sys.stderr)
             return 2
         print(f"onnxroof: internal error: {type(exc).__name__}: {exc} (hint: rerun with --verbose)", file=sys.stderr)
         return 1

@@ -50,7 +50,7 @@ import numpy as np
 from onnx import TensorProto
 
 from onnxroof.devices import OP_CLASSES
-from onnxroof.ir import Tensor, UnknownShape, op_domain
+from onnxroof.ir import InvalidNode, Tensor, UnknownShape, op_domain
 
 __all__ = [
     "ENGINE_CLASSES",
@@ -109,7 +109,14 @@ class NodeView:
         return self.constants.get(i)
 
     def attr(self, name: str, default: Any = None) -> Any:
-        return self.attrs.get(name, default)
+        """An attribute's value, ``default`` when absent. With a number as ``default``, InvalidNode unless the
+        value is a number too: a cost function reads it as one."""
+        value = self.attrs.get(name)
+        if value is None:  # absent, or of a kind the loader does not read
+            return default
+        if isinstance(default, (int, float)) and not isinstance(value, (int, float)):
+            raise InvalidNode(f"attribute {name} is {value!r}, not a number")
+        return value
 
     def text(self, name: str, default: str = "") -> str:
         """A string attribute as ``str``, ``default`` when absent."""

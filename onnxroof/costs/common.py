@@ -13,10 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from math import ceil, floor, prod
 
-import numpy as np
-
 from onnxroof.costs import Cost, NodeView, distinct_tensors, weight_params
-from onnxroof.ir import DEFAULT_DOMAINS, Tensor, UnknownShape, dtype_size
+from onnxroof.ir import DEFAULT_DOMAINS, InvalidNode, Tensor, UnknownShape, dtype_size, format_shape
 
 __all__ = [
     "ACTIVATION_FLOPS",
@@ -38,6 +36,7 @@ __all__ = [
     "activation_flops",
     "broadcast_shape",
     "cache_rows_bytes",
+    "check_window",
     "input_bytes",
     "io_bytes",
     "kernel_cost",
@@ -230,8 +229,33 @@ def op_key(node: NodeView) -> str:
 
 
 def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
-    """Numpy-style broadcast of static shapes."""
-    return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    """Numpy-style broadcast of static shapes; InvalidNode naming two of them that do not broadcast."""
+    given = [tuple(s) for s in shapes]
+    result: tuple[int, ...] = ()
+    for i, shape in enumerate(given):
+        merged = _broadcast_pair(result, shape)
+        if merged is None:
+            # A dim of the broadcast so far that clashes came from an earlier operand: name that one.
+            other = next((s for s in given[:i] if _broadcast_pair(s, shape) is None), result)
+            raise InvalidNode(f"operands of shapes {format_shape(other)} and {format_shape(shape)} cannot broadcast")
+        result = merged
+    return result
+
+
+def _broadcast_pair(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The broadcast of two shapes, aligned from the right (each pair of dims equal or one of them 1); None when
+    they do not broadcast."""
+    if a == b or not b:
+        return a
+    if not a:
+        return b
+    rank = max(len(a), len(b))
+    out = []
+    for x, y in zip((1,) * (rank - len(a)) + a, (1,) * (rank - len(b)) + b):
+        if x != y and x != 1 and y != 1:
+            return None
+        out.append(y if x == 1 else x)
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -258,6 +282,7 @@ def pool_output_spatial(
     strides = list(strides) if strides else [1] * rank
     dilations = list(dilations) if dilations else [1] * rank
     pads = list(pads) if pads else [0] * (2 * rank)
+    check_window(in_spatial, kernel, strides, dilations, pads)
     out = []
     for i in range(rank):
         extent = (kernel[i] - 1) * dilations[i] + 1
@@ -274,7 +299,37 @@ def pool_output_spatial(
             else:
                 n = floor(span)
             out.append(n)
+    if min(out, default=0) < 0:
+        raise InvalidNode(
+            f"a window of kernel {list(kernel)} (dilations {dilations}, pads {pads}) larger than its input's "
+            f"spatial shape {format_shape(in_spatial)}"
+        )
     return tuple(out)
+
+
+def check_window(
+    in_spatial: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads: Sequence[int],
+) -> None:
+    """InvalidNode unless a sliding window's kernel, strides and dilations give one value of 1 or more per
+    spatial axis of the input, and its pads two per axis."""
+    rank = len(in_spatial)
+    for label, values, needed in (
+        ("kernel", kernel, rank),
+        ("strides", strides, rank),
+        ("dilations", dilations, rank),
+        ("pads", pads, 2 * rank),
+    ):
+        if len(values) < needed:
+            raise InvalidNode(
+                f"{label} {list(values)} for an input of spatial shape {format_shape(in_spatial)}: "
+                f"{needed} values expected"
+            )
+        if label != "pads" and min(values[:needed], default=1) < 1:
+            raise InvalidNode(f"{label} {list(values)}: each must be 1 or more")
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -32,12 +32,13 @@ from onnxroof.costs import Cost, NodeView, register, register_backward
 from onnxroof.costs.common import (
     REQUANTIZE_FLOPS,
     activation_flops,
+    check_window,
     mac_kernel_cost,
     pool_output_spatial,
     product_backward,
     with_output_shape,
 )
-from onnxroof.ir import Tensor, UnknownShape
+from onnxroof.ir import InvalidNode, Tensor, UnknownShape, format_shape
 
 __all__ = ["conv_output_spatial", "conv_transpose_output_spatial"]
 
@@ -91,6 +92,9 @@ def conv_transpose_output_spatial(
     dilations_ = _ints(dilations, n, 1)
     pads_ = (0,) * (2 * n) if auto_pad == "VALID" else _ints(pads, 2 * n, 0)
     out_pad = _ints(output_padding, n, 0)
+    check_window(in_spatial, kernel, strides_, dilations_, pads_)
+    if len(out_pad) < n:
+        raise InvalidNode(f"output_padding {list(out_pad)} for an input of spatial shape {format_shape(in_spatial)}")
     out = []
     for i, size in enumerate(in_spatial):
         if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
@@ -163,7 +167,29 @@ def _conv(
 def conv(node: NodeView) -> Cost:
     """ONNX Conv (1D/2D/3D, any group, dilation, stride, padding): ``2 * elements(Y) * (C_in/group) *
     prod(kernel)`` FLOPs, plus one add per output element for the bias B."""
+    check_conv_operands(node, node.input(0), node.input(1))
     return _conv(node, bias_index=2)
+
+
+def check_conv_operands(node: NodeView, x: Tensor | None, w: Tensor | None) -> None:
+    """InvalidNode unless X ``[N, C, spatial...]`` and W ``[C_out, C/group, k...]`` (where both shapes are
+    known) have one rank, at least 3, and W's input channels times ``group`` make X's channels."""
+    if x is None or w is None or not x.known or not w.known:
+        return
+    x_shape, w_shape = x.need_shape(), w.need_shape()
+    group = int(node.attr("group", 1))
+    if len(x_shape) != len(w_shape) or len(x_shape) < 3:
+        raise InvalidNode(
+            f"input of shape {format_shape(x_shape)} and weight of shape {format_shape(w_shape)}: "
+            "ranks differ or are below 3"
+        )
+    operands = f"input of shape {format_shape(x_shape)} and weight of shape {format_shape(w_shape)} with group {group}"
+    if group < 1 or w_shape[0] % group:
+        raise InvalidNode(f"{operands}: the group does not divide the weight's {w_shape[0]} output channels")
+    if x_shape[1] != w_shape[1] * group:
+        raise InvalidNode(
+            f"{operands}: the weight's {w_shape[1]} input channels per group do not make the input's {x_shape[1]}"
+        )
 
 
 @register("ConvTranspose", engine="conv")

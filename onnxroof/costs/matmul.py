@@ -35,7 +35,7 @@ from onnxroof.costs.common import (
     product_backward,
     with_output_shape,
 )
-from onnxroof.ir import Tensor, UnknownShape
+from onnxroof.ir import InvalidNode, Tensor, UnknownShape, format_shape
 
 __all__ = [
     "ACCUMULATOR_SCALE_FLOPS",
@@ -83,9 +83,14 @@ def matmul_dims(a_shape: Sequence[int], b_shape: Sequence[int]) -> MatMulDims:
     from Y); the leading (batch) dims of A and B broadcast."""
     a, b = tuple(a_shape), tuple(b_shape)
     if not a or not b:
-        raise ValueError("matmul of a scalar")
+        raise InvalidNode(f"a matrix product of shapes {format_shape(a)} and {format_shape(b)}: a scalar operand")
     a2 = (1, *a) if len(a) == 1 else a
     b2 = (*b, 1) if len(b) == 1 else b
+    if a2[-1] != b2[-2]:
+        raise InvalidNode(
+            f"a matrix product of shapes {format_shape(a)} and {format_shape(b)}: "
+            f"inner dims {a2[-1]} and {b2[-2]} differ"
+        )
     batch = broadcast_shape(a2[:-2], b2[:-2])
     m, k, n = a2[-2], a2[-1], b2[-1]
     out = (*batch, *((m,) if len(a) > 1 else ()), *((n,) if len(b) > 1 else ()))
@@ -94,8 +99,16 @@ def matmul_dims(a_shape: Sequence[int], b_shape: Sequence[int]) -> MatMulDims:
 
 def gemm_dims(a_shape: Sequence[int], b_shape: Sequence[int], trans_a: bool, trans_b: bool) -> MatMulDims:
     """Gemm: A is ``M x K`` (``K x M`` when transA), B is ``K x N`` (``N x K`` when transB)."""
+    if len(a_shape) != 2 or len(b_shape) != 2:
+        raise InvalidNode(f"Gemm operands of shapes {format_shape(a_shape)} and {format_shape(b_shape)}: not matrices")
     m, k = (a_shape[1], a_shape[0]) if trans_a else (a_shape[0], a_shape[1])
     n = b_shape[0] if trans_b else b_shape[1]
+    k_of_b = b_shape[1] if trans_b else b_shape[0]
+    if k != k_of_b:
+        raise InvalidNode(
+            f"Gemm operands of shapes {format_shape(a_shape)} and {format_shape(b_shape)} "
+            f"(transA={int(trans_a)}, transB={int(trans_b)}): inner dims {k} and {k_of_b} differ"
+        )
     return MatMulDims(1, m, k, n, (m, n))
 
 
@@ -268,7 +281,7 @@ def parse_einsum(equation: str, shapes: Sequence[Sequence[int]]) -> tuple[list[l
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(shapes):
-        raise ValueError(f"einsum {equation!r} names {len(terms)} operands, got {len(shapes)}")
+        raise InvalidNode(f"einsum {equation!r} names {len(terms)} operands, the node has {len(shapes)}")
     ell_ranks = [len(s) - len(t.replace("...", "")) if "..." in t else 0 for t, s in zip(terms, shapes)]
     ell_rank = max(ell_ranks, default=0)
     ell_dims = [tuple(s)[t.index("...") : t.index("...") + r] for t, s, r in zip(terms, shapes, ell_ranks) if r]
@@ -284,13 +297,21 @@ def parse_einsum(equation: str, shapes: Sequence[Sequence[int]]) -> tuple[list[l
     for term, shape, rank in zip(terms, shapes, ell_ranks):
         labels = expand(term, rank)
         if len(labels) != len(shape):
-            raise ValueError(f"einsum term {term!r} does not match shape {tuple(shape)}")
+            raise InvalidNode(f"einsum term {term!r} does not match shape {format_shape(shape)}")
         for label, dim in zip(labels, shape):
             if not label.startswith("..."):
-                sizes[label] = max(sizes.get(label, 1), int(dim))
+                size = sizes.get(label, 1)
+                if size != dim and size != 1 and dim != 1:
+                    raise InvalidNode(
+                        f"einsum {equation!r}: label {label!r} is {size} in one operand and {dim} in another"
+                    )
+                sizes[label] = max(size, int(dim))
         operands.append(labels)
     if arrow:
         output = expand(rhs, ell_rank)
+        missing = [label for label in output if label not in sizes]
+        if missing:
+            raise InvalidNode(f"einsum {equation!r}: output label {missing[0]!r} names no operand's dim")
     else:
         letters = [c for t in terms for c in t.replace("...", "")]
         output = [f"...{i}" for i in range(ell_rank)] + sorted(c for c in set(letters) if letters.count(c) == 1)

@@ -24,8 +24,8 @@ from math import ceil, log2, prod
 from onnx import TensorProto
 
 from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, register, register_backward, weight_params
-from onnxroof.costs.common import io_bytes
-from onnxroof.ir import Tensor, UnknownShape, dtype_size
+from onnxroof.costs.common import io_bytes, with_output_shape
+from onnxroof.ir import DEFAULT_DOMAINS, InvalidNode, Tensor, UnknownShape, dtype_size, format_shape
 
 __all__ = [
     "COPY_OPS",
@@ -156,8 +156,30 @@ def _movement(node: NodeView, read: float, written: float, flops: float = 0.0) -
 @register(*SHAPE_ONLY_OPS, engine=SHAPE)
 @register(*OPTIONAL_OPS, engine=OTHER)
 def zero_cost(node: NodeView) -> Cost:
-    """Shape-only and metadata ops: the engine aliases the buffer or answers from the shape; nothing runs."""
+    """Shape-only and metadata ops: the engine aliases the buffer or answers from the shape; nothing runs. A
+    Reshape whose target cannot hold its input's elements is invalid all the same."""
+    if node.op_type == "Reshape" and node.domain in DEFAULT_DOMAINS:
+        _check_reshape(node)
     return Cost()
+
+
+def _check_reshape(node: NodeView) -> None:
+    """InvalidNode where a Reshape's input shape and constant target are known and disagree on the element count:
+    0 copies the input's dim (unless ``allowzero``), one -1 takes what is left."""
+    x, target = node.input(0), node.constant(1)
+    if x is None or not x.known or target is None:
+        return
+    shape = x.need_shape()
+    wanted = [int(d) for d in target.reshape(-1)]
+    copy_zero = not int(node.attr("allowzero", 0))
+    dims = [shape[i] if d == 0 and copy_zero and i < len(shape) else d for i, d in enumerate(wanted)]
+    given = [d for d in dims if d != -1]
+    numel, known = prod(shape), prod(given)
+    what = f"target shape {wanted} for an input of shape {format_shape(shape)} ({numel} elements)"
+    if len(dims) - len(given) > 1 or min(given, default=0) < 0:
+        raise InvalidNode(f"{what}: a dim below -1, or more than one -1")
+    if (len(given) == len(dims) and known != numel) or (len(given) < len(dims) and known and numel % known):
+        raise InvalidNode(f"{what}: the element counts differ")
 
 
 @register("Constant", engine=OTHER)
@@ -242,8 +264,70 @@ def cast_like(node: NodeView) -> Cost:
 @register(*REORDER_OPS, engine="reorder")
 def data_movement(node: NodeView) -> Cost:
     """Pure data movement: 0 FLOPs, one kernel, each distinct input read once and each output written once."""
+    if node.op_type == "Concat":
+        node = _checked_concat(node)
+    elif node.op_type == "Transpose" and node.domain in DEFAULT_DOMAINS:
+        _check_transpose(node)
+    elif node.op_type == "Split" and node.domain in DEFAULT_DOMAINS:
+        _check_split(node)
     read, written = io_bytes(node)
     return _movement(node, read, written)
+
+
+def _checked_concat(node: NodeView) -> NodeView:
+    """A Concat whose inputs' shapes are known, checked (one rank, equal sizes off the axis, the axis in range)
+    and with its output's shape where inference left it unknown; the node as it is when an input's is unknown."""
+    inputs = [t for t in node.inputs if t is not None and t.name]
+    if not inputs or not all(t.known for t in inputs):
+        return node
+    shapes = [t.need_shape() for t in inputs]
+    first = shapes[0]
+    axis = _axis(node, first)
+    for shape in shapes[1:]:
+        if len(shape) != len(first) or any(a != b for i, (a, b) in enumerate(zip(first, shape)) if i != axis):
+            raise InvalidNode(
+                f"inputs of shapes {format_shape(first)} and {format_shape(shape)} "
+                f"differ off the concatenation axis {axis}"
+            )
+    joined = (*first[:axis], sum(shape[axis] for shape in shapes), *first[axis + 1 :])
+    return with_output_shape(node, joined, inputs[0].dtype)
+
+
+def _axis(node: NodeView, shape: tuple[int, ...]) -> int:
+    """The node's ``axis`` attribute (default 0) as an index into ``shape``; InvalidNode when out of its range."""
+    axis = int(node.attr("axis", 0))
+    if not -len(shape) <= axis < len(shape):
+        raise InvalidNode(f"axis {axis} outside the rank {len(shape)} of its input of shape {format_shape(shape)}")
+    return axis % len(shape)
+
+
+def _check_transpose(node: NodeView) -> None:
+    """InvalidNode where a Transpose's ``perm`` is not an order of its known input's axes."""
+    x, perm = node.input(0), node.attr("perm")
+    if x is None or not x.known or perm is None:
+        return
+    shape = x.need_shape()
+    if not isinstance(perm, list) or sorted(perm) != list(range(len(shape))):
+        raise InvalidNode(f"perm {perm} for an input of shape {format_shape(shape)}: not an order of its axes")
+
+
+def _check_split(node: NodeView) -> None:
+    """InvalidNode where a Split's axis is outside its known input's rank, or its sizes (the ``split`` input or
+    attribute) do not add up to that axis' dim."""
+    x = node.input(0)
+    if x is None or not x.known:
+        return
+    shape = x.need_shape()
+    axis = _axis(node, shape)
+    constant = node.constant(1)
+    sizes = [int(s) for s in constant.reshape(-1)] if constant is not None else node.attr("split")
+    if sizes is None or (isinstance(sizes, list) and not sizes):
+        return
+    if not isinstance(sizes, list) or min(sizes) < 0 or sum(sizes) != shape[axis]:
+        raise InvalidNode(
+            f"split sizes {sizes} on axis {axis} of an input of shape {format_shape(shape)}: "
+            f"they do not add up to its {shape[axis]}"
+        )
 
 
 @register("Slice", engine="movement")
@@ -261,6 +345,8 @@ def gather(node: NodeView) -> Cost:
     the whole data tensor, and writes the output. Params still count a weight data tensor (an embedding table) in
     full: the model has to hold all of it."""
     data, out = node.need_input(0), _output(node)
+    if data.known and node.op_type != "GatherND":
+        _axis(node, data.need_shape())
     index_read, written = io_bytes(node, [node.input(1)])
     return _movement(node, index_read + out.numel * data.itemsize, written)
 

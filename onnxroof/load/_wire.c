@@ -414,7 +414,7 @@ static PyObject *read_initializer(Span t, long long small, PyTypeObject *initial
 }
 
 /* The element type and static shape of a TypeProto, as onnxroof.load.read.shape_of reads them: the shape is
- * None when the type has no tensor shape or any dim has no value. */
+ * None when the type has no tensor shape or any dim has no value or a negative one. */
 static PyObject *read_type(Span type) {
     Span s = type;
     Field f;
@@ -446,7 +446,7 @@ static PyObject *read_type(Span type) {
                         } else if (v.field == 2) value_set = 0; /* dim_param: the oneof's last field wins */
                     }
                     if (r < 0) break;
-                    known = known && value_set;
+                    known = known && value_set && (int64_t)value >= 0; /* a negative dim is no size */
                     PyObject *item = PyLong_FromLongLong((long long)value);
                     if (item == NULL || PyList_Append(dims, item) < 0) {
                         Py_XDECREF(item);

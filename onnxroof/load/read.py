@@ -209,7 +209,7 @@ def read_graph_python(graph: GraphProto) -> RawGraph:
     for init in graph.initializer:
         dims = tuple(init.dims)
         value = _small_array(init) if prod(dims) <= SMALL_CONSTANT else None
-        initializers.append(_new_initializer((init.name, init.data_type, dims, value)))
+        initializers.append(_new_initializer((_text(init.name), init.data_type, dims, value)))
     nodes = []
     for index, proto in enumerate(graph.node):
         op_type = proto.op_type
@@ -222,10 +222,15 @@ def read_graph_python(graph: GraphProto) -> RawGraph:
                 has_subgraph = has_subgraph or a.type == AttributeProto.GRAPH
                 if op_type == "Constant" and a.name == "value":
                     constant_type = (a.t.data_type, tuple(a.t.dims))
-        name = proto.name or f"{op_type}_{index}"
+        name, domain = proto.name, proto.domain
+        if not type(name) is type(op_type) is type(domain) is str:  # protobuf gives invalid UTF-8 as bytes
+            name, op_type, domain = (_text(name), _text(op_type), _text(domain))
+        name = name or f"{op_type}_{index}"
         inputs, outputs = tuple(proto.input), tuple(proto.output)
-        nodes.append(_new_node((name, op_type, proto.domain, inputs, outputs, attrs, constant_type, has_subgraph)))
-    return RawGraph(initializers, _sparse(graph), nodes, tuple(vi.name for vi in graph.input))
+        if not all(type(text) is str for text in inputs + outputs):
+            inputs, outputs = tuple(map(_text, inputs)), tuple(map(_text, outputs))
+        nodes.append(_new_node((name, op_type, domain, inputs, outputs, attrs, constant_type, has_subgraph)))
+    return RawGraph(initializers, _sparse(graph), nodes, tuple(_text(vi.name) for vi in graph.input))
 
 
 # A named tuple from a tuple without the extra Python frame of its generated __new__: one is built per node and
@@ -234,8 +239,16 @@ _new_node = functools.partial(tuple.__new__, RawNode)
 _new_initializer = functools.partial(tuple.__new__, RawInitializer)
 
 
+def _text(value: str | bytes) -> str:
+    """A string field as text. protobuf gives a string field that is not UTF-8 as bytes; those are decoded with
+    replacement characters, as the native reader decodes every string."""
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
+
+
 def _sparse(graph: GraphProto) -> list[RawInitializer]:
-    return [RawInitializer(s.values.name, s.values.data_type, tuple(s.dims), None) for s in graph.sparse_initializer]
+    return [
+        RawInitializer(_text(s.values.name), s.values.data_type, tuple(s.dims), None) for s in graph.sparse_initializer
+    ]
 
 
 def _attr_value(attr: AttributeProto) -> Any:
@@ -276,13 +289,14 @@ ValueTypes = dict[str, Tensor]  # the typed values of a graph by name, none of t
 
 
 def shape_of(type_proto: onnx.TypeProto) -> tuple[int, tuple[int, ...] | None]:
-    """Element type and static shape of a type (shape None when the rank or any dim is unknown or symbolic)."""
+    """Element type and static shape of a type (shape None when the rank or any dim is unknown or symbolic, or
+    when a dim is negative: no size, as some exporters write an unknown one)."""
     tt = type_proto.tensor_type  # a default (elem_type 0, no shape) for sequence and map types
     dims = [d.dim_value for d in tt.shape.dim]
     if not dims:  # a scalar, or no shape at all
         return tt.elem_type, (() if tt.HasField("shape") else None)
     # dim_value reads 0 when unset (a symbolic or unknown dim); only then is the slower exact check needed.
-    if 0 in dims and any(not d.HasField("dim_value") for d in tt.shape.dim):
+    if min(dims) < 0 or (0 in dims and any(not d.HasField("dim_value") for d in tt.shape.dim)):
         return tt.elem_type, None
     return tt.elem_type, tuple(dims)
 
@@ -305,8 +319,9 @@ def value_types(graph: GraphProto, input_count: int | None = None) -> ValueTypes
         entry = by_type.get(key)
         if entry is None:
             entry = by_type[key] = shape_of(type_proto)
-        if entry[1] is not None or vi.name not in types:
-            types[vi.name] = Tensor(vi.name, entry[0], entry[1], False)
+        name = _text(vi.name)
+        if entry[1] is not None or name not in types:
+            types[name] = Tensor(name, entry[0], entry[1], False)
     return types
 
 

@@ -21,7 +21,7 @@ from onnx import TensorProto
 from onnxroof.costs import Cost, NodeView, compute_cost, weight_params
 from onnxroof.devices import PRECISIONS, Device
 from onnxroof.errors import UserError
-from onnxroof.ir import Graph, Node, Tensor, UnknownShape
+from onnxroof.ir import Graph, InvalidNode, Node, Tensor, UnknownShape
 from onnxroof.predict import roofline
 from onnxroof.predict.engine import EngineNote, predict_engine
 from onnxroof.predict.roofline import Prediction
@@ -273,9 +273,12 @@ class _Coster:
         return NodeView(node.name, node.op_type, node.domain, inputs, outputs, node.attrs, constants, subgraph_cost)
 
     def cost(self, view: NodeView) -> tuple[Cost, str | None]:
-        """The node's cost and, when it could not be costed exactly, why (counted in ``unsupported``)."""
+        """The node's cost and, when it could not be costed exactly, why (counted in ``unsupported``). A node
+        whose shapes contradict each other makes the graph invalid: a UserError naming the node."""
         try:
             cost, supported = compute_cost(view)
+        except InvalidNode as exc:
+            raise invalid_node(view.name, view.op_type, str(exc)) from exc
         except UnknownShape as exc:
             read = sum(t.nbytes for t in view.inputs if t is not None and t.known)
             written = sum(t.nbytes for t in view.outputs if t is not None and t.known)
@@ -297,6 +300,15 @@ class _Coster:
                 )
                 total = total + self.cost(view)[0]
         return total
+
+
+def invalid_node(name: str, op_type: str, contradiction: str) -> UserError:
+    """The error for a node whose shapes contradict each other: the model is invalid as given."""
+    return UserError(
+        f"invalid model: node {name!r} ({op_type}): {contradiction}",
+        "the model's shapes or attributes contradict each other: "
+        "check the exporter, or the shapes given with --input and --dim",
+    )
 
 
 _SHAPE_UNKNOWN = "shape unknown"

@@ -86,6 +86,47 @@ def test_a_zero_dim_is_a_known_dim_of_an_empty_tensor():
     assert g.tensors["y"].shape == (0, 3)
 
 
+def test_a_negative_dim_in_value_info_is_unknown_and_inference_gives_the_shape():
+    # A negative dim_value is no size (some exporters write -1 for an unknown dim): the tensor's shape is left to
+    # inference, which gives xw its [1, 3] from x and W.
+    model = _tiny_model()
+    model.graph.value_info.append(helper.make_tensor_value_info("xw", TensorProto.FLOAT, [1, -1]))
+    g = load_graph(model)
+    assert g.tensors["xw"].shape == (1, 3)
+
+
+def test_node_strings_that_are_not_utf8_read_as_text(tmp_path: Path):
+    # protobuf hands a string field's invalid UTF-8 back as bytes; the loader decodes it with replacement
+    # characters, as the native reader does, so the op is one without a cost function, named in text.
+    data = _tiny_model().SerializeToString()
+    assert data.count(b"MatMul") == 1
+    path = tmp_path / "model.onnx"
+    path.write_bytes(data.replace(b"MatMul", b"Mat\xfful"))
+    g = load_graph(path)
+    assert next(n.op_type for n in g.nodes if not n.folded) == "Mat\ufffdul"
+
+
+def test_tensor_names_that_are_not_utf8_read_as_text(tmp_path: Path):
+    # A large weight's name, where the node that reads it names it too: both read as the same text, so the node
+    # still reads a weight of known shape.
+    w = numpy_helper.from_array(np.ones((8, 16), np.float32), "weight_name")
+    node = helper.make_node("MatMul", ["x", "weight_name"], ["y"], name="matmul")
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [w],
+    )
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    path = tmp_path / "model.onnx"
+    path.write_bytes(data.replace(b"weight_name", b"weight_n\xffme"))
+    g = load_graph(path)
+    name = "weight_n\ufffdme"
+    assert g.nodes[0].inputs == ("x", name)
+    assert g.tensors[name].shape == (8, 16) and g.tensors[name].is_weight
+
+
 def test_unknown_input_and_unknown_dim_names_are_refused():
     with pytest.raises(UserError, match="no input named 'nope'"):
         load_graph(_tiny_model(), inputs={"nope": (1, 4)})

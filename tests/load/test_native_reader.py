@@ -194,7 +194,8 @@ def test_every_attribute_kind_reads_as_defined(reader: ModuleType):
 
 
 def _typed_graph() -> onnx.GraphProto:
-    """Value infos of every shape state: static, scalar, symbolic, unknown dim, zero dim, no shape, non-tensor;
+    """Value infos of every shape state: static, scalar, symbolic, unknown dim, zero dim, negative dim, no shape,
+    non-tensor;
     an output declared without a shape that value_info has one for; a second input."""
     unknown_dim = helper.make_tensor_value_info("unknown_dim", TensorProto.FLOAT, [2, 3])
     unknown_dim.type.tensor_type.shape.dim[1].Clear()
@@ -204,6 +205,7 @@ def _typed_graph() -> onnx.GraphProto:
         helper.make_tensor_value_info("symbolic", TensorProto.FLOAT16, ["batch", 4]),
         unknown_dim,
         helper.make_tensor_value_info("empty", TensorProto.FLOAT, [0, 5]),
+        helper.make_tensor_value_info("negative", TensorProto.FLOAT, [2, -1]),
         helper.make_tensor_value_info("no_shape", TensorProto.BFLOAT16, None),
         helper.make_tensor_sequence_value_info("sequence", TensorProto.FLOAT, [2]),
         helper.make_tensor_value_info("out", TensorProto.FLOAT, [6]),
@@ -262,6 +264,7 @@ def test_value_types_read_as_defined(reader: ModuleType):
         "symbolic": (TensorProto.FLOAT16, None),
         "unknown_dim": (TensorProto.FLOAT, None),
         "empty": (TensorProto.FLOAT, (0, 5)),  # a dim of 0 is a size
+        "negative": (TensorProto.FLOAT, None),  # a negative dim is none: the shape is unknown
         "no_shape": (TensorProto.BFLOAT16, None),
         "sequence": (0, None),  # not a tensor type
         "out": (TensorProto.FLOAT, (6,)),
