@@ -14,6 +14,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from onnx import TensorProto
 
+from onnxroof.errors import UserError
+
 __all__ = [
     "DEFAULT_DOMAINS",
     "Graph",
@@ -84,7 +86,15 @@ class InvalidNode(Exception):
     """A node that no valid graph holds: shapes that contradict each other (operands that cannot broadcast, inputs
     of a Concat that differ off its axis) or an attribute out of its range or of the wrong kind. Unlike
     UnknownShape, the graph is wrong, not merely unresolved. The message names the shapes or the attribute; the
-    analysis adds the node."""
+    analysis adds the node (``user_error``)."""
+
+    def user_error(self, name: str, op_type: str) -> UserError:
+        """The user's error this makes of node ``name``: the model is invalid as given."""
+        return UserError(
+            f"invalid model: node {name!r} ({op_type}): {self}",
+            "the model's shapes or attributes contradict each other: "
+            "check the exporter, or the shapes given with --input and --dim",
+        )
 
 
 def format_shape(shape: Sequence[int] | None) -> str:

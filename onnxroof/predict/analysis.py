@@ -278,7 +278,7 @@ class _Coster:
         try:
             cost, supported = compute_cost(view)
         except InvalidNode as exc:
-            raise invalid_node(view.name, view.op_type, str(exc)) from exc
+            raise exc.user_error(view.name, view.op_type) from exc
         except UnknownShape as exc:
             read = sum(t.nbytes for t in view.inputs if t is not None and t.known)
             written = sum(t.nbytes for t in view.outputs if t is not None and t.known)
@@ -300,15 +300,6 @@ class _Coster:
                 )
                 total = total + self.cost(view)[0]
         return total
-
-
-def invalid_node(name: str, op_type: str, contradiction: str) -> UserError:
-    """The error for a node whose shapes contradict each other: the model is invalid as given."""
-    return UserError(
-        f"invalid model: node {name!r} ({op_type}): {contradiction}",
-        "the model's shapes or attributes contradict each other: "
-        "check the exporter, or the shapes given with --input and --dim",
-    )
 
 
 _SHAPE_UNKNOWN = "shape unknown"
