@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import warnings
 
-from onnxroof.cli import sweep as sweep_command
-from onnxroof.cli.common import Progress, add_shape_options, check_output, warn
+from onnxroof.cli.common import Progress, check_output, warn
+from onnxroof.cli.inputs import add_input_options
 from onnxroof.errors import UserError
 from onnxroof.report.figures.output import FORMATS
 from onnxroof.report.figures.registry import DESCRIPTIONS, KINDS
@@ -34,26 +34,10 @@ MEASURED_KINDS: tuple[str, ...] = ("roofline", "time")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
-    parser.add_argument(
-        "-d",
-        "--device",
-        action="append",
-        default=None,
-        metavar="D",
-        help="devices, repeatable or comma-separated (catalog keys, device files or host; default v100-sxm2)",
+    add_input_options(
+        parser, "roofline and time: also measure the model here and draw each kernel's measured point (slow)"
     )
     parser.add_argument("--kind", default="roofline", choices=KINDS, help="which figure (default roofline)")
-    sweep_command.add_sweep_axes(parser)
-    parser.add_argument(
-        "--measure",
-        action="store_true",
-        help="roofline and time: also measure the model here and draw each kernel's measured point (slow)",
-    )
-    parser.add_argument(
-        "--threads", type=int, default=1, metavar="N", help="--device host and --measure: threads (default 1)"
-    )
-    add_shape_options(parser)
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="the figure's file: .png, .svg or .pdf")
     parser.add_argument("--force", action="store_true", help="replace FILE if it exists")
 

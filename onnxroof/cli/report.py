@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import warnings
 
-from onnxroof.cli import sweep as sweep_command
-from onnxroof.cli.common import Progress, add_shape_options, check_output, warn
+from onnxroof.cli.common import Progress, check_output, warn
+from onnxroof.cli.inputs import add_input_options
 from onnxroof.errors import UserError
 
 HELP = "one offline HTML page: summary, devices, every figure, the sortable per-layer table"
@@ -33,23 +33,7 @@ SUFFIXES = (".html", ".htm")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
-    parser.add_argument(
-        "-d",
-        "--device",
-        action="append",
-        default=None,
-        metavar="D",
-        help="devices, repeatable or comma-separated (catalog keys, device files or host; default v100-sxm2)",
-    )
-    sweep_command.add_sweep_axes(parser)
-    parser.add_argument(
-        "--measure", action="store_true", help="also measure the model here: predicted against measured (slow)"
-    )
-    parser.add_argument(
-        "--threads", type=int, default=1, metavar="N", help="--device host and --measure: threads (default 1)"
-    )
-    add_shape_options(parser)
+    add_input_options(parser, "also measure the model here: predicted against measured (slow)")
     parser.add_argument("--title", default=None, help="the page's title (default: the model and devices)")
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="the report's file: .html")
     parser.add_argument("--force", action="store_true", help="replace FILE if it exists")
