@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import warnings
 
-from onnxroof.cli.common import Progress, add_shape_options, dims, emit, warn
+from onnxroof.cli.common import Progress, add_shape_options, add_what_if_options, dims, emit, warn
 
 HELP = "per-layer cost and roofline of a model"
 DESCRIPTION = """Cost every node of an ONNX model and place it on a device's roofline.
@@ -31,20 +31,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="catalog key (see 'onnxroof devices') or a device .toml file; default v100-sxm2",
     )
     add_shape_options(parser)
-    parser.add_argument(
-        "-p",
-        "--precision",
-        default=None,
-        help="what if every float tensor were this precision: fp64, fp32, tf32, fp16, bf16, fp8, int8 "
-        "(default: the tensors' own dtypes)",
-    )
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        metavar="N",
-        help="--device host: the thread count whose calibration to use (default 1)",
-    )
+    add_what_if_options(parser)
     parser.add_argument(
         "--as-exported",
         action="store_true",

@@ -7,7 +7,7 @@ import os
 import warnings
 from pathlib import Path
 
-from onnxroof.cli.common import Progress, add_shape_options, check_output, dims, emit, warn
+from onnxroof.cli.common import Progress, add_shape_options, add_what_if_options, check_output, dims, emit, warn
 from onnxroof.errors import UserError
 
 HELP = "write per-node FLOPs, bytes, bound and predicted time into the model (Netron, Model Explorer)"
@@ -50,20 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="catalog key (see 'onnxroof devices'), a device .toml file or host; default v100-sxm2",
     )
-    parser.add_argument(
-        "-p",
-        "--precision",
-        default=None,
-        help="what if every float tensor were this precision: fp64, fp32, tf32, fp16, bf16, fp8, int8 "
-        "(default: the tensors' own dtypes)",
-    )
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        metavar="N",
-        help="--device host: the thread count whose calibration to use (default 1)",
-    )
+    add_what_if_options(parser)
     add_shape_options(parser)
     parser.add_argument(
         "--model-explorer",

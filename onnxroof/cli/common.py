@@ -13,6 +13,7 @@ __all__ = [
     "Progress",
     "add_session_options",
     "add_shape_options",
+    "add_what_if_options",
     "check_output",
     "dims",
     "emit",
@@ -48,6 +49,24 @@ def add_shape_options(parser: argparse.ArgumentParser) -> None:
         type=_pair("NAME=VALUE"),
         metavar="NAME=VALUE",
         help="fix a symbolic dim such as batch (repeatable)",
+    )
+
+
+def add_what_if_options(parser: argparse.ArgumentParser) -> None:
+    """-p/--precision (the analysis' what-if precision) and --threads (which calibration --device host uses)."""
+    parser.add_argument(
+        "-p",
+        "--precision",
+        default=None,
+        help="what if every float tensor were this precision: fp64, fp32, tf32, fp16, bf16, fp8, int8 "
+        "(default: the tensors' own dtypes)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        metavar="N",
+        help="--device host: the thread count whose calibration to use (default 1)",
     )
 
 
