@@ -408,12 +408,13 @@ def export(spec: Spec, path: Path) -> list[dict[str, Any]]:
     torch.manual_seed(0)
     module, args, names = spec.build()
     module = module.eval()
-    with torch.no_grad():
-        if spec.exporter == "dynamo":
-            program = torch.onnx.export(module, args, dynamo=True, opset_version=18, input_names=names)
-            program.save(str(path), external_data=False)
-        else:
-            torch.onnx.export(module, args, str(path), dynamo=False, opset_version=17, input_names=names)
+    # Not under torch.no_grad(): without gradients, nn.MultiheadAttention takes its fused fast path, an op the
+    # TorchScript exporter cannot write (users export with gradients on, as here).
+    if spec.exporter == "dynamo":
+        program = torch.onnx.export(module, args, dynamo=True, opset_version=18, input_names=names)
+        program.save(str(path), external_data=False)
+    else:
+        torch.onnx.export(module, args, str(path), dynamo=False, opset_version=17, input_names=names)
     model = onnx.load(str(path), load_external_data=False)
     inputs = []
     initializers = {i.name for i in model.graph.initializer}
