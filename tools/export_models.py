@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TEXT_LEN = 128  # tokens
 IMAGE = 224  # pixels a side
 AUDIO = 16000  # samples: 1 s at 16 kHz
-VOCAB = 30522  # BERT's; token ids are drawn below it
+VOCAB = 30000  # token ids are drawn below it: within every text model's vocabulary
 
 
 @dataclass(frozen=True)
@@ -121,8 +121,8 @@ def _timm(name: str) -> Callable[[], tuple[Any, tuple[Any, ...], list[str]]]:
     return build
 
 
-def _hidden_state(inner: Any) -> Any:
-    """A transformers model that returns its last hidden state (or logits) alone, as a tensor."""
+def _hidden_state(inner: Any, names: list[str]) -> Any:
+    """A transformers model that takes its inputs by name and returns its last hidden state (or logits) alone."""
     import torch
 
     class FirstOutput(torch.nn.Module):
@@ -131,7 +131,7 @@ def _hidden_state(inner: Any) -> Any:
             self.inner = inner
 
         def forward(self, *args: Any) -> Any:
-            return self.inner(*args, return_dict=False)[0]
+            return self.inner(**dict(zip(names, args)), return_dict=False)[0]
 
     return FirstOutput(inner)
 
@@ -147,7 +147,8 @@ def _text_encoder(kind: str) -> Callable[[], tuple[Any, tuple[Any, ...], list[st
             "albert": lambda: tf.AlbertConfig(hidden_size=768, num_attention_heads=12, intermediate_size=3072),
         }[kind]()
         model = tf.AutoModel.from_config(config, attn_implementation="eager")
-        return _hidden_state(model), (_tokens(), _mask()), ["input_ids", "attention_mask"]
+        names = ["input_ids", "attention_mask"]
+        return _hidden_state(model, names), (_tokens(), _mask()), names
 
     return build
 
@@ -170,7 +171,10 @@ def _text_decoder(kind: str) -> Callable[[], tuple[Any, tuple[Any, ...], list[st
             ),
         }[kind]()
         model = tf.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
-        return _hidden_state(model), (_tokens(vocab=30000),), ["input_ids"]
+        # With an attention mask, as generation feeds one (without, transformers derives packed-sequence
+        # boundaries from the positions, an op the TorchScript exporter cannot write).
+        names = ["input_ids", "attention_mask"]
+        return _hidden_state(model, names), (_tokens(), _mask()), names
 
     return build
 
@@ -180,7 +184,7 @@ def _wav2vec2() -> tuple[Any, tuple[Any, ...], list[str]]:
     import transformers as tf
 
     model = tf.Wav2Vec2Model(tf.Wav2Vec2Config())  # wav2vec2-base's sizes
-    return _hidden_state(model), (torch.randn(1, AUDIO),), ["input_values"]
+    return _hidden_state(model, ["input_values"]), (torch.randn(1, AUDIO),), ["input_values"]
 
 
 def _whisper_encoder() -> tuple[Any, tuple[Any, ...], list[str]]:
@@ -201,7 +205,7 @@ def _whisper_encoder() -> tuple[Any, tuple[Any, ...], list[str]]:
         max_source_positions=50,
     )
     encoder = tf.WhisperModel(config).get_encoder()
-    return _hidden_state(encoder), (torch.randn(1, 80, 100),), ["input_features"]
+    return _hidden_state(encoder, ["input_features"]), (torch.randn(1, 80, 100),), ["input_features"]
 
 
 def _recurrent(cell: str) -> Callable[[], tuple[Any, tuple[Any, ...], list[str]]]:
