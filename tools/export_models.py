@@ -3,9 +3,12 @@
 Each model is built with torch, torchvision, timm or transformers from its configuration (random weights: no
 download) and exported with static input shapes (batch 1; 128 tokens for text, 224x224 images, 1 s of 16 kHz
 audio) by the TorchScript-based exporter (opset 17) or the dynamo one (opset 18). The two give different
-graphs: the dynamo exporter keeps LayerNormalization as one op where the TorchScript one writes its
-decomposition, and writes attention as its own sequence of ops. Several models are exported both ways, as
-separate entries.
+graphs: the TorchScript exporter writes the model's shape arithmetic as nodes (Shape, Gather, Concat,
+Constant: Swin-T has 6,261 nodes where the dynamo exporter's graph has 760) and its own sequence of ops for
+attention and windowing; the dynamo exporter's graph is optimized by onnxscript first. Several models are
+exported both ways, as separate entries, and two by the TorchScript exporter at opset 14 as well, the default
+of torch releases before 2.1, where LayerNormalization is written as its decomposition (ReduceMean, Sub, Pow,
+Sqrt, Div).
 
 The folder gets one .onnx file per model and a ``manifest.json``: per model its name, family, exporter, file,
 inputs (name, shape, dtype) and a one-line description. tools/accuracy.py reads it (``--set benchmark``) and
@@ -47,6 +50,7 @@ class Spec:
     exporter: str  # "torchscript" or "dynamo"
     build: Callable[[], tuple[Any, tuple[Any, ...], list[str]]]  # (module, example inputs, input names)
     description: str
+    opset: int | None = None  # None: 17 for the TorchScript exporter, 18 for the dynamo one
 
 
 def default_dir() -> Path:
@@ -374,10 +378,26 @@ SET: list[Spec] = [
     *_both("swin_t", "vision-transformer", _torchvision("swin_t"), "torchvision Swin-T (windowed attention), 224x224"),
     *_one("deit_tiny", "vision-transformer", _timm("deit_tiny_patch16_224"), "timm DeiT-Ti/16, 224x224"),
     *_both("bert_base", "text-encoder", _text_encoder("bert"), "transformers BERT-base encoder, 128 tokens"),
+    Spec(
+        "bert_base-opset14",
+        "text-encoder",
+        "torchscript",
+        _text_encoder("bert"),
+        "transformers BERT-base encoder, 128 tokens, opset 14 (LayerNormalization decomposed)",
+        opset=14,
+    ),
     *_one("distilbert", "text-encoder", _text_encoder("distilbert"), "transformers DistilBERT encoder, 128 tokens"),
     *_one("roberta_base", "text-encoder", _text_encoder("roberta"), "transformers RoBERTa-base encoder, 128 tokens"),
     *_one("albert_base", "text-encoder", _text_encoder("albert"), "transformers ALBERT-base encoder, 128 tokens"),
     *_both("gpt2", "text-decoder", _text_decoder("gpt2"), "transformers GPT-2 small with LM head, causal, 128 tokens"),
+    Spec(
+        "gpt2-opset14",
+        "text-decoder",
+        "torchscript",
+        _text_decoder("gpt2"),
+        "transformers GPT-2 small with LM head, causal, 128 tokens, opset 14 (LayerNormalization decomposed)",
+        opset=14,
+    ),
     *_one("opt_125m", "text-decoder", _text_decoder("opt"), "transformers OPT-125M with LM head, causal, 128 tokens"),
     *_both(
         "llama_tiny",
@@ -415,10 +435,12 @@ def export(spec: Spec, path: Path) -> list[dict[str, Any]]:
     # Not under torch.no_grad(): without gradients, nn.MultiheadAttention takes its fused fast path, an op the
     # TorchScript exporter cannot write (users export with gradients on, as here).
     if spec.exporter == "dynamo":
-        program = torch.onnx.export(module, args, dynamo=True, opset_version=18, input_names=names)
+        opset = spec.opset or 18
+        program = torch.onnx.export(module, args, dynamo=True, opset_version=opset, input_names=names)
         program.save(str(path), external_data=False)
     else:
-        torch.onnx.export(module, args, str(path), dynamo=False, opset_version=17, input_names=names)
+        opset = spec.opset or 17
+        torch.onnx.export(module, args, str(path), dynamo=False, opset_version=opset, input_names=names)
     model = onnx.load(str(path), load_external_data=False)
     inputs = []
     initializers = {i.name for i in model.graph.initializer}
@@ -434,6 +456,14 @@ def export(spec: Spec, path: Path) -> list[dict[str, Any]]:
             }
         )
     return inputs
+
+
+def onnx_opset(path: Path) -> int:
+    """The default domain's opset version the exported file imports."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -452,6 +482,9 @@ def main(argv: list[str] | None = None) -> int:
     entries: dict[str, dict[str, Any]] = {}
     if manifest_path.exists():  # a partial re-export keeps the others' entries
         entries = {e["name"]: e for e in json.loads(manifest_path.read_text())["models"]}
+        for entry in entries.values():  # written before entries carried their opset
+            if "opset" not in entry and (out / entry["file"]).exists():
+                entry["opset"] = onnx_opset(out / entry["file"])
     wanted = set(args.only.split(",")) if args.only else {s.name for s in SET}
     unknown = wanted - {s.name for s in SET}
     if unknown:
@@ -480,6 +513,7 @@ def main(argv: list[str] | None = None) -> int:
             "name": spec.name,
             "family": spec.family,
             "exporter": spec.exporter,
+            "opset": onnx_opset(path),
             "file": path.name,
             "inputs": inputs,
             "description": spec.description,
