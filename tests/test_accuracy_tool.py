@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -68,3 +69,87 @@ def test_the_json_row_carries_measured_latency_and_error():
     assert out["uncorrected_error"] == pytest.approx(-0.10)
     assert out["round_speeds"] == [0.9, 1.0, 1.2]
     assert len(out["rounds_samples_s"]) == 3
+
+
+def _manifest(folder: Path) -> list[dict]:
+    entries = [
+        {
+            "name": "gpt2",
+            "family": "text-decoder",
+            "exporter": "torchscript",
+            "file": "gpt2.onnx",
+            "inputs": [{"name": "input_ids", "shape": [1, 128], "dtype": "int64"}],
+            "description": "GPT-2 small",
+        },
+        {
+            "name": "gpt2-dynamo",
+            "family": "text-decoder",
+            "exporter": "dynamo",
+            "file": "gpt2-dynamo.onnx",
+            "inputs": [{"name": "input_ids", "shape": [1, 128], "dtype": "int64"}],
+            "description": "GPT-2 small",
+        },
+    ]
+    (folder / "manifest.json").write_text(json.dumps({"models": entries}))
+    return entries
+
+
+def test_the_benchmark_set_is_read_from_its_manifest(tmp_path):
+    _manifest(tmp_path)
+    manifest = accuracy.read_manifest(tmp_path)
+    assert [e["name"] for e in manifest] == ["gpt2", "gpt2-dynamo"]
+    # The whole set, as bench:NAME labels naming the files in the folder.
+    sources = accuracy.model_sources(None, manifest=manifest, folder=tmp_path, which="benchmark")
+    assert sources == [
+        ("bench:gpt2", str(tmp_path / "gpt2.onnx")),
+        ("bench:gpt2-dynamo", str(tmp_path / "gpt2-dynamo.onnx")),
+    ]
+    # Picked by name among zoo models; the default set is the zoo and light models alone.
+    picked = accuracy.model_sources("zoo:resnet18,bench:gpt2-dynamo", manifest=manifest, folder=tmp_path)
+    assert picked == [("zoo:resnet18", "zoo:resnet18"), ("bench:gpt2-dynamo", str(tmp_path / "gpt2-dynamo.onnx"))]
+    default = accuracy.model_sources(None, zoo=("resnet18",), light=(), manifest=manifest, folder=tmp_path)
+    assert default == [("zoo:resnet18", "zoo:resnet18")]
+    assert len(accuracy.model_sources(None, zoo=("resnet18",), light=(), manifest=manifest, which="all")) == 3
+    with pytest.raises(SystemExit, match="not in the benchmark set"):
+        accuracy.model_sources("bench:bert", manifest=manifest, folder=tmp_path)
+
+
+def test_a_manifest_entry_without_the_keys_the_tools_read_is_refused(tmp_path):
+    with pytest.raises(SystemExit, match="no benchmark set"):
+        accuracy.read_manifest(tmp_path)
+    (tmp_path / "manifest.json").write_text(json.dumps({"models": [{"name": "x", "family": "mlp"}]}))
+    with pytest.raises(SystemExit, match="'x' lacks exporter, file, inputs"):
+        accuracy.read_manifest(tmp_path)
+
+
+def test_every_model_has_a_family(tmp_path):
+    manifest = _manifest(tmp_path)
+    assert accuracy.family_of("bench:gpt2", manifest) == "text-decoder"
+    assert accuracy.family_of("zoo:resnet18") == "resnet"
+    assert accuracy.family_of("light:squeezenet") == "mobile-cnn"
+    assert accuracy.family_of("zoo:somethingelse") == "other"
+    # Every model of the default set has one of its own.
+    assert all(f"zoo:{n}" in accuracy.FAMILIES for n in accuracy.ZOO)
+    assert all(f"light:{n}" in accuracy.FAMILIES for n in accuracy.LIGHT)
+
+
+def test_one_line_per_family_with_its_models_within_10_percent_and_mean_error():
+    records = [
+        ("resnet", 0.05, 0.10),
+        ("text-encoder", -0.13, 0.30),
+        ("resnet", -0.01, 0.20),
+        ("text-encoder", -0.09, None),
+        ("resnet", 0.20, 0.12),
+    ]
+    lines = accuracy.family_lines(records)
+    assert [line.family for line in lines] == ["resnet", "text-encoder"]  # in order of first appearance
+    resnet, text = lines
+    # resnet: errors +5%, -1%, +20%: two within 10%, mean +8%; per-kernel medians 10%, 20%, 12%: median 12%.
+    assert (resnet.models, resnet.within) == (3, 2)
+    assert resnet.mean_error == pytest.approx(0.08)
+    assert resnet.kernel_median == pytest.approx(0.12)
+    # text-encoder: -13% and -9%: one within, mean -11%; the one per-kernel figure there is, 30%.
+    assert (text.models, text.within) == (2, 1)
+    assert text.mean_error == pytest.approx(-0.11)
+    assert text.kernel_median == pytest.approx(0.30)
+    assert "2 model(s),   1 within 10%, mean error  -11.0%, per-kernel median |error| 30.0%" in str(text)

@@ -22,8 +22,16 @@ the prediction with that, as validate compares the prediction scaled to the meas
 the error against the measured latency as it is, "vs med" against the median of all samples read at the
 calibrated speed.
 
-usage: python tools/accuracy.py [--threads 1,2] [--models zoo:resnet18,light:squeezenet] [--repeat 32] [--runs 10]
-                               [--spread 8] [--rounds 3] [--recalibrate] [--json FILE]
+The benchmark set (``--set benchmark``, or ``bench:NAME`` among --models) is the folder tools/export_models.py
+writes: models users run, exported by torch's two exporters, listed with their family in its manifest.json. Every
+model has a family (the zoo's and the light models' are below); after the table, one line per family gives its
+models, how many are within 10%, their mean error and the median over its models of the per-kernel median
+absolute error. Targets for the set: 90% of the models within 10% at 1 thread, no family's mean error beyond
++-7%, per-kernel median absolute error 15% or less.
+
+usage: python tools/accuracy.py [--threads 1,2] [--models zoo:resnet18,light:squeezenet,bench:gpt2] [--repeat 32]
+                               [--runs 10] [--spread 8] [--rounds 3] [--recalibrate] [--json FILE]
+                               [--set default|benchmark|all] [--bench-dir DIR]
 """
 
 from __future__ import annotations
@@ -50,26 +58,134 @@ LIGHT = (
     "vgg19",
     "zfnet512",
 )
+# The family of each zoo and light model, as the benchmark set's manifest names them.
+FAMILIES = {
+    "zoo:resnet18": "resnet",
+    "zoo:resnet34": "resnet",
+    "zoo:resnet50": "resnet",
+    "zoo:vgg16": "other-cnn",
+    "zoo:alexnet": "other-cnn",
+    "zoo:mobilenetv2": "mobile-cnn",
+    "zoo:unet": "segmentation",
+    "zoo:vit_b_16": "vision-transformer",
+    "zoo:conv2d_kernel": "kernel",
+    "light:bvlc_alexnet": "other-cnn",
+    "light:densenet121": "other-cnn",
+    "light:inception_v1": "other-cnn",
+    "light:inception_v2": "other-cnn",
+    "light:resnet50": "resnet",
+    "light:shufflenet": "mobile-cnn",
+    "light:squeezenet": "mobile-cnn",
+    "light:vgg19": "other-cnn",
+    "light:zfnet512": "other-cnn",
+}
+MANIFEST_KEYS = ("name", "family", "exporter", "file", "inputs")
+
+
+def bench_dir() -> Path:
+    """The benchmark set's default folder: ``benchmark-models/`` in onnxroof's cache folder."""
+    from onnxroof.ort.calibrate.host import cache_dir
+
+    return cache_dir() / "benchmark-models"
+
+
+def read_manifest(folder: Path) -> list[dict[str, Any]]:
+    """The benchmark set's entries, from ``folder/manifest.json``, each checked for the keys the tools read."""
+    path = Path(folder) / "manifest.json"
+    if not path.exists():
+        raise SystemExit(f"no benchmark set in {folder}: run tools/export_models.py (in an environment with torch)")
+    entries = json.loads(path.read_text())["models"]
+    for entry in entries:
+        missing = [k for k in MANIFEST_KEYS if k not in entry]
+        if missing:
+            raise SystemExit(f"{path}: entry {entry.get('name', '?')!r} lacks {', '.join(missing)}")
+    return entries
+
+
+def family_of(label: str, manifest: list[dict[str, Any]] | None = None) -> str:
+    """A model's family: the manifest's for bench:NAME, the table's for the zoo and light models, else "other"."""
+    if label.startswith("bench:"):
+        name = label[len("bench:") :]
+        for entry in manifest or []:
+            if entry["name"] == name:
+                return str(entry["family"])
+    return FAMILIES.get(label, "other")
 
 
 def model_sources(
-    spec: str | None, zoo: tuple[str, ...] = ZOO, light: tuple[str, ...] = LIGHT
+    spec: str | None,
+    zoo: tuple[str, ...] = ZOO,
+    light: tuple[str, ...] = LIGHT,
+    manifest: list[dict[str, Any]] | None = None,
+    folder: Path | None = None,
+    which: str = "default",
 ) -> list[tuple[str, str]]:
     """(label, source) pairs: zoo:NAME as is, light:NAME as the onnx package's bundled file (one that this onnx
-    lacks is left out); without ``spec``, the models of ``zoo`` and ``light``."""
+    lacks is left out), bench:NAME as the file the manifest gives in ``folder``. Without ``spec``, the set
+    ``which`` names: "default" (the models of ``zoo`` and ``light``), "benchmark" (the manifest's) or "all"."""
     import onnx
 
     light_dir = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
-    names = spec.split(",") if spec else [f"zoo:{n}" for n in zoo] + [f"light:{n}" for n in light]
+    files = {e["name"]: e["file"] for e in manifest or []}
+    if spec:
+        names = spec.split(",")
+    else:
+        names = [f"zoo:{n}" for n in zoo] + [f"light:{n}" for n in light] if which in ("default", "all") else []
+        names += [f"bench:{n}" for n in files] if which in ("benchmark", "all") else []
     out = []
     for name in names:
         if name.startswith("light:"):
             path = light_dir / f"light_{name[len('light:') :]}.onnx"
             if path.exists():
                 out.append((name, str(path)))
+        elif name.startswith("bench:"):
+            bench = name[len("bench:") :]
+            if bench not in files:
+                raise SystemExit(f"{name}: not in the benchmark set's manifest")
+            out.append((name, str(Path(folder or ".") / files[bench])))
         else:
             out.append((name, name))
     return out
+
+
+@dataclass(frozen=True)
+class FamilyLine:
+    """One family's figures after the table."""
+
+    family: str
+    models: int
+    within: int  # models within 10% of measured
+    mean_error: float
+    kernel_median: float | None  # the median over its models of their per-kernel median absolute error
+
+    def __str__(self) -> str:
+        kernels = format(self.kernel_median, ".1%") if self.kernel_median is not None else "n/a"
+        return (
+            f"{self.family:<20} {self.models:>3} model(s), {self.within:>3} within 10%, "
+            f"mean error {self.mean_error:>+7.1%}, per-kernel median |error| {kernels}"
+        )
+
+
+def family_lines(records: list[tuple[str, float, float | None]]) -> list[FamilyLine]:
+    """Per family, from (family, model error, per-kernel median absolute error) records: its models, how many
+    lie within 10%, the mean of their (signed) errors and the median of their per-kernel medians. Families in
+    order of first appearance."""
+    grouped: dict[str, list[tuple[float, float | None]]] = {}
+    for family, error, kernel in records:
+        grouped.setdefault(family, []).append((error, kernel))
+    lines = []
+    for family, rows in grouped.items():
+        kernels = [k for _, k in rows if k is not None]
+        lines.append(
+            FamilyLine(
+                family,
+                len(rows),
+                sum(abs(e) <= 0.10 for e, _ in rows),
+                statistics.fmean(e for e, _ in rows),
+                statistics.median(kernels) if kernels else None,
+            )
+        )
+    return lines
 
 
 @dataclass
@@ -82,6 +198,7 @@ class Row:
     plain: Any
     rounds: list[list[float]] = field(default_factory=list)
     speeds: list[float | None] = field(default_factory=list)  # each round's machine speed over its calibration
+    family: str = "other"
 
     @property
     def samples(self) -> list[float]:
@@ -129,7 +246,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--threads", default="1,2", help="thread counts, comma separated (each calibrated first if needed)"
     )
-    parser.add_argument("--models", default=None, help="comma-separated zoo:NAME / light:NAME (default: all)")
+    parser.add_argument(
+        "--models", default=None, help="comma-separated zoo:NAME / light:NAME / bench:NAME (default: the --set)"
+    )
+    parser.add_argument(
+        "--set",
+        default="default",
+        choices=("default", "benchmark", "all"),
+        help="without --models: the zoo and light models (default), the benchmark set, or both",
+    )
+    parser.add_argument(
+        "--bench-dir", type=Path, default=None, help="the benchmark set's folder (default: benchmark-models/, cache)"
+    )
     # 32 samples over 8 s: the fastest eighth is four samples a quarter of a second apart or more, so that a
     # slow phase of a shared machine lasting a few seconds cannot set a round's estimate alone.
     parser.add_argument("--repeat", type=int, default=32, help="whole-model timing samples per model and round")
@@ -150,10 +278,17 @@ def main(argv: list[str] | None = None) -> int:
     from onnxroof.ort.calibrate import host_device
 
     warnings.simplefilter("ignore")
+    folder = args.bench_dir or bench_dir()
+    wants_bench = args.set != "default" or (args.models is not None and "bench:" in args.models)
+    manifest = read_manifest(folder) if wants_bench else []
+    sources = model_sources(args.models, manifest=manifest, folder=folder, which=args.set)
+    families = {label: family_of(label, manifest) for label, _ in sources}
     dump: dict[str, Any] = {}
     for threads in [int(t) for t in args.threads.split(",") if t]:
         device = host_device(threads, recalibrate=args.recalibrate)
-        rows = _measured_rows(model_sources(args.models), device, threads, args)
+        rows = _measured_rows(sources, device, threads, args)
+        for row in rows:
+            row.family = families[row.label]
         _say()
         calibration = device.calibration
         cpu = calibration.cpu if calibration is not None else "unknown CPU"
@@ -186,6 +321,7 @@ def row_dict(row: Row) -> dict[str, Any]:
     at_speed = row.at_calibrated_speed_s
     return {
         "model": row.label,
+        "family": row.family,
         "predicted_time_s": v.predicted_time_s,
         "measured_time_s": row.measured_s,
         "measured_at_calibrated_speed_s": at_speed,
@@ -212,7 +348,7 @@ def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, ar
         try:
             v = validate(source, device, threads=threads, repeat=args.repeat, runs=args.runs, spread_s=args.spread)
         except Exception as exc:  # a model this onnxruntime cannot run: say so and go on
-            print(f"{label:<20} failed: {str(exc).splitlines()[0][:70]}")
+            print(f"{label:<28} failed: {str(exc).splitlines()[0][:70]}")
             continue
         plain = compare(
             analyze(source, device, as_exported=True), v.profile, engine_graph=False, speed=v.machine_speed or 1.0
@@ -242,8 +378,11 @@ def _print_table(rows: list[Row]) -> None:
     from onnxroof.ort.agreement import agreement, relative_error
     from onnxroof.ort.validate import scored
 
+    width = max([20] + [len(r.label) for r in rows])
+    fam_width = max([6] + [len(r.family) for r in rows])
     header = (
-        f"{'model':<20} {'measured':>9} {'speed':>5} {'at cal.':>9} {'predicted':>9} {'error':>7} {'uncorr.':>7} "
+        f"{'model':<{width}} {'family':<{fam_width}} "
+        f"{'measured':>9} {'speed':>5} {'at cal.':>9} {'predicted':>9} {'error':>7} {'uncorr.':>7} "
         f"{'vs med':>7} {'rounds':>6} {'kernels':>7} {'rho':>6} {'med|e|':>7} | {'plain rho':>9} {'plain med|e|':>12}"
     )
     print(header)
@@ -281,7 +420,8 @@ def _print_table(rows: list[Row]) -> None:
         speed = statistics.median(row.speeds) if at_speed else None
         at_cal = f"{at_speed * 1e3:.2f}ms" if at_speed else "n/a"
         print(
-            f"{row.label:<20} {measured * 1e3:>7.2f}ms {fmt(speed, '5.2f'):>5} {at_cal:>9} "
+            f"{row.label:<{width}} {row.family:<{fam_width}} "
+            f"{measured * 1e3:>7.2f}ms {fmt(speed, '5.2f'):>5} {at_cal:>9} "
             f"{v.predicted_time_s * 1e3:>7.2f}ms {error:>+7.1%} {uncorrected[-1]:>+7.1%} {median_error:>+7.1%} "
             f"{apart:>6.1%} {s.count:>7} {fmt(s.spearman, '6.3f'):>6} {fmt(s.median_abs_error, '7.1%'):>7} | "
             f"{fmt(plain_stats.spearman, '9.3f'):>9} {fmt(plain_stats.median_abs_error, '12.1%'):>12}"
@@ -306,6 +446,9 @@ def _print_table(rows: list[Row]) -> None:
         f"pooled {pooled.median_abs_error:.1%} (target <= 25%); plain roofline: "
         f"{statistics.median([m for m in plain_medians if m is not None]):.1%}"
     )
+    print("per family (targets: no family's mean error beyond +-7%, per-kernel median |error| <= 15%):")
+    for line in family_lines([(r.family, e, m) for r, e, m in zip(rows, errors, medians)]):
+        print(f"  {line}")
 
 
 def _say(text: str = "") -> None:
