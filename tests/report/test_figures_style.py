@@ -15,6 +15,7 @@ from onnxroof.report.figures.style import (
     marker_radius,
     op_colour,
     seconds,
+    short_name,
     si,
 )
 from onnxroof.report.figures.sweep_data import roof_precision, sweep_data
@@ -64,3 +65,11 @@ def test_a_sweep_rows_precision_picks_the_roof_it_computes_under():
     assert roof_precision("fp16") == "fp16" and roof_precision("bf16") == "bf16"
     assert roof_precision("int8-dynamic") == roof_precision("int8-static") == "int8"
     assert roof_precision("stored") == "fp32"
+
+
+def test_a_long_layer_name_is_written_by_its_end():
+    # 43 characters, over the 28 a label keeps: the ellipsis and the last 27 characters, 28 in all.
+    name = "encoder.layers.encoder_layer_1.mlp.3.matmul"
+    assert short_name(name) == "\u2026" + "encoder_layer_1.mlp.3.matmul"[1:]
+    assert len(short_name(name)) == 28
+    assert short_name("layer4.1.conv2") == "layer4.1.conv2"  # short names stay whole

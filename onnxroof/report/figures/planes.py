@@ -18,6 +18,7 @@ from onnxroof.report.figures.style import (
     marker_radius,
     op_colour,
     seconds,
+    short_name,
     si,
 )
 
@@ -124,7 +125,7 @@ def _label_top(ax: Axes, data: PlaneData) -> None:
             continue
         done.add(p.layer)
         text = ax.annotate(
-            p.layer,
+            short_name(p.layer),
             (p.x, p.y),
             xytext=(6, 5),
             textcoords="offset points",

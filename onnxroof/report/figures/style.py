@@ -103,6 +103,15 @@ def device_marker(index: int) -> str:
     return DEVICE_MARKERS[index % len(DEVICE_MARKERS)]
 
 
+LABEL_CHARS = 28  # a layer's name written beside its point keeps its last this many characters
+
+
+def short_name(name: str, limit: int = LABEL_CHARS) -> str:
+    """A layer name as a figure writes it beside a point: whole when short, else its end after an ellipsis (an
+    exporter's names differ at their end: "...encoder_layer_1.mlp.3.matmul"). Hover text keeps the whole name."""
+    return name if len(name) <= limit else "\u2026" + name[-(limit - 1) :]
+
+
 def si(value: float, unit: str) -> str:
     """``value`` with an SI prefix: 1.57e13, "FLOP/s" -> "15.7 TFLOP/s"."""
     if value == 0 or not math.isfinite(value):
