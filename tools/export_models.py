@@ -4,7 +4,7 @@ Each model is built with torch, torchvision, timm or transformers from its confi
 download) and exported with static input shapes (batch 1; 128 tokens for text, 224x224 images, 1 s of 16 kHz
 audio) by the TorchScript-based exporter (opset 17) or the dynamo one (opset 18). The two give different
 graphs: the TorchScript exporter writes the model's shape arithmetic as nodes (Shape, Gather, Concat,
-Constant: Swin-T has 6,261 nodes where the dynamo exporter's graph has 760) and its own sequence of ops for
+Constant: several times the dynamo exporter's node count on Swin-T) and its own sequence of ops for
 attention and windowing; the dynamo exporter's graph is optimized by onnxscript first. Several models are
 exported both ways, as separate entries, and two by the TorchScript exporter at opset 14 as well, the default
 of torch releases before 2.1, where LayerNormalization is written as its decomposition (ReduceMean, Sub, Pow,

@@ -72,7 +72,7 @@ def calibrate(
     small shapes in two passes, for tests and smoke checks). Other processes' load while calibrating (CPU time the
     machine spent beyond this process's own) and the hypervisor's steal are reported in
     ``device.calibration.warnings``; nothing is raised for them. The spread between runs is not: a shared virtual
-    machine's median run is often 10-15% over its fastest runs with nothing else running.
+    machine's runs spread with nothing else running, so a spread says nothing of load from elsewhere.
     """
     _check_arguments(threads, provider, budget_s)
     run = _Run(threads, "cpu", budget_s, time.perf_counter(), cpu_times(), time.process_time())

@@ -433,7 +433,7 @@ _QUICK_BENCHES: tuple[Bench, ...] = (
     *_activations(("Sigmoid", (1, 16, 14, 14))),
     *_reorders((32, 28)),
     *_concats((2, 64, 56)),  # tens of microseconds, well above the profiler's resolution
-    *_transposes(((1, 64, 56, 56), (0, 2, 3, 1))),  # 1.6 MB moved: tens of microseconds on a fast core too
+    *_transposes(((1, 64, 56, 56), (0, 2, 3, 1))),  # 1.6 MB moved: well above MIN_PROFILED_S on a fast core too
     *_transposes(((1, 14, 14, 2, 116), (0, 4, 3, 1, 2)), elem_type=TensorProto.INT8),
     *_resizes((32, 28, True)),
     *_reduces(("ReduceMean", (1, 256, 28, 28), (2, 3))),
