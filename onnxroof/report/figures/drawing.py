@@ -70,6 +70,35 @@ def wrapped_title(title: str) -> str:
     return title
 
 
+def draw_roof(
+    ax: Axes,
+    xs: Any,
+    peak_flops_s: float,
+    bandwidth_bytes_s: float,
+    ridge_point: float,
+    style: dict[str, Any],
+    name_ridge: bool,
+) -> None:
+    """A roof over the intensities ``xs``: min(peak, intensity x bandwidth), drawn behind the points with the line
+    ``style`` (color, linestyle, linewidth), and a tick at its ridge point. With ``name_ridge`` the ridge's value
+    sits left of its tick, in the unattainable region above the roofs, clear of the points; the peak goes in the
+    legend (a label on the flat roof would cover the layers that reach it)."""
+    import numpy as np
+
+    ax.plot(xs, np.minimum(peak_flops_s, xs * bandwidth_bytes_s), zorder=1, **style)
+    ax.plot([ridge_point], [peak_flops_s], marker="|", color=style["color"], markersize=8, zorder=1)
+    if name_ridge:
+        ax.annotate(
+            f"ridge {ridge_point:.3g}",
+            (ridge_point, peak_flops_s),
+            xytext=(-3, 3),
+            textcoords="offset points",
+            fontsize=7,
+            color=style["color"],
+            ha="right",
+        )
+
+
 def log_axes(
     ax: Axes, x_limits: tuple[float, float], y_limits: tuple[float, float], x_label: str, y_label: str
 ) -> None:

@@ -7,7 +7,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from onnxroof.report.figures.drawing import Drawn, Mark, hover_text, log_axes, new_figure, wrapped_title
+from onnxroof.report.figures.drawing import Drawn, Mark, draw_roof, hover_text, log_axes, new_figure, wrapped_title
 from onnxroof.report.figures.plane_data import DRAM, PlaneData, PlanePoint
 from onnxroof.report.figures.style import (
     FLOOR_COLOUR,
@@ -223,33 +223,15 @@ def draw_roofline(data: PlaneData) -> Drawn:
             else (CACHE_DASH if roof.level != DRAM else dashes[roof.precision])
         )
         width = 1.8 if roof.primary and roof.level == DRAM else 1.0
-        ax.plot(
-            xs,
-            np.minimum(roof.peak_flops_s, xs * roof.bandwidth_bytes_s),
-            color=colour,
-            linestyle=style,
-            linewidth=width,
-            zorder=1,
-        )
-        ax.plot([roof.ridge_point], [roof.peak_flops_s], marker="|", color=colour, markersize=8, zorder=1)
-        # The ridge's value sits left of its tick, in the unattainable region above the roofs, clear of the
-        # points; the peak is in the legend (a label on the flat roof would cover the layers that reach it).
+        line = {"color": colour, "linestyle": style, "linewidth": width}
+        named = roof.primary and roof.level == DRAM
+        draw_roof(ax, xs, roof.peak_flops_s, roof.bandwidth_bytes_s, roof.ridge_point, line, named)
         if not roof.primary:
             roof_handles.append(Line2D([], [], color=colour, linestyle=style, linewidth=width))
             roof_labels.append(
                 f"{roof.device} {roof.precision} {si(roof.peak_flops_s, 'FLOP/s')}, ridge {roof.ridge_point:.3g}"
             )
             continue
-        if roof.level == DRAM:
-            ax.annotate(
-                f"ridge {roof.ridge_point:.3g}",
-                (roof.ridge_point, roof.peak_flops_s),
-                xytext=(-3, 3),
-                textcoords="offset points",
-                fontsize=7,
-                color=colour,
-                ha="right",
-            )
         bandwidth, peak = si(roof.bandwidth_bytes_s, "B/s"), si(roof.peak_flops_s, "FLOP/s")
         name = f"{roof.device} {roof.level} {bandwidth}, {roof.precision} {peak}, ridge {roof.ridge_point:.3g}"
         roof_handles.append(Line2D([], [], color=colour, linestyle=style, linewidth=width))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from onnxroof.report.figures.drawing import Drawn, log_axes, new_figure, wrapped_title
+from onnxroof.report.figures.drawing import Drawn, draw_roof, log_axes, new_figure, wrapped_title
 from onnxroof.report.figures.style import PALETTE, SECONDARY_DASHES, device_marker, si
 from onnxroof.report.figures.sweep_data import SweepData
 
@@ -34,20 +34,8 @@ def draw_sweep(data: SweepData) -> Drawn:
             if precisions.index(roof.precision) == 0
             else SECONDARY_DASHES[(precisions.index(roof.precision) - 1) % 3]
         )
-        ax.plot(
-            xs, np.minimum(roof.peak_flops_s, xs * roof.bandwidth_bytes_s), color=colour, linestyle=style, linewidth=1.3
-        )
-        # the ridge's value left of its tick, above the slanted roof where no point can be; the peak in the legend
-        ax.plot([roof.ridge_point], [roof.peak_flops_s], marker="|", color=colour, markersize=8)
-        ax.annotate(
-            f"ridge {roof.ridge_point:.3g}",
-            (roof.ridge_point, roof.peak_flops_s),
-            xytext=(-3, 3),
-            textcoords="offset points",
-            fontsize=7,
-            color=colour,
-            ha="right",
-        )
+        line = {"color": colour, "linestyle": style, "linewidth": 1.3}
+        draw_roof(ax, xs, roof.peak_flops_s, roof.bandwidth_bytes_s, roof.ridge_point, line, name_ridge=True)
         handles.append(Line2D([], [], color=colour, linestyle=style))
         peak = si(roof.peak_flops_s, "FLOP/s")
         labels.append(f"roof {roof.device} {roof.precision}: {peak}, ridge {roof.ridge_point:.3g} FLOP/B")
