@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from onnxroof.cli import main
-from tests.helpers import CONV, IR_VERSION, calibrated_host, small_conv_net, three_bound_model
+from tests.helpers import IR_VERSION, small_conv_net, three_bound_model
 
 
 @pytest.fixture
@@ -116,26 +116,16 @@ def test_the_report_refuses_a_mistake_with_exit_code_2_and_writes_nothing(
     assert sorted(tmp_path.iterdir()) == before
 
 
-def test_measure_adds_the_host_its_kernels_and_the_comparison(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_measure_adds_the_host_its_kernels_and_the_comparison(tmp_path: Path, measured_on_test_host: list[object]):
     """--measure validates on this machine's host; here the host is the hand-made calibrated one (no calibration
     run). The page then holds the host's analysis beside the catalog device's, the measured points in the
     roofline and time figures, and the predicted-against-measured section."""
-    from onnxroof.ort import validate as validate_module
-
     path = tmp_path / "net.onnx"
     onnx.save(small_conv_net(), str(path))
-    real = validate_module.validate
-    asked: list[object] = []
-
-    def on_test_host(model, device, **kwargs):
-        asked.append(device)
-        return real(model, calibrated_host({"conv": CONV}), repeat=3, runs=3, spread_s=0.0)
-
-    monkeypatch.setattr(validate_module, "validate", on_test_host)
     out = tmp_path / "report.html"
     assert main(["report", str(path), "-d", "v100-sxm2,host", "--measure", "-o", str(out)]) == 0
     page = out.read_text(encoding="utf-8")
-    assert asked == ["host"]  # measured once; the host named among the devices is the measured one
+    assert measured_on_test_host == ["host"]  # measured once; the host named among the devices is the measured one
     analyses = _page_data(page)["analyses"]
     assert [(a["device"], a["measured"]) for a in analyses] == [("v100-sxm2", False), ("test-host", True)]
     assert '<section id="validation">' in page

@@ -10,7 +10,7 @@ import onnx
 import pytest
 
 from onnxroof.cli import main
-from tests.helpers import CONV, calibrated_host, small_conv_net
+from tests.helpers import small_conv_net
 from tests.report.figure_models import matmul_relu_reshape
 
 MAGIC = {
@@ -91,29 +91,20 @@ def test_plot_refuses_an_unknown_kind(model: Path, tmp_path: Path, capsys: pytes
 
 
 def test_measure_adds_the_measured_host_with_each_kernels_measured_point(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, measured_on_test_host: list[object]
 ):
     """--measure validates on this machine's host; here the host is the hand-made calibrated one (no calibration
     run), and the figure's data holds each kernel's predicted and measured points."""
-    from onnxroof.ort import validate as validate_module
     from onnxroof.report.figures import registry
 
     path = tmp_path / "net.onnx"
     onnx.save(small_conv_net(), str(path))
-    real = validate_module.validate
-    asked: list[object] = []
-
-    def on_test_host(model, device, **kwargs):
-        asked.append(device)
-        return real(model, calibrated_host({"conv": CONV}), repeat=3, runs=3, spread_s=0.0)
-
-    monkeypatch.setattr(validate_module, "validate", on_test_host)
     seen = []
     real_data = registry.figure_data
     monkeypatch.setattr(registry, "figure_data", lambda kind, inputs: seen.append(real_data(kind, inputs)) or seen[-1])
     out = tmp_path / "time.svg"
     assert main(["plot", str(path), "--kind", "time", "--measure", "-o", str(out)]) == 0
-    assert asked == ["host"] and MAGIC[".svg"](out.read_bytes())
+    assert measured_on_test_host == ["host"] and MAGIC[".svg"](out.read_bytes())
     (data,) = seen
     assert {p.device for p in data.points} == {"v100-sxm2", "test-host"}
     host = [p for p in data.points if p.device == "test-host"]
