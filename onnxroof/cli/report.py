@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import warnings
 
 from onnxroof.cli.common import Progress, check_output, warn
@@ -79,5 +80,6 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
     for message in warnings_of(inputs):
         warn(message)
-    print(f"wrote the report to {args.output} ({len(page.encode('utf-8')) / 1e6:.2f} MB, {len(figures)} figures)")
+    size = os.path.getsize(args.output)
+    print(f"wrote the report to {args.output} ({size / 1e6:.2f} MB, {len(figures)} figures)")
     return 0

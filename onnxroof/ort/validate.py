@@ -139,6 +139,11 @@ class Validation:
         """The kernels whose misprediction costs the most time, largest first."""
         return sorted(self.kernels, key=lambda k: -abs(k.predicted_time_s - k.measured_time_s))[:count]
 
+    def measured_by_node(self) -> dict[str, tuple[float, str]]:
+        """Node name -> (measured seconds, kernel name) for the nodes a measured kernel covers (see
+        _measured_per_node)."""
+        return _measured_per_node(self.analysis, self.profile, self.kernels)
+
     def to_dict(self) -> dict[str, Any]:
         """The analysis JSON with ``measured_time_s`` next to ``predicted_time_s`` in totals and nodes, plus the
         per-kernel comparison, the agreement statistics, the measurement and the profile's mapping."""
@@ -148,7 +153,7 @@ class Validation:
         data["totals"]["predicted_at_speed_s"] = self.predicted_at_speed_s
         data["totals"]["error"] = self.model_error
         data["totals"]["uncorrected_error"] = self.uncorrected_error
-        measured = _measured_per_node(self.analysis, self.profile, self.kernels)
+        measured = self.measured_by_node()
         for node in data["nodes"]:
             node["measured_time_s"], node["measured_kernel"] = measured.get(node["name"], (None, None))
         data["validation"] = {

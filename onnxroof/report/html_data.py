@@ -14,7 +14,7 @@ from onnxroof.report.format import short_op
 if TYPE_CHECKING:
     from onnxroof.ort.validate import Validation
 
-__all__ = ["COLUMNS", "MEASURED_COLUMNS", "measured_by_node", "page_data", "script_json", "validated"]
+__all__ = ["COLUMNS", "MEASURED_COLUMNS", "page_data", "script_json", "validated"]
 
 # One row per layer; the page's script reads the fields by these names (see assets/report.js).
 COLUMNS = (
@@ -60,12 +60,6 @@ def validated(analysis: Analysis, validation: Validation | None) -> bool:
     )
 
 
-def measured_by_node(validation: Validation) -> dict[str, tuple[float | None, str | None]]:
-    """Node name -> (measured seconds, the kernel that ran it), from the validation's JSON contract: a kernel that
-    computes several nodes puts its time on one and 0 on the others, so node times add up to the kernels'."""
-    return {n["name"]: (n["measured_time_s"], n["measured_kernel"]) for n in validation.to_dict()["nodes"]}
-
-
 def _row(index: int, node: NodeResult, total_s: float) -> list[Any]:
     c, p = node.cost, node.prediction
     op = short_op(f"{node.domain}::{node.op_type}" if node.domain else node.op_type)
@@ -85,7 +79,7 @@ def _row(index: int, node: NodeResult, total_s: float) -> list[Any]:
     ]
 
 
-def _analysis_data(analysis: Analysis, measured: Mapping[str, tuple[float | None, str | None]] | None) -> dict:
+def _analysis_data(analysis: Analysis, measured: Mapping[str, tuple[float, str]] | None) -> dict:
     total_s = sum(n.prediction.predicted_time_s for n in analysis.nodes)
     rows = []
     for index, node in enumerate(analysis.nodes):
@@ -105,7 +99,8 @@ def _analysis_data(analysis: Analysis, measured: Mapping[str, tuple[float | None
 def page_data(analyses: Sequence[Analysis], validation: Validation | None) -> dict[str, Any]:
     """Everything the script needs: the column names and, per analysis, its layers as rows (plus the measured
     columns for the analysis that ``validation`` measured)."""
-    measured = measured_by_node(validation) if validation is not None else None
+    # A kernel that computes several nodes puts its time on one and 0 on the others (Validation.measured_by_node).
+    measured = validation.measured_by_node() if validation is not None else None
     return {
         "columns": list(COLUMNS),
         "measured_columns": list(MEASURED_COLUMNS),
