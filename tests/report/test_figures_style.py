@@ -14,11 +14,10 @@ from onnxroof.report.figures.style import (
     marker_area,
     marker_radius,
     op_colour,
-    seconds,
     short_name,
-    si,
 )
 from onnxroof.report.figures.sweep_data import roof_precision, sweep_data
+from onnxroof.report.format import seconds, si
 from onnxroof.whatif.sweep import Sweep, SweepRow
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from onnxroof.report.figures.style import FIGURE_SIZE, seconds, si
+from onnxroof.report.figures.style import FIGURE_SIZE
+from onnxroof.report.format import seconds, si
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -17,10 +17,9 @@ from onnxroof.report.figures.style import (
     marker_area,
     marker_radius,
     op_colour,
-    seconds,
     short_name,
-    si,
 )
+from onnxroof.report.format import seconds, si
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -112,25 +112,6 @@ def short_name(name: str, limit: int = LABEL_CHARS) -> str:
     return name if len(name) <= limit else "\u2026" + name[-(limit - 1) :]
 
 
-def si(value: float, unit: str) -> str:
-    """``value`` with an SI prefix: 1.57e13, "FLOP/s" -> "15.7 TFLOP/s"."""
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g} {unit}"
-    prefixes = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
-    for scale, prefix in prefixes:
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
-def seconds(value: float) -> str:
-    """A time with the unit that reads best: 4.2e-06 -> "4.2 us"."""
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value / 1e-9:.3g} ns"
-
-
 def log_limits(values: list[float], pad: float = 2.0) -> tuple[float, float]:
     """Limits of a log axis that show every positive value with a margin of ``pad`` times either side, widened
     to whole decades; (1, 10) when there is none."""

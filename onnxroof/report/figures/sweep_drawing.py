@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from onnxroof.report.figures.drawing import Drawn, draw_roof, log_axes, new_figure, wrapped_title
-from onnxroof.report.figures.style import PALETTE, SECONDARY_DASHES, device_marker, si
+from onnxroof.report.figures.style import PALETTE, SECONDARY_DASHES, device_marker
 from onnxroof.report.figures.sweep_data import SweepData
+from onnxroof.report.format import si
 
 ROOF_COLOURS: tuple[str, ...] = ("#222222", "#1a5e9a", "#8b1a1a", "#2e6b2e", "#6a3d9a")
 
