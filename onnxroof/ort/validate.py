@@ -139,6 +139,23 @@ class Validation:
         """The kernels whose misprediction costs the most time, largest first."""
         return sorted(self.kernels, key=lambda k: -abs(k.predicted_time_s - k.measured_time_s))[:count]
 
+    def measured(self, analysis: Analysis) -> bool:
+        """Whether this validation measured ``analysis``: its own, or one of the same model on the same device,
+        graph and precision (a validation carries its own copy of the analysis)."""
+        v = self.analysis
+        return analysis is v or (analysis.model, analysis.device.key, analysis.graph, analysis.precision) == (
+            v.model,
+            v.device.key,
+            v.graph,
+            v.precision,
+        )
+
+    def beside(self, analyses: Sequence[Analysis]) -> list[Analysis]:
+        """``analyses`` with this validation's own analysis appended when none of them is the one it measured, so
+        that its measured times have layers to sit beside."""
+        out = list(analyses)
+        return out if any(self.measured(a) for a in out) else [*out, self.analysis]
+
     def measured_by_node(self) -> dict[str, tuple[float, str]]:
         """Node name -> (measured seconds, kernel name) for the nodes a measured kernel covers (see
         _measured_per_node)."""

@@ -19,7 +19,7 @@ from onnxroof.atomic import write_text
 from onnxroof.errors import UserError
 from onnxroof.predict.analysis import Analysis
 from onnxroof.report.embedded import EmbeddedFigure
-from onnxroof.report.html_data import page_data, script_json, validated
+from onnxroof.report.html_data import page_data, script_json
 from onnxroof.report.html_figures import figure_section
 from onnxroof.report.html_sections import (
     devices_section,
@@ -82,9 +82,7 @@ def build_report(
     figures and, when ``validation`` is given, its measured times next to the predictions. Pure: returns the
     page's text. A validation whose analysis is not among ``analyses`` adds it, so that its measured times have
     layers to sit beside."""
-    chosen = list(analyses)
-    if validation is not None and not any(validated(a, validation) for a in chosen):
-        chosen.append(validation.analysis)
+    chosen = validation.beside(analyses) if validation is not None else list(analyses)
     if not chosen:
         raise UserError("a report needs at least one analysis", "pass the analysis of a model on a device")
     heading = _page_title(chosen, title)

@@ -14,7 +14,7 @@ from onnxroof.report.format import short_op
 if TYPE_CHECKING:
     from onnxroof.ort.validate import Validation
 
-__all__ = ["COLUMNS", "MEASURED_COLUMNS", "page_data", "script_json", "validated"]
+__all__ = ["COLUMNS", "MEASURED_COLUMNS", "page_data", "script_json"]
 
 # One row per layer; the page's script reads the fields by these names (see assets/report.js).
 COLUMNS = (
@@ -44,20 +44,6 @@ def _number(value: float) -> float | int | None:
         return None
     trimmed = float(f"{value:.{_SIGNIFICANT}g}")
     return int(trimmed) if trimmed.is_integer() and abs(trimmed) < 2**53 else trimmed
-
-
-def validated(analysis: Analysis, validation: Validation | None) -> bool:
-    """Whether ``validation`` measured this analysis: the same object, or the same model on the same device and
-    graph (a validation carries its own copy of the analysis)."""
-    if validation is None:
-        return False
-    v = validation.analysis
-    return analysis is v or (analysis.model, analysis.device.key, analysis.graph, analysis.precision) == (
-        v.model,
-        v.device.key,
-        v.graph,
-        v.precision,
-    )
 
 
 def _row(index: int, node: NodeResult, total_s: float) -> list[Any]:
@@ -104,7 +90,9 @@ def page_data(analyses: Sequence[Analysis], validation: Validation | None) -> di
     return {
         "columns": list(COLUMNS),
         "measured_columns": list(MEASURED_COLUMNS),
-        "analyses": [_analysis_data(a, measured if validated(a, validation) else None) for a in analyses],
+        "analyses": [
+            _analysis_data(a, measured if validation is not None and validation.measured(a) else None) for a in analyses
+        ],
     }
 
 

@@ -175,22 +175,8 @@ def plain_op_type(qualified: str) -> str:
 
 
 def _measured_for(analysis: Analysis, validation: Validation | None) -> Validation | None:
-    """The validation whose kernels belong to ``analysis`` (the same object, or the same device and model)."""
-    if validation is None:
-        return None
-    v = validation.analysis
-    if v is analysis or (v.device.key == analysis.device.key and v.model == analysis.model):
-        return validation
-    return None
-
-
-def with_validated(analyses: Sequence[Analysis], validation: Validation | None) -> list[Analysis]:
-    """``analyses`` with the validation's own analysis appended when none of them is it (its device's points are
-    the measured kernels')."""
-    out = list(analyses)
-    if validation is not None and not any(_measured_for(a, validation) is not None for a in out):
-        out.append(validation.analysis)
-    return out
+    """The validation when it measured ``analysis`` (its kernels are that analysis' measured points), else None."""
+    return validation if validation is not None and validation.measured(analysis) else None
 
 
 def top_layers(points: Sequence[PlanePoint], count: int) -> tuple[str, ...]:
@@ -205,7 +191,7 @@ def roofline_data(analyses: Sequence[Analysis], validation: Validation | None = 
     several: each at its analysis' precision, so that the figure stays readable); with a validation, each
     measured kernel's point (FLOPs/measured time) beside its predicted one (FLOPs/predicted time) at the kernel's
     intensity."""
-    analyses = with_validated(analyses, validation)
+    analyses = validation.beside(analyses) if validation is not None else list(analyses)
     points: list[PlanePoint] = []
     roofs: list[RoofLine] = []
     models: list[ModelPoint] = []
@@ -273,7 +259,7 @@ def time_data(analyses: Sequence[Analysis], validation: Validation | None = None
     """Paper 001's time-based roofline: each layer at (memory time, compute time) on a device, the launch-overhead
     box, and runtime isocurves at every decade of the axes; with a validation, each measured kernel's open point
     beside its predicted one, on the same intensity diagonal, scaled by measured / predicted time."""
-    analyses = with_validated(analyses, validation)
+    analyses = validation.beside(analyses) if validation is not None else list(analyses)
     points: list[PlanePoint] = []
     boxes: list[tuple[str, float]] = []
     for a in analyses:
