@@ -2,7 +2,7 @@
 
 For every model, onnxruntime's optimized graph (level all, on the CPU, at the calibrated host profile's thread
 count) is analyzed on the calibrated host; each node has its op type (domain::op), the op class the engine
-model puts it in (onnxroof.predict.engine.op_class) and the ceiling it was predicted under: its class's own,
+model puts it in (onnxroof.predict.op_classes.op_class) and the ceiling it was predicted under: its class's own,
 another class's it falls back to ("via CLASS"), or none (the plain roofline: the device has no ceiling for the
 class, or the op is shape-only or without a class). One line per op type: how many models and nodes have it,
 its share of the predicted time (the mean over the models that have it, and over all the models), its classes

@@ -29,7 +29,7 @@ op's forward cost; ``backward_cost`` applies it. An op without a backward rule i
 
 Every registration names the op's engine class next to its cost function (``register(*ops, engine=...)``): the
 class of kernel an engine runs it with, one of ``onnxroof.devices.OP_CLASSES``, or SHAPE for shape-only ops, or
-OTHER where no class describes the op. ``onnxroof.predict.engine`` takes that base class and refines it by the
+OTHER where no class describes the op. ``onnxroof.predict.op_classes`` takes that base class and refines it by the
 node's shapes; an op without a cost function is OTHER.
 
 The family modules (one per kind of op) take their shared helpers and constants from ``onnxroof.costs.common``

@@ -15,7 +15,7 @@ constants stated where each op is registered. When shape inference left ``Y`` un
 computed from ``X``, ``W`` and the attributes with the ONNX Conv formula; only an unknown ``X`` or ``W`` raises
 :class:`~onnxroof.costs.UnknownShape`.
 
-Every convolution registers the engine class "conv"; ``onnxroof.predict.engine`` tells its kinds (1x1, depthwise,
+Every convolution registers the engine class "conv"; ``onnxroof.predict.op_classes`` tells its kinds (1x1, depthwise,
 grouped, a stem, small and mid-sized outputs) apart by the node's shapes.
 
 Backward (Conv, ConvTranspose): the input gradient is a convolution of dY with the weights and the weight

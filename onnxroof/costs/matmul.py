@@ -10,7 +10,7 @@ a non-unit beta (Gemm), and the stated constants for dequantization, requantizat
 come from the inputs, so contrib ops whose output shape inference left unknown are still counted; only an
 unknown input shape raises :class:`~onnxroof.costs.UnknownShape`.
 
-Gemm, MatMul and their variants register the engine class "gemm"; ``onnxroof.predict.engine`` makes it "matmul"
+Gemm, MatMul and their variants register the engine class "gemm"; ``onnxroof.predict.op_classes`` makes it "matmul"
 when the second operand is not a weight (a product of two activations, which the engine cannot prepack). Einsum
 and Det are OTHER: no class describes their kernels.
 

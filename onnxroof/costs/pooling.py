@@ -7,7 +7,7 @@ known; otherwise (contrib ops, which onnx's inference does not cover) ``common.p
 from the input shape and the attributes, with ONNX's formula. Bytes follow the compulsory-traffic model; a
 MaxPool's optional Indices output (int64) is written too. Each op is one kernel.
 
-Windowed pools register the engine class "pool" (``onnxroof.predict.engine`` tells onnxruntime's NCHWc kernels
+Windowed pools register the engine class "pool" (``onnxroof.predict.op_classes`` tells onnxruntime's NCHWc kernels
 from the plain-layout ones), global pools "global_pool".
 
 Backward: a max pool scatters each dY element to the position of its window's maximum (one add per output

@@ -20,7 +20,7 @@ OVERLAPS: tuple[str, ...] = ("max", "serial")
 CACHE_SCOPES: tuple[str, ...] = ("per-core", "per-sm", "shared")
 
 # The op classes a calibrated device may hold a ceiling for (``[ceilings.<class>]``);
-# ``onnxroof.predict.engine.op_class`` maps every node to one of them (or to "shape" / "other", which never have a
+# ``onnxroof.predict.op_classes.op_class`` maps every node to one of them (or to "shape" / "other", which never have a
 # ceiling).
 OP_CLASSES: tuple[str, ...] = (
     "conv",  # dense KxK convolution on a large output (20x20 positions or more)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from onnxroof.ort.calibrate import graphs, jobs
-from onnxroof.predict import engine
+from onnxroof.predict import engine, op_classes
 from tests.helpers import record_parking
 
 
@@ -69,7 +69,7 @@ def test_a_depthwise_epilogue_pair_s_relu_twin_is_a_depthwise_sample_too(
     monkeypatch.setattr(pair.clip, "kernel_times", lambda: {_conv_names(pair.clip)[0]: [55e-6] * 8})
     node, extra = pair.samples(3e-6)
     # the Relu twin's kernel, net of the profiler's 3 us, as the depthwise class benchmarks read theirs
-    assert node.part == "node" and engine.op_class(node.view) == "depthwise"
+    assert node.part == "node" and op_classes.op_class(node.view) == "depthwise"
     assert node.time_s == pytest.approx(37e-6)
     assert extra.part == "epilogue" and extra.time_s == pytest.approx(15e-6)
 

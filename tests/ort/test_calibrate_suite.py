@@ -8,7 +8,7 @@ import pytest
 from onnxroof.devices import CEILING_NAMES, OP_CLASSES
 from onnxroof.ort.calibrate import bench, graphs, suite
 from onnxroof.ort.calibrate.host import ReportedCache
-from onnxroof.predict.engine import CLASS_FALLBACK
+from onnxroof.predict.op_classes import CLASS_FALLBACK
 
 MiB = 2**20
 

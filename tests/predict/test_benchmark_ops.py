@@ -12,7 +12,7 @@ import pytest
 
 from onnxroof.costs import OTHER, SHAPE, engine_class
 from onnxroof.ort.calibrate import COMPUTE_CLASSES, MEMORY_CLASSES
-from onnxroof.predict import engine
+from onnxroof.predict import op_classes
 
 BENCHMARK_OPS: tuple[str, ...] = (
     "Add", "And", "Cast", "Concat", "Conv", "ConvTranspose", "CumSum", "Div", "Equal", "Erf", "Expand", "Flatten",
@@ -45,10 +45,10 @@ def calibrated_or_fallback(cls: str) -> bool:
     """Whether a class is calibrated or falls back, through CLASS_FALLBACK, to one that is."""
     seen: set[str] = set()
     while cls not in COMPUTE_CLASSES | MEMORY_CLASSES:
-        if cls in seen or cls not in engine.CLASS_FALLBACK:
+        if cls in seen or cls not in op_classes.CLASS_FALLBACK:
             return False
         seen.add(cls)
-        cls = engine.CLASS_FALLBACK[cls]
+        cls = op_classes.CLASS_FALLBACK[cls]
     return True
 
 
@@ -61,7 +61,7 @@ def test_every_op_of_the_benchmark_set_has_a_calibrated_class_or_a_stated_fallba
         assert cls == OTHER, f"{op} now has the class {cls}: remove it from PLAIN_ROOFLINE"
         return
     assert cls != OTHER, f"{op}: predicted on the plain roofline without a stated reason"
-    refined = engine.REFINEMENTS[cls].classes if cls in engine.REFINEMENTS else frozenset({cls})
+    refined = op_classes.REFINEMENTS[cls].classes if cls in op_classes.REFINEMENTS else frozenset({cls})
     for each in refined:
         assert each == SHAPE or calibrated_or_fallback(each), f"{op}: class {each} is neither calibrated nor falls back"
 

@@ -15,7 +15,7 @@ from onnxroof.devices import (
     Sourced,
     load_device,
 )
-from onnxroof.predict import engine, roofline
+from onnxroof.predict import engine, op_classes, roofline
 from tests.helpers import (
     CONV,
     ELEMENTWISE,
@@ -106,7 +106,7 @@ CASES = [
         make_node("TensorScatter", [T((1, 8, 64, 64)), T((1, 8, 1, 64)), T((1,), INT64)], [T((1, 8, 64, 64))]),
         "movement",
     ),
-    (make_node("BitCast", [T((1, 1024))], [T((1, 1024), INT32)], to=INT32), engine.SHAPE),
+    (make_node("BitCast", [T((1, 1024))], [T((1, 1024), INT32)], to=INT32), op_classes.SHAPE),
     (make_node("Concat", [T((1, 64, 28, 28)), T((1, 64, 28, 28))], [T((1, 128, 28, 28))], axis=1), "movement"),
     (make_node("Split", [T((1, 197, 2304))], [T((1, 197, 768))] * 3, axis=-1), "movement"),
     (make_node("Transpose", [T((1, 197, 12, 64))], [T((1, 12, 197, 64))], perm=[0, 2, 1, 3]), "transpose"),
@@ -137,9 +137,9 @@ CASES = [
     (make_node("Upsample", [T((1, 64, 32, 32))], [T((1, 64, 64, 64))], domain=NCHWC, scales=[2, 2]), "resize"),
     (make_node("Resize", [T((1, 64, 32, 32)), None, W((4,))], [T((1, 64, 64, 64))]), "resize"),
     (make_node("ReduceMean", [T((1, 197, 768))], [T((1, 197, 1))], axes=[2]), "reduce"),
-    (make_node("Reshape", [T((1, 197, 768)), W((2,), INT64)], [T((197, 768))]), engine.SHAPE),
-    (make_node("Flatten", [T((1, 512, 1, 1))], [T((1, 512))]), engine.SHAPE),
-    (make_node("NonMaxSuppression", [T((1, 100, 4)), T((1, 1, 100))], [T((10, 3), INT64)]), engine.OTHER),
+    (make_node("Reshape", [T((1, 197, 768)), W((2,), INT64)], [T((197, 768))]), op_classes.SHAPE),
+    (make_node("Flatten", [T((1, 512, 1, 1))], [T((1, 512))]), op_classes.SHAPE),
+    (make_node("NonMaxSuppression", [T((1, 100, 4)), T((1, 1, 100))], [T((10, 3), INT64)]), op_classes.OTHER),
     # low precision: the Casts around fp16 nodes, dynamic and static int8 convolutions
     (make_node("Cast", [T((1, 64, 56, 56))], [T((1, 64, 56, 56), FLOAT16)], to=FLOAT16), "cast"),
     (make_node("Cast", [T((1, 64, 56, 56), INT32)], [T((1, 64, 56, 56))], to=1), "cast"),
@@ -238,7 +238,7 @@ CASES = [
     ("view", "expected"), CASES, ids=[f"{v.domain or 'ai.onnx'}::{v.op_type}->{c}" for v, c in CASES]
 )
 def test_op_class(view, expected):
-    assert engine.op_class(view) == expected
+    assert op_classes.op_class(view) == expected
 
 
 def test_every_ceiling_class_has_a_case():
@@ -249,9 +249,9 @@ def test_conv_class_without_weight_shape_falls_back_to_attributes():
     view = make_node(
         "Conv", [T((1, 64, 56, 56)), W((64, 64, 1, 1), name="w"), None], [T((1, 64, 56, 56))], kernel_shape=[1, 1]
     )
-    assert engine.op_class(view) == "conv1x1"
+    assert op_classes.op_class(view) == "conv1x1"
     unknown = make_node("Conv", [T(None), T(None), None], [T(None)], kernel_shape=[3, 3])
-    assert engine.op_class(unknown) == "conv"
+    assert op_classes.op_class(unknown) == "conv"
 
 
 # ------------------------------------------------------------------------------------------------ memory levels
@@ -293,9 +293,9 @@ def test_ceiling_interpolates_in_log_work_and_clamps():
 
 def test_ceiling_falls_back_to_a_related_class():
     dev = calibrated_host({"conv": CONV})
-    assert engine.ceiling_for(dev, "conv1x1") == ("conv", CONV)
-    assert engine.ceiling_for(dev, "conv_grouped") == ("conv", CONV)  # via conv_small
-    assert engine.ceiling_for(dev, "lrn") is None
+    assert op_classes.ceiling_for(dev, "conv1x1") == ("conv", CONV)
+    assert op_classes.ceiling_for(dev, "conv_grouped") == ("conv", CONV)  # via conv_small
+    assert op_classes.ceiling_for(dev, "lrn") is None
 
 
 # ------------------------------------------------------------------------------------------------ prediction
@@ -413,7 +413,7 @@ def test_shape_only_nodes_pay_the_per_node_overhead_only():
     pred, note = engine.predict_engine(view, Cost(), "fp32", dev)
     assert pred.predicted_time_s == 1e-6
     assert pred.bound == "overhead"
-    assert note.op_class == engine.SHAPE and note.describe().startswith("shape-only")
+    assert note.op_class == op_classes.SHAPE and note.describe().startswith("shape-only")
 
 
 def test_class_without_ceiling_uses_the_plain_roofline():
@@ -519,4 +519,4 @@ def test_a_calibrated_epilogue_ceiling_replaces_the_elementwise_one_for_the_seco
 def test_a_transpose_that_moves_more_than_one_axis_is_generic(shape, perm, cls):
     attrs = {} if perm is None else {"perm": perm}
     view = make_node("Transpose", [T(shape)], [T(None)], **attrs)
-    assert engine.op_class(view) == cls
+    assert op_classes.op_class(view) == cls

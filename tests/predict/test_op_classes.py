@@ -9,7 +9,7 @@ import pytest
 from onnxroof.costs import OTHER, SHAPE, NodeView, engine_class, registered_ops
 from onnxroof.devices import CEILING_NAMES, OP_CLASSES, PART_CEILINGS
 from onnxroof.ort.calibrate import COMPUTE_CLASSES, MEMORY_CLASSES
-from onnxroof.predict import engine
+from onnxroof.predict import op_classes
 from tests.helpers import INT64, T, W, make_node
 
 
@@ -20,7 +20,7 @@ def split(op: str) -> tuple[str, str]:
 
 
 REGISTERED: dict[str, str] = {op: engine_class(*split(op)) or "" for op in registered_ops()}
-REFINED: set[str] = {cls for refinement in engine.REFINEMENTS.values() for cls in refinement.classes}
+REFINED: set[str] = {cls for refinement in op_classes.REFINEMENTS.values() for cls in refinement.classes}
 
 
 def test_every_class_a_registration_or_a_refinement_gives_is_a_device_class():
@@ -33,7 +33,7 @@ def test_every_device_class_is_given_to_some_node():
 
 
 def test_every_refinement_refines_a_class_that_ops_register():
-    assert set(engine.REFINEMENTS) <= set(REGISTERED.values())
+    assert set(op_classes.REFINEMENTS) <= set(REGISTERED.values())
 
 
 def test_the_calibration_and_the_engine_agree_on_the_classes():
@@ -46,14 +46,14 @@ def test_the_calibration_and_the_engine_agree_on_the_classes():
 def test_every_class_is_calibrated_or_falls_back_to_a_calibrated_class(cls: str):
     seen = [cls]
     while seen[-1] not in COMPUTE_CLASSES | MEMORY_CLASSES:
-        following = engine.CLASS_FALLBACK.get(seen[-1])
+        following = op_classes.CLASS_FALLBACK.get(seen[-1])
         assert following is not None, f"{' -> '.join(seen)}: neither calibrated nor a stated fallback"
         assert following not in seen, f"{' -> '.join([*seen, following])}: a cycle"
         seen.append(following)
 
 
 def test_every_fallback_leads_from_a_device_class_to_a_device_class():
-    assert set(engine.CLASS_FALLBACK) | set(engine.CLASS_FALLBACK.values()) <= set(CEILING_NAMES)
+    assert set(op_classes.CLASS_FALLBACK) | set(op_classes.CLASS_FALLBACK.values()) <= set(CEILING_NAMES)
 
 
 # ------------------------------------------------------------------------------------------------ refinements
@@ -99,16 +99,17 @@ def views_of(domain: str, op_type: str) -> list[NodeView]:
     return views
 
 
-@pytest.mark.parametrize("base", sorted(engine.REFINEMENTS))
+@pytest.mark.parametrize("base", sorted(op_classes.REFINEMENTS))
 def test_every_refinement_gives_exactly_the_classes_it_lists(base: str):
-    given = {engine.op_class(view) for op, cls in REGISTERED.items() if cls == base for view in views_of(*split(op))}
-    assert given == engine.REFINEMENTS[base].classes
+    ops = [op for op, cls in REGISTERED.items() if cls == base]
+    given = {op_classes.op_class(view) for op in ops for view in views_of(*split(op))}
+    assert given == op_classes.REFINEMENTS[base].classes
 
 
 def test_a_class_without_a_refinement_is_the_registered_one():
     # Softmax registers "softmax", which no refinement splits: every view of it is "softmax".
-    assert {engine.op_class(view) for view in views_of("", "Softmax")} == {"softmax"}
-    assert {engine.op_class(view) for view in views_of("", "Reshape")} == {SHAPE}
+    assert {op_classes.op_class(view) for view in views_of("", "Softmax")} == {"softmax"}
+    assert {op_classes.op_class(view) for view in views_of("", "Reshape")} == {SHAPE}
 
 
 @pytest.mark.parametrize(
@@ -117,4 +118,4 @@ def test_a_class_without_a_refinement_is_the_registered_one():
 )
 def test_an_op_without_a_cost_function_is_other_whatever_its_name(op_type: str):
     """An op the costs do not cover has no FLOPs and is charged bytes only, so no class's ceiling describes it."""
-    assert {engine.op_class(view) for view in views_of("com.microsoft", op_type)} == {OTHER}
+    assert {op_classes.op_class(view) for view in views_of("com.microsoft", op_type)} == {OTHER}

@@ -19,7 +19,7 @@ from onnxroof.ort.calibrate.classes import COMPUTE_CLASSES, INT8_CONV_CLASSES, M
 from onnxroof.ort.calibrate.jobs import Profiled, Sample
 from onnxroof.ort.measure import OTHERS_LOAD_BOUND, fast_estimate
 from onnxroof.ort.reference import reference_model
-from onnxroof.predict import engine
+from onnxroof.predict import engine, op_classes
 from onnxroof.predict.analysis import analyze_graph, node_precision
 
 __all__ = [
@@ -53,7 +53,7 @@ def peak_candidates(samples: Sequence[Sample]) -> list[tuple[float, str]]:
         (x.cost.flops / x.time_s, x.label)
         for x in samples
         if x.part == "node"
-        and engine.op_class(x.view) in COMPUTE_CLASSES
+        and op_classes.op_class(x.view) in COMPUTE_CLASSES
         and node_precision(x.view.op_type, x.view.inputs, x.view.outputs) == "fp32"
         and x.time_s >= PEAK_MIN_S
         and x.cost.flops > 0
@@ -123,7 +123,7 @@ def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dic
             by_memory.setdefault("epilogue", []).append((engine.epilogue_bytes(s.view), bare_pass / s.time_s))
             labels.setdefault("epilogue", []).append(s.label)
             continue
-        cls = engine.op_class(s.view)
+        cls = op_classes.op_class(s.view)
         if cls not in COMPUTE_CLASSES and cls not in MEMORY_CLASSES:
             continue
         precision = node_precision(s.view.op_type, s.view.inputs, s.view.outputs)

@@ -3,7 +3,7 @@ term of the roofline each class's ceiling corrects."""
 
 from __future__ import annotations
 
-from onnxroof.predict.engine import REFINEMENTS
+from onnxroof.predict.op_classes import REFINEMENTS
 
 __all__ = [
     "COMPUTE_CLASSES",

@@ -30,7 +30,7 @@ from onnxroof.ort.calibrate.classes import CONV_CLASSES, REORDER_CLASSES
 from onnxroof.ort.calibrate.graphs import FLOAT, Built, Rand
 from onnxroof.ort.measure import fast_estimate
 from onnxroof.ort.reference import ReferenceSampler
-from onnxroof.predict import engine
+from onnxroof.predict import engine, op_classes
 
 __all__ = [
     "COLD_MIN_WEIGHTS",
@@ -202,7 +202,7 @@ class Profiled:
             if name not in by_name or not ts:
                 continue
             view, cost = by_name[name]
-            cls = engine.op_class(view)
+            cls = op_classes.op_class(view)
             if self.harvest is not None and cls not in self.harvest:
                 continue
             if self.cold and cls in REORDER_CLASSES:
@@ -218,7 +218,7 @@ def conv_sample(job: Profiled, profiler_overhead: float) -> Sample | None:
     """The convolution kernel of a profiled benchmark, its time net of the profiler's cost per node."""
     by_name = views(job.opt)
     for name, ts in job.kernel_times().items():
-        if name in by_name and ts and engine.op_class(by_name[name][0]) in CONV_CLASSES:
+        if name in by_name and ts and op_classes.op_class(by_name[name][0]) in CONV_CLASSES:
             view, cost = by_name[name]
             return Sample(view, cost, max(fast_estimate(ts) - profiler_overhead, 1e-9), job.label)
     return None
@@ -308,7 +308,7 @@ class Chain:
 
     def samples(self, node_overhead: float) -> list[Sample]:
         """The chain's middle node (reorders aside), its time net of the executor's cost per node."""
-        chain_nodes = [vc for vc in views(self.opt).values() if engine.op_class(vc[0]) not in REORDER_CLASSES]
+        chain_nodes = [vc for vc in views(self.opt).values() if op_classes.op_class(vc[0]) not in REORDER_CLASSES]
         if not chain_nodes:
             return []
         view, cost = chain_nodes[len(chain_nodes) // 2]
