@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from onnxroof.costs import OTHER, Cost, NodeView, as_text, register, weight_params
+from onnxroof.costs import Cost, NodeView, as_text, register, weight_params
 from onnxroof.costs.common import ACTIVATION_FLOPS, io_bytes
 from onnxroof.ir import UnknownShape
 
@@ -149,7 +149,7 @@ def _lstm(node: NodeView, dims: _Dims) -> Cost:
     return _total(node, dims, macs, per_dir, notes)
 
 
-@register("LSTM", engine=OTHER)
+@register("LSTM", engine="recurrent")
 def lstm(node: NodeView) -> Cost:
     """ONNX LSTM: W ``[dirs, 4H, I]``, R ``[dirs, 4H, H]``, B ``[dirs, 8H]``, P ``[dirs, 3H]``.
 
@@ -159,7 +159,7 @@ def lstm(node: NodeView) -> Cost:
     return _lstm(node, _dims(node, hidden_from_r=2))
 
 
-@register("com.microsoft::DynamicQuantizeLSTM", engine=OTHER)
+@register("com.microsoft::DynamicQuantizeLSTM", engine="recurrent")
 def dynamic_quantize_lstm(node: NodeView) -> Cost:
     """onnxruntime's DynamicQuantizeLSTM: an LSTM whose W ``[dirs, I, 4H]`` and R ``[dirs, H, 4H]`` are int8.
 
@@ -171,7 +171,7 @@ def dynamic_quantize_lstm(node: NodeView) -> Cost:
     return _lstm(node, _dims(node, hidden_from_r=1, layout_attr=False))
 
 
-@register("GRU", engine=OTHER)
+@register("GRU", engine="recurrent")
 def gru(node: NodeView) -> Cost:
     """ONNX GRU: W ``[dirs, 3H, I]``, R ``[dirs, 3H, H]``, B ``[dirs, 6H]``.
 
@@ -199,7 +199,7 @@ def gru(node: NodeView) -> Cost:
     return _total(node, dims, 3 * h * (i + h), per_dir, notes)
 
 
-@register("RNN", engine=OTHER)
+@register("RNN", engine="recurrent")
 def rnn(node: NodeView) -> Cost:
     """ONNX RNN (Elman): W ``[dirs, H, I]``, R ``[dirs, H, H]``, B ``[dirs, 2H]``.
 

@@ -35,8 +35,10 @@ OP_CLASSES: tuple[str, ...] = (
     "conv_integer_grouped",  # a depthwise ConvInteger: one im2col and integer product per channel
     "qconv",  # QLinearConv (static int8 quantization, fused from QDQ), channels-last after optimization
     "qconv_depthwise",  # a depthwise QLinearConv: one input channel per group
-    "gemm",  # matrix product with a weight operand (Gemm, FusedGemm, MatMul by an initializer)
-    "matmul",  # matrix product of two activations (attention scores, context)
+    "gemm",  # matrix product with a weight operand and 16 or more rows (Gemm, FusedGemm, MatMul by an initializer)
+    "gemm_short",  # matrix product with a weight operand and 2 to 15 rows (a small batch, a few decoded tokens)
+    "gemv",  # matrix-vector product with a weight operand (one row: a classifier at batch 1, one decoded token)
+    "matmul",  # matrix products of two activations (attention scores, context), by the size of one product
     "pool",  # MaxPool / AveragePool / LpPool windows in onnxruntime's NCHWc layout (after a convolution)
     "pool_nchw",  # the same windows in plain NCHW layout, a slower kernel per byte
     "global_pool",  # GlobalAveragePool / GlobalMaxPool
@@ -47,7 +49,13 @@ OP_CLASSES: tuple[str, ...] = (
     "softmax",  # Softmax, LogSoftmax
     "elementwise",  # cheap elementwise arithmetic and activations (Add, Mul, Relu, Clip, Sum, ...)
     "broadcast",  # elementwise arithmetic with an operand broadcast along the innermost axis (a per-channel Mul)
-    "activation",  # transcendental activations (Gelu, Erf, Sigmoid, Tanh, Exp, ...)
+    "activation",  # transcendental activations without a class of their own (Log, Pow, Softplus, trigonometry, ...)
+    "activation_exp",  # Exp and the activations built on it (Elu, Selu, Celu)
+    "activation_sigmoid",  # Sigmoid and x * sigmoid(x) (Swish, QuickGelu, SiLU as onnxruntime fuses it)
+    "activation_tanh",  # Tanh
+    "activation_erf",  # Erf
+    "activation_gelu",  # exact Gelu, through erf (Gelu, BiasGelu, BiasSplitGelu)
+    "activation_fastgelu",  # Gelu's tanh approximation (FastGelu, Gelu approximate="tanh")
     "movement",  # copies: Concat, Split, Slice, Pad, Gather, Expand, Tile, ...
     "transpose",  # Transpose, DepthToSpace, SpaceToDepth
     "transpose_generic",  # a Transpose that moves more than one axis: onnxruntime's element-by-element kernel
@@ -57,6 +65,7 @@ OP_CLASSES: tuple[str, ...] = (
     "reduce",  # ReduceSum/Mean/Max/..., ArgMax/ArgMin
     "cast",  # Cast, CastLike: a dtype conversion (fp32 <-> fp16 around a kernel without fp16 support, int32 -> fp32)
     "quantize",  # DynamicQuantizeLinear: a min/max pass over a float tensor, then its conversion to uint8
+    "recurrent",  # LSTM, GRU, RNN: one step's products and gates after the other, by the work of one time step
 )
 
 # Ceilings for a part of a node rather than for a class of nodes: "epilogue" is the second pass over a

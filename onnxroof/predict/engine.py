@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, engine_class
 from onnxroof.devices import Device
 from onnxroof.predict import roofline
-from onnxroof.predict.op_classes import ceiling_for, op_class
+from onnxroof.predict.op_classes import ceiling_for, ceiling_work, op_class, taps_inside
 from onnxroof.predict.roofline import Prediction
 
 __all__ = [
@@ -212,8 +212,11 @@ def exposed_dram_time(device: Device, level_bandwidth: float, compute_s: float, 
 def predict_engine(view: NodeView, cost: Cost, precision: str, device: Device) -> tuple[Prediction, EngineNote]:
     """The time onnxruntime's executor spends on one node, and why.
 
-    ``compute = flops / (peak[precision] * eff_c)``; ``memory = (activation bytes / bw_level + weight bytes /
-    bw_dram) / eff_m`` where ``eff_c``/``eff_m`` come from the node's class ceiling at its FLOPs/bytes and
+    ``compute = flops / (peak[precision] * eff_c)`` (under a ceiling, the FLOPs of the taps inside the input for
+    an NCHWc convolution, which skips those in the padding: ``op_classes.taps_inside``); ``memory = (activation bytes /
+    bw_level + weight bytes / bw_dram) / eff_m`` where ``eff_c``/``eff_m`` come from the node's class ceiling at
+    its FLOPs/bytes (those of one product of a batched matmul, of one time step of a recurrent op:
+    ``op_classes.ceiling_work``) and
     ``bw_level`` is the bandwidth of the smallest memory level its working set fits in; ``overhead`` is one
     per-node overhead (every dispatched node pays it, shape-only ones included). They combine under the device's
     overlap: ``max(compute, memory) + overhead`` for a calibrated (serial) host profile, plus the epilogue of a
@@ -231,14 +234,17 @@ def predict_engine(view: NodeView, cost: Cost, precision: str, device: Device) -
     peak, used = device.peak(precision)
     found = ceiling_for(device, cls) if cls not in (SHAPE, OTHER) else None
     ceiling_name, ceiling = found if found is not None else (None, None)
-    eff_c = ceiling.compute_efficiency(cost.flops) if ceiling is not None and cost.flops > 0 else 1.0
-    eff_m = ceiling.memory_efficiency(cost.bytes) if ceiling is not None and cost.bytes > 0 else 1.0
+    flops_key, bytes_key = ceiling_work(view, cost, cls)
+    eff_c = ceiling.compute_efficiency(flops_key) if ceiling is not None and cost.flops > 0 else 1.0
+    eff_m = ceiling.memory_efficiency(bytes_key) if ceiling is not None and cost.bytes > 0 else 1.0
     ws = working_set(view, cost)
     level, bw = memory_level(device, ws)
     weights = weight_bytes(view, cost)
     dram = device.memory_bandwidth.value
     network = device.network_factor.value if device.network_factor is not None else 1.0
-    compute = network * cost.flops / (peak * eff_c)
+    # an NCHWc convolution computes only its taps inside the input; the plain roofline counts every tap
+    inside = taps_inside(view) if ceiling is not None else 1.0
+    compute = network * cost.flops * inside / (peak * eff_c)
     memory = network * ((cost.bytes - weights) / bw + weights / dram) / eff_m
     overhead = device.launch_overhead.value
     effective_bw = cost.bytes / memory if memory > 0 else bw * eff_m / network

@@ -11,22 +11,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import pairwise
 from math import prod
 
-from onnxroof.costs import OTHER, SHAPE, NodeView, engine_class
+from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, engine_class
 from onnxroof.devices import Ceiling, Device
 from onnxroof.ir import Tensor
 
 __all__ = [
+    "ACTIVATION_CLASSES",
     "CLASS_FALLBACK",
     "NCHWC_DOMAIN",
     "OTHER",
     "REFINEMENTS",
     "SHAPE",
+    "SHORT_PRODUCT_ROWS",
     "Refinement",
     "ceiling_for",
+    "ceiling_work",
     "op_class",
+    "product_rows",
+    "repeats",
+    "taps_inside",
 ]
 
 NCHWC_DOMAIN = "com.microsoft.nchwc"  # onnxruntime's blocked-layout CPU kernels
@@ -44,6 +51,14 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "qconv": "conv",
     "qconv_depthwise": "depthwise",
     "matmul": "gemm",
+    "gemm_short": "gemm",
+    "gemv": "gemm_short",
+    "activation_exp": "activation",
+    "activation_sigmoid": "activation",
+    "activation_tanh": "activation",
+    "activation_erf": "activation",
+    "activation_gelu": "activation_erf",
+    "activation_fastgelu": "activation_tanh",
     "global_pool": "pool",
     "pool_nchw": "pool",
     "broadcast": "elementwise",
@@ -75,6 +90,28 @@ SMALL_CONV_IN_CHANNELS = 16
 SMALL_CONV_OUT_CHANNELS = 32
 SMALL_STEM_KERNEL_AREA = 25
 WIDE_CONV_KERNEL_AREA = 25
+
+# A matrix product by a weight with fewer rows than this is a short one (gemm_short, gemv for one row).
+SHORT_PRODUCT_ROWS = 16
+
+# The activations with a class of their own, by op (domain::op_type outside the default domain).
+ACTIVATION_CLASSES: Mapping[str, str] = {
+    "Exp": "activation_exp",
+    "Elu": "activation_exp",
+    "Selu": "activation_exp",
+    "Celu": "activation_exp",
+    "Sigmoid": "activation_sigmoid",
+    "Swish": "activation_sigmoid",
+    "com.microsoft::QuickGelu": "activation_sigmoid",
+    "com.microsoft::QLinearSigmoid": "activation_sigmoid",
+    "Tanh": "activation_tanh",
+    "Erf": "activation_erf",
+    "Gelu": "activation_gelu",
+    "com.microsoft::Gelu": "activation_gelu",
+    "com.microsoft::BiasGelu": "activation_gelu",
+    "com.microsoft::BiasSplitGelu": "activation_gelu",
+    "com.microsoft::FastGelu": "activation_fastgelu",
+}
 
 # Convolutions whose activations are channels-last (``[N, spatial..., C]``), weights staying ``[M, C/group, k...]``.
 _NHWC_CONV = frozenset({"NhwcConv", "NhwcFusedConv"})
@@ -158,10 +195,37 @@ def _qconv_class(view: NodeView) -> str:
     return "qconv_depthwise" if group > 1 and per_group_in == 1 else "qconv"
 
 
+def product_rows(view: NodeView) -> int | None:
+    """The rows of a matrix product's left operand, all leading axes together (M of an M x K by K x N product):
+    those of its output but the last axis. None when the output's shape is unknown."""
+    out = _known(view.output(0))
+    return prod(out[:-1]) if out else None
+
+
 def _product_class(view: NodeView) -> str:
-    """gemm when the second operand is a weight (prepacked by the engine), matmul for two activations."""
+    """For a product by a weight (prepacked by the engine): gemv for one row, gemm_short for 2 to
+    SHORT_PRODUCT_ROWS - 1 rows, gemm for more (or rows unknown); matmul for a product of two activations.
+
+    With few rows each element of the prepacked weight is used by few multiply-adds, and the kernel's rate falls
+    from near the peak towards the rate the weight streams at: a class per regime keeps a classifier at batch 1
+    from setting the ceiling of a 197-row projection of the same FLOPs."""
     b = view.input(3) if view.op_type == "QLinearMatMul" else view.input(1)
-    return "gemm" if b is not None and b.is_weight else "matmul"
+    if b is None or not b.is_weight:
+        return "matmul"
+    rows = product_rows(view)
+    if rows is None or rows >= SHORT_PRODUCT_ROWS:
+        return "gemm"
+    return "gemv" if rows == 1 else "gemm_short"
+
+
+def _activation_class(view: NodeView) -> str:
+    """The activation's own class where it has one (ACTIVATION_CLASSES), activation otherwise: per element they
+    cost from one to several transcendental steps, unlike what their counted FLOPs say (Sigmoid counts four, Erf
+    one, and Erf takes longer), so each kind gets a ceiling calibrated on itself."""
+    key = f"{view.domain}::{view.op_type}" if view.domain not in ("", "ai.onnx") else view.op_type
+    if key == "Gelu" and view.attr("approximate") in (b"tanh", "tanh"):
+        return "activation_fastgelu"
+    return ACTIVATION_CLASSES.get(key, "activation")
 
 
 def _pool_class(view: NodeView) -> str:
@@ -245,7 +309,21 @@ REFINEMENTS: Mapping[str, Refinement] = {
     ),
     "conv_integer": Refinement(_integer_conv_class, frozenset({"conv_integer", "conv_integer_grouped"})),
     "qconv": Refinement(_qconv_class, frozenset({"qconv", "qconv_depthwise"})),
-    "gemm": Refinement(_product_class, frozenset({"gemm", "matmul"})),
+    "gemm": Refinement(_product_class, frozenset({"gemm", "gemm_short", "gemv", "matmul"})),
+    "activation": Refinement(
+        _activation_class,
+        frozenset(
+            {
+                "activation",
+                "activation_exp",
+                "activation_sigmoid",
+                "activation_tanh",
+                "activation_erf",
+                "activation_gelu",
+                "activation_fastgelu",
+            }
+        ),
+    ),
     "pool": Refinement(_pool_class, frozenset({"pool", "pool_nchw"})),
     "elementwise": Refinement(_elementwise_class, frozenset({"elementwise", "broadcast"})),
     "reorder": Refinement(_reorder_class, frozenset({"reorder", "reorder_short"})),
@@ -258,10 +336,10 @@ def op_class(view: NodeView) -> str:
 
     The base class is the one the op registered with its cost function (``onnxroof.costs.engine_class``; OTHER for
     an op without one); :data:`REFINEMENTS` splits convolutions by their weight's shape and the output's size,
-    integer convolutions (ConvInteger, QLinearConv) into grouped or depthwise ones and the rest,
-    matrix products by their second operand, pooling windows by layout (NCHWc or plain), elementwise ops by
-    whether they broadcast along the innermost axis, and NCHWc output reorders by the size of the planes they
-    write.
+    integer convolutions (ConvInteger, QLinearConv) into grouped or depthwise ones and the rest, matrix products
+    by their second operand and rows, activations by their function, pooling windows by layout (NCHWc or plain),
+    elementwise ops by whether they broadcast along the innermost axis, and NCHWc output reorders by the size of
+    the planes they write.
     """
     base = engine_class(view.domain, view.op_type) or OTHER
     refinement = REFINEMENTS.get(base)
@@ -277,3 +355,91 @@ def ceiling_for(device: Device, cls: str) -> tuple[str, Ceiling] | None:
             return cls, device.ceilings[cls]
         cls = CLASS_FALLBACK.get(cls, "")
     return None
+
+
+# ------------------------------------------------------------------------------------------------ ceiling work
+
+
+def repeats(view: NodeView, cls: str) -> int:
+    """How many units of work a node's kernel runs one after the other, each like the others, where its class's
+    ceiling is read by the size of one unit: the products of a batched matmul (one per batch element and head),
+    the time steps of a recurrent op. 1 for every other class, and where the shapes do not say."""
+    if cls == "matmul":
+        return _products(view)
+    if cls == "recurrent":
+        return _time_steps(view)
+    return 1
+
+
+def _products(view: NodeView) -> int:
+    """The independent matrix products of a matmul: its output's leading axes (all but the last two) for a
+    MatMul, batch x heads for a fused attention op."""
+    if view.op_type in ("MatMul", "FusedMatMul"):
+        out = _known(view.output(0))
+        return max(prod(out[:-2]), 1) if out and len(out) > 2 else 1
+    x = _known(view.input(0))
+    heads = view.attr("num_heads")
+    return max(x[0] * int(heads), 1) if x and heads else 1
+
+
+def _time_steps(view: NodeView) -> int:
+    """The sequence length of a recurrent op: X's first axis (its second with ``layout`` = 1)."""
+    x = _known(view.input(0))
+    if not x or len(x) < 2:
+        return 1
+    return max(x[1] if int(view.attr("layout", 0) or 0) == 1 else x[0], 1)
+
+
+def taps_inside(view: NodeView) -> float:
+    """The share of a convolution's multiply-adds whose input tap lies inside the input rather than in its
+    padding, for onnxruntime's NCHWc convolution, which computes only those (1 for any other node, and where the
+    shapes or attributes do not say).
+
+    Per spatial axis (input size I, output size O, kernel K, stride S, dilation D, leading pad P), output
+    position o reads taps ``o*S - P + j*D`` for j < K; the share is the product over the axes of the taps
+    inside ``[0, I)`` over ``O*K``. It matters for a dilated convolution on a small map (DeepLab's rate-12 ASPP
+    branch on a 14x14 map reads little but its centre tap) and, less, for any padded window on a small output."""
+    if view.domain != NCHWC_DOMAIN or view.op_type != "Conv":
+        return 1.0
+    x, y, w = _known(view.input(0)), _known(view.output(0)), _known(view.input(1))
+    if x is None or y is None or w is None or len(x) != len(y) or len(w) != len(x) or len(x) < 3:
+        return 1.0
+    n = len(x) - 2
+    kernel = tuple(int(k) for k in (view.attr("kernel_shape") or w[2:]))
+    strides = tuple(int(v) for v in (view.attr("strides") or (1,) * n))
+    dilations = tuple(int(v) for v in (view.attr("dilations") or (1,) * n))
+    pads = tuple(int(v) for v in (view.attr("pads") or (0,) * (2 * n)))
+    auto_pad = view.attr("auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad)
+    if len(kernel) != n or len(strides) != n or len(dilations) != n or len(pads) != 2 * n:
+        return 1.0
+    share = 1.0
+    for axis in range(n):
+        size, out, k, s, d = x[axis + 2], y[axis + 2], kernel[axis], strides[axis], dilations[axis]
+        lead, total = pads[axis], pads[axis] + pads[axis + n]
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            total = max((out - 1) * s + d * (k - 1) + 1 - size, 0)
+            lead = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+        elif auto_pad == "VALID":
+            lead = total = 0
+        if s <= 0 or (size + total - d * (k - 1) - 1) // s + 1 != out:
+            return 1.0  # the attributes do not give this output: no window to follow
+        share *= _inside_share(size, out, k, s, d, lead)
+    return share
+
+
+@lru_cache(maxsize=1024)
+def _inside_share(size: int, out: int, k: int, stride: int, dilation: int, lead: int) -> float:
+    """Along one axis: the share of (output position, tap) pairs whose input index lies in ``[0, size)``."""
+    if out <= 0 or k <= 0:
+        return 1.0
+    inside = sum(1 for o in range(out) for j in range(k) if 0 <= o * stride - lead + j * dilation < size)
+    return inside / (out * k)
+
+
+def ceiling_work(view: NodeView, cost: Cost, cls: str) -> tuple[float, float]:
+    """(FLOPs, bytes) a class's ceiling is read at for this node: the FLOPs its kernel computes (those of the taps
+    inside the input for an NCHWc convolution, :func:`taps_inside`) and its bytes, each divided among the units
+    its kernel repeats (:func:`repeats`). The calibration keys its points the same way."""
+    n = repeats(view, cls)
+    return cost.flops * taps_inside(view) / n, cost.bytes / n

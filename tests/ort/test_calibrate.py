@@ -77,8 +77,12 @@ def test_the_quick_suite_sets_the_ceilings_it_declares(quick: Device):
     for name, ceiling in quick.ceilings.items():
         assert ceiling.source.startswith("calibrated: ")
         assert all(w > 0 and e > 0 for w, e in ceiling.compute + ceiling.memory)
-        # each class is calibrated on the term that bounds it
-        assert bool(ceiling.compute) == (name in calibrate.COMPUTE_CLASSES), name
+        # each class is calibrated on the term that bounds it; a matrix-vector product (gemv) may be bound by the
+        # weight it streams, and then gives memory points only
+        if name == "gemv":
+            assert ceiling.compute or ceiling.memory
+        else:
+            assert bool(ceiling.compute) == (name in calibrate.COMPUTE_CLASSES), name
 
 
 def test_memory_levels_follow_the_os_and_never_get_slower_towards_l1(quick: Device):

@@ -56,9 +56,9 @@ def test_a_class_ceiling_is_the_roofline_time_over_the_measured_time():
     assert (
         "by 3 onnxruntime conv kernel(s)" in out["conv"].source and "conv 0.5; conv 0.6; conv 0.7" in out["conv"].source
     )
-    # The matrix-vector Gemm is a memory point of the gemm class: 80% of the bandwidth its data moves at.
-    assert out["gemm"].compute == () and out["gemm"].memory == ((float(f"{gemv_cost.bytes:.4g}"), 0.8),)
-    assert "matrix-vector gemm kernel(s)" in out["gemm"].source
+    # The matrix-vector Gemm (one row) is a memory point of the gemv class: 80% of the bandwidth its data moves at.
+    assert out["gemv"].compute == () and out["gemv"].memory == ((float(f"{gemv_cost.bytes:.4g}"), 0.8),)
+    assert "matrix-vector gemv kernel(s)" in out["gemv"].source
 
 
 def _conv_integer(cin: int, cout: int, hw: int):
@@ -196,3 +196,14 @@ def test_the_peak_is_read_on_whole_kernels_never_on_an_epilogue_pass():
     int8 = Sample(_conv_integer(64, 64, 56), cost, 5e-4, "ConvInteger 64->64 3x3 @56x56")
     rates = ceilings.peak_candidates([whole, epilogue, short, int8])
     assert rates == [(pytest.approx(231211008 / 2.3e-3), "Conv 64->64 3x3 @56x56")]
+
+
+def test_a_batched_matmul_gives_a_point_at_the_work_of_one_product():
+    # 12 per-head products of 197x64 by 64x197 (2*197*64*197 = 4.97 MFLOP each), run at half the 100 GFLOP/s
+    # peak: the point is read where the prediction reads it, at one product's FLOPs (op_classes.ceiling_work).
+    scores = make_node("MatMul", [T((1, 12, 197, 64)), T((1, 12, 64, 197))], [T((1, 12, 197, 197))])
+    one = 2 * 197 * 64 * 197
+    cost = Cost(flops=12 * one, bytes_read=2 * 12 * 197 * 64 * 4, bytes_written=12 * 197 * 197 * 4, kernels=1)
+    samples = [Sample(scores, cost, 12 * one / 100e9 / 0.5, f"scores {i}") for i in range(3)]
+    out = ceilings.class_ceilings(samples, calibrated_host(), 1)
+    assert out["matmul"].compute == ((float(f"{one:.4g}"), 0.5),)

@@ -29,8 +29,6 @@ BENCHMARK_OPS: tuple[str, ...] = (
 # The op types of the set that no calibrated class covers yet. Each node of them is predicted on the plain roofline
 # of the calibrated peak and DRAM bandwidth, and its engine note says so ("no ceiling (plain roofline)").
 PLAIN_ROOFLINE: dict[str, str] = {
-    "LSTM": "a recurrent kernel runs its time steps one after the other: it needs a class calibrated per step",
-    "GRU": "a recurrent kernel runs its time steps one after the other: it needs a class calibrated per step",
     "CumSum": "a running sum along one axis: 2 nodes in the set (GPT-2's positions), no benchmark of its own",
 }
 

@@ -64,7 +64,10 @@ CASES = [
     (conv(384, 384, 13, 3, group=2), "conv_mid"),  # ... 169 positions a mid-sized one
     (conv(64, 64, 28, 3, group=4), "conv_small"),  # ... and 16 output channels per group a small one
     (make_node("Gemm", [T((197, 768)), W((3072, 768)), W((3072,))], [T((197, 3072))], transB=1), "gemm"),
-    (make_node("FusedGemm", [T((1, 9216)), W((4096, 9216)), W((4096,))], [T((1, 4096))], domain=MS), "gemm"),
+    (make_node("FusedGemm", [T((1, 9216)), W((4096, 9216)), W((4096,))], [T((1, 4096))], domain=MS), "gemv"),
+    (make_node("Gemm", [T((8, 768)), W((768, 768)), W((768,))], [T((8, 768))], transB=1), "gemm_short"),
+    (make_node("MatMul", [T((1, 15, 768)), W((768, 768))], [T((1, 15, 768))]), "gemm_short"),  # 15 rows
+    (make_node("MatMul", [T((1, 16, 768)), W((768, 768))], [T((1, 16, 768))]), "gemm"),  # 16 rows
     (make_node("MatMul", [T((1, 197, 768)), W((768, 768))], [T((1, 197, 768))]), "gemm"),
     (make_node("MatMul", [T((1, 12, 197, 64)), T((1, 12, 64, 197))], [T((1, 12, 197, 197))]), "matmul"),
     (make_node("FusedMatMul", [T((1, 12, 197, 64)), T((1, 12, 197, 64))], [T((1, 12, 197, 197))], domain=MS), "matmul"),
@@ -99,9 +102,20 @@ CASES = [
     (make_node("Sum", [T((1, 8, 4, 4)), T((1, 8, 4, 4)), T((1, 8, 4, 4))], [T((1, 8, 4, 4))]), "elementwise"),
     (make_node("Add", [T((1, 197, 768)), W((768,))], [T((1, 197, 768))]), "elementwise"),  # a bias: still streams
     (make_node("Mul", [T((1, 64, 28, 28)), W((64, 1, 1))], [T((1, 64, 28, 28))]), "broadcast"),
-    (make_node("Gelu", [T((1, 197, 3072))], [T((1, 197, 3072))], domain=MS), "activation"),
-    (make_node("Sigmoid", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))]), "activation"),
+    (make_node("Gelu", [T((1, 197, 3072))], [T((1, 197, 3072))], domain=MS), "activation_gelu"),
+    (make_node("Gelu", [T((1, 197, 3072))], [T((1, 197, 3072))], approximate="tanh"), "activation_fastgelu"),
+    (make_node("FastGelu", [T((1, 197, 3072))], [T((1, 197, 3072))], domain=MS), "activation_fastgelu"),
+    (make_node("Sigmoid", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))]), "activation_sigmoid"),
+    (make_node("QuickGelu", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))], domain=MS), "activation_sigmoid"),
+    (make_node("Exp", [T((1, 12, 197, 197))], [T((1, 12, 197, 197))]), "activation_exp"),
+    (make_node("Tanh", [T((1, 197, 768))], [T((1, 197, 768))]), "activation_tanh"),
+    (make_node("Erf", [T((1, 197, 768))], [T((1, 197, 768))]), "activation_erf"),
+    (make_node("Log", [T((1, 197, 768))], [T((1, 197, 768))]), "activation"),
     (make_node("SwiGLU", [T((1, 197, 3072)), T((1, 197, 3072))], [T((1, 197, 3072))]), "activation"),
+    (
+        make_node("LSTM", [T((128, 1, 256)), W((1, 1024, 256)), W((1, 1024, 256))], [T((128, 1, 1, 256))]),
+        "recurrent",
+    ),
     (
         make_node("TensorScatter", [T((1, 8, 64, 64)), T((1, 8, 1, 64)), T((1,), INT64)], [T((1, 8, 64, 64))]),
         "movement",
@@ -520,3 +534,28 @@ def test_a_transpose_that_moves_more_than_one_axis_is_generic(shape, perm, cls):
     attrs = {} if perm is None else {"perm": perm}
     view = make_node("Transpose", [T(shape)], [T(None)], **attrs)
     assert op_classes.op_class(view) == cls
+
+
+def test_a_dilated_convolution_is_charged_the_taps_inside_its_input():
+    # DeepLab's ASPP branch at 1/16 of a 224 input: 960 -> 256 channels, 3x3, dilation 12, pad 12, 14x14. Of the
+    # 9 taps of an output position, 18/42 per axis read the input (see taps_inside's test): onnxruntime's NCHWc
+    # kernel computes those only. A flat ceiling (0.6 of the 100 GFLOP/s peak) isolates the share.
+    flat = Ceiling(compute=((1e6, 0.6), (1e10, 0.6)), memory=(), source="calibrated: test flat conv")
+    dev = calibrated_host({"conv_mid": flat})
+    view = make_node(
+        "Conv",
+        [T((1, 960, 14, 14)), W((256, 960, 3, 3)), W((256,))],
+        [T((1, 256, 14, 14))],
+        domain="com.microsoft.nchwc",
+        kernel_shape=[3, 3],
+        pads=[12] * 4,
+        dilations=[12, 12],
+    )
+    flops = 2 * 256 * 960 * 9 * 14 * 14  # every tap, as counted
+    cost = Cost(flops=flops, bytes_read=1e6, bytes_written=2e5, kernels=1)
+    pred, note = engine.predict_engine(view, cost, "fp32", dev)
+    assert note.op_class == "conv_mid"
+    assert pred.compute_time_s == pytest.approx(flops * (18 / 42) ** 2 / (100e9 * 0.6))
+    # The plain roofline (no ceiling) still charges every counted FLOP.
+    plain, _ = engine.predict_engine(view, cost, "fp32", calibrated_host())
+    assert plain.compute_time_s == pytest.approx(flops / 100e9)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from onnxroof.costs import OTHER, SHAPE, NodeView, engine_class, registered_ops
+from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, engine_class, registered_ops
 from onnxroof.devices import CEILING_NAMES, OP_CLASSES, PART_CEILINGS
 from onnxroof.ort.calibrate import COMPUTE_CLASSES, MEMORY_CLASSES
 from onnxroof.predict import op_classes
@@ -61,7 +61,8 @@ def test_every_fallback_leads_from_a_device_class_to_a_device_class():
 
 def views_of(domain: str, op_type: str) -> list[NodeView]:
     """The same op on views that reach every branch of the refinements: convolutions of each kind (weight at
-    input 1 and, as QLinearConv has it, at input 3; NCHW and NHWC), products of a weight and of two activations,
+    input 1 and, as QLinearConv has it, at input 3; NCHW and NHWC), products of a weight (many rows, a few, one)
+    and of two activations,
     broadcasting and streaming operands, short and long planes, unknown shapes."""
     views = []
     for cin, cout, hw, k, group, out_hw in [
@@ -85,6 +86,8 @@ def views_of(domain: str, op_type: str) -> list[NodeView]:
     views += [
         make_node(op_type, [T(None), T(None), None], [T(None)], domain=domain, kernel_shape=[3, 3]),
         make_node(op_type, [T((1, 197, 768)), W((768, 768))], [T((1, 197, 768))], domain=domain),
+        make_node(op_type, [T((1, 8, 768)), W((768, 768))], [T((1, 8, 768))], domain=domain),
+        make_node(op_type, [T((1, 768)), W((768, 768))], [T((1, 768))], domain=domain),
         make_node(op_type, [T((1, 12, 197, 64)), T((1, 12, 64, 197))], [T((1, 12, 197, 197))], domain=domain),
         make_node(op_type, [T((1, 64, 28, 28)), W((64, 1, 1))], [T((1, 64, 28, 28))], domain=domain),
         make_node(op_type, [T((1, 64, 28, 28)), T((1, 64, 28, 28))], [T((1, 64, 28, 28))], domain=domain),
@@ -119,3 +122,75 @@ def test_a_class_without_a_refinement_is_the_registered_one():
 def test_an_op_without_a_cost_function_is_other_whatever_its_name(op_type: str):
     """An op the costs do not cover has no FLOPs and is charged bytes only, so no class's ceiling describes it."""
     assert {op_classes.op_class(view) for view in views_of("com.microsoft", op_type)} == {OTHER}
+
+
+# ------------------------------------------------------------------------------------------------ ceiling work
+
+NCHWC = "com.microsoft.nchwc"
+
+
+def _padded_conv(hw: int, out_hw: int, k: int, *, pad: int, dilation: int = 1, stride: int = 1, domain: str = NCHWC):
+    return make_node(
+        "Conv",
+        [T((1, 64, hw, hw)), W((64, 64, k, k)), W((64,))],
+        [T((1, 64, out_hw, out_hw))],
+        domain=domain,
+        kernel_shape=[k, k],
+        pads=[pad] * 4,
+        dilations=[dilation] * 2,
+        strides=[stride] * 2,
+    )
+
+
+def test_taps_inside_a_padded_window_closed_form():
+    # 3x3, pad 1, stride 1 on 7x7: along an axis the first and last output positions lose one tap each, so
+    # 7*3 - 2 = 19 of 21 taps read the input; over both axes (19/21)^2.
+    assert op_classes.taps_inside(_padded_conv(7, 7, 3, pad=1)) == pytest.approx((19 / 21) ** 2)
+    # Dilation 12, pad 12 on 14x14 (DeepLab's ASPP branch at 1/16 of 224): output o reads o-12, o and o+12; o-12
+    # lies inside for o >= 12 (2 positions), o+12 for o <= 1 (2 positions), o always: (14 + 2 + 2) / 42 per axis.
+    assert op_classes.taps_inside(_padded_conv(14, 14, 3, pad=12, dilation=12)) == pytest.approx((18 / 42) ** 2)
+    # Stride 2, pad 1 on 8x8 (output 4): positions o*2-1+j; only o=0, j=0 reads -1: 11 of 12 taps per axis.
+    assert op_classes.taps_inside(_padded_conv(8, 4, 3, pad=1, stride=2)) == pytest.approx((11 / 12) ** 2)
+    # No padding: every tap inside.
+    assert op_classes.taps_inside(_padded_conv(9, 7, 3, pad=0)) == 1.0
+
+
+def test_taps_inside_holds_only_for_a_consistent_nchwc_convolution():
+    # The plain-layout convolution (im2col) computes the padding's zeros too.
+    assert op_classes.taps_inside(_padded_conv(7, 7, 3, pad=1, domain="")) == 1.0
+    # Attributes that do not give the output's size: nothing to follow.
+    assert op_classes.taps_inside(_padded_conv(7, 9, 3, pad=1)) == 1.0
+
+
+def test_ceiling_work_is_that_of_one_product_or_one_time_step():
+    # 12 heads of a 197x64 by 64x197 product: 12 products, each a twelfth of the FLOPs and bytes.
+    scores = make_node("MatMul", [T((1, 12, 197, 64)), T((1, 12, 64, 197))], [T((1, 12, 197, 197))])
+    cost = Cost(flops=12 * 2 * 197 * 64 * 197, bytes_read=2 * 12 * 197 * 64 * 4, bytes_written=12 * 197 * 197 * 4)
+    assert op_classes.repeats(scores, "matmul") == 12
+    assert op_classes.ceiling_work(scores, cost, "matmul") == (2 * 197 * 64 * 197, cost.bytes / 12)
+    # An LSTM over 128 steps ([seq, batch, input]; [batch, seq, input] with layout 1).
+    lstm = make_node("LSTM", [T((128, 1, 256)), W((1, 1024, 256)), W((1, 1024, 256))], [T((128, 1, 1, 256))])
+    assert op_classes.repeats(lstm, "recurrent") == 128
+    batch_first = make_node("LSTM", [T((1, 40, 256)), W((1, 1024, 256)), W((1, 1024, 256))], [T(None)], layout=1)
+    assert op_classes.repeats(batch_first, "recurrent") == 40
+    # A product by a weight is one kernel whatever its rows; a padded NCHWc convolution's work is its inside taps.
+    proj = make_node("MatMul", [T((1, 197, 768)), W((768, 768))], [T((1, 197, 768))])
+    assert op_classes.repeats(proj, "gemm") == 1
+    conv_cost = Cost(flops=1e6, bytes_read=1e5, bytes_written=1e5)
+    assert op_classes.ceiling_work(_padded_conv(7, 7, 3, pad=1), conv_cost, "conv_small") == pytest.approx(
+        (1e6 * (19 / 21) ** 2, 2e5)
+    )
+
+
+def test_a_product_by_a_weight_is_classed_by_its_rows():
+    def product(rows: int):
+        return make_node("MatMul", [T((rows, 768)), W((768, 768))], [T((rows, 768))])
+
+    assert op_classes.product_rows(product(197)) == 197
+    assert [op_classes.op_class(product(m)) for m in (1, 2, 15, 16, 197)] == [
+        "gemv",
+        "gemm_short",
+        "gemm_short",
+        "gemm",
+        "gemm",
+    ]

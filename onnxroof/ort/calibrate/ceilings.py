@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from onnxroof.devices import CEILING_NAMES, Ceiling, Device, Sourced
 from onnxroof.ort import sessions
-from onnxroof.ort.calibrate.classes import COMPUTE_CLASSES, INT8_CONV_CLASSES, MEMORY_CLASSES
+from onnxroof.ort.calibrate.classes import COMPUTE_CLASSES, INT8_CONV_CLASSES, MEMORY_CLASSES, PRODUCT_CLASSES
 from onnxroof.ort.calibrate.jobs import Profiled, Sample
 from onnxroof.ort.measure import OTHERS_LOAD_BOUND, fast_estimate
 from onnxroof.ort.reference import reference_model
@@ -102,13 +102,15 @@ def _memory_point(cls: str, compute_s: float, memory_s: float) -> bool:
     """Whether a sample of a compute class gives a point of its class's memory ceiling: a matrix product that is
     memory-bound by far (matrix-vector, see GEMV_RATIO), or a ConvInteger whose weight takes longer to stream than
     its products take at the peak (a deep layer on a small output, whose time grows with its weight)."""
-    if cls in ("gemm", "matmul"):
+    if cls in PRODUCT_CLASSES:
         return memory_s > GEMV_RATIO * compute_s
     return cls == "conv_integer" and memory_s > compute_s
 
 
 def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dict[str, Ceiling]:
     """Per class, (work, efficiency) points: the roofline time on the bare device over the measured time.
+    The work is the node's FLOPs or bytes, or those of one unit its kernel repeats (``op_classes.ceiling_work``:
+    one product of a batched matmul, one time step of a recurrent op), as the prediction reads them.
 
     A compute class's points are by FLOPs against the peak of the precision the node computes at (int8 for the
     8-bit convolutions), a memory class's by bytes against the level bandwidth; a matrix product that is
@@ -128,14 +130,15 @@ def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dic
             continue
         precision = node_precision(s.view.op_type, s.view.inputs, s.view.outputs)
         pred, _ = engine.predict_engine(s.view, s.cost, precision, bare)
+        flops, nbytes = op_classes.ceiling_work(s.view, s.cost, cls)
         if cls in COMPUTE_CLASSES and not _memory_point(cls, pred.compute_time_s, pred.memory_time_s):
-            if s.cost.flops <= 0:
+            if flops <= 0:
                 continue
-            by_class.setdefault(cls, []).append((s.cost.flops, pred.compute_time_s / s.time_s))
+            by_class.setdefault(cls, []).append((flops, pred.compute_time_s / s.time_s))
         else:
-            if s.cost.bytes <= 0:
+            if nbytes <= 0:
                 continue
-            by_memory.setdefault(cls, []).append((s.cost.bytes, pred.memory_time_s / s.time_s))
+            by_memory.setdefault(cls, []).append((nbytes, pred.memory_time_s / s.time_s))
         labels.setdefault(cls, [])
         if s.label not in labels[cls]:
             labels[cls].append(s.label)

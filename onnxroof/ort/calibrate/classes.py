@@ -6,11 +6,13 @@ from __future__ import annotations
 from onnxroof.predict.op_classes import REFINEMENTS
 
 __all__ = [
+    "ACTIVATION_CLASSES",
     "COMPUTE_CLASSES",
     "CONV_CLASSES",
     "INT8_CONV_CLASSES",
     "INTEGER_CONV_CLASSES",
     "MEMORY_CLASSES",
+    "PRODUCT_CLASSES",
     "REORDER_CLASSES",
 ]
 
@@ -23,6 +25,12 @@ CONV_CLASSES: frozenset[str] = REFINEMENTS["conv"].classes - {"batchnorm"}
 INTEGER_CONV_CLASSES: frozenset[str] = REFINEMENTS["conv_integer"].classes
 INT8_CONV_CLASSES: frozenset[str] = INTEGER_CONV_CLASSES | REFINEMENTS["qconv"].classes
 
+# Matrix products: by a weight, by its rows (gemm, gemm_short, gemv), and of two activations (matmul).
+PRODUCT_CLASSES: frozenset[str] = REFINEMENTS["gemm"].classes
+
+# The transcendental activations, each kind with a class of its own.
+ACTIVATION_CLASSES: frozenset[str] = REFINEMENTS["activation"].classes
+
 # Transposes: by block copies, or element by element when they move more than one axis.
 TRANSPOSE_CLASSES: frozenset[str] = REFINEMENTS["transpose"].classes
 
@@ -34,7 +42,9 @@ REORDER_CLASSES: frozenset[str] = REFINEMENTS["reorder"].classes
 COMPUTE_CLASSES: frozenset[str] = (
     CONV_CLASSES
     | INT8_CONV_CLASSES
-    | frozenset({"gemm", "matmul", "lrn", "softmax", "activation", "layernorm", "instancenorm"})
+    | PRODUCT_CLASSES
+    | ACTIVATION_CLASSES
+    | frozenset({"lrn", "softmax", "layernorm", "instancenorm", "recurrent"})
 )
 MEMORY_CLASSES: frozenset[str] = REORDER_CLASSES | frozenset(
     {

@@ -292,6 +292,20 @@ def matmul_act(rand: Rand, heads: int, m: int, k: int, n: int) -> Built:
     return _single("MatMul", {"a": rand.f(1, heads, m, k), "b": rand.f(1, heads, k, n)}, order=["a", "b"])
 
 
+def recurrent(rand: Rand, op: str, steps: int, input_size: int, hidden: int) -> Built:
+    """One LSTM or GRU layer over ``steps`` time steps at batch 1 with bias, as PyTorch exports them (GRU with
+    ``linear_before_reset``): X ``[steps, 1, input_size]``."""
+    gates = {"LSTM": 4, "GRU": 3}[op]
+    weights = {
+        "w": rand.f(1, gates * hidden, input_size) * 0.1,
+        "r": rand.f(1, gates * hidden, hidden) * 0.1,
+        "b": rand.f(1, 2 * gates * hidden) * 0.1,
+    }
+    attrs: dict[str, Any] = {"linear_before_reset": 1} if op == "GRU" else {}
+    x = {"x": rand.f(steps, 1, input_size)}
+    return _single(op, x, weights, order=["x", "w", "r", "b"], hidden_size=hidden, **attrs)
+
+
 def _after_conv(rand: Rand, c: int, hw: int, node: onnx.NodeProto, weights: Mapping[str, np.ndarray]) -> Built:
     """A 1x1 Conv (c -> c channels on hw x hw) into ``node``, which reads "c" and writes "y": onnxruntime runs
     the node in NCHWc layout when it can, as it does after a model's convolutions."""

@@ -8,15 +8,17 @@ of small shapes timed in two passes, for tests and smoke checks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
-
 from onnx import TensorProto
 
-from onnxroof.ort.calibrate import graphs
+from onnxroof.ort.calibrate import graphs, rows
 from onnxroof.ort.calibrate.bench import Bench, MiB, Suite
-from onnxroof.ort.calibrate.classes import CONV_CLASSES, INT8_CONV_CLASSES, REORDER_CLASSES, TRANSPOSE_CLASSES
-from onnxroof.ort.calibrate.graphs import Built
+from onnxroof.ort.calibrate.classes import (
+    ACTIVATION_CLASSES,
+    CONV_CLASSES,
+    INT8_CONV_CLASSES,
+    PRODUCT_CLASSES,
+    REORDER_CLASSES,
+)
 
 __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 
@@ -33,203 +35,10 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      into a channels-last QLinearConv (dense and depthwise); 8-bit convolutions are timed against the int8 peak.
 #   8: Transposes that move more than one axis (transpose_generic), timed on the int8 channel shuffles of a
 #      channels-last int8 graph.
-SUITE = 8
-
-# ---------------------------------------------------------------------------------------------------- rows
-
-
-def _profile(
-    label: str, graph: Callable[..., Built], args: tuple[Any, ...], harvest: Iterable[str], cold: bool | None = None
-) -> Bench:
-    """A profiled row, tailed."""
-    return Bench("profile", label, graph, args, frozenset(harvest), cold)
-
-
-def _chain(label: str, graph: Callable[..., Built], *args: Any) -> Bench:
-    """A chain row: ``graph(rand, n, *args)``."""
-    return Bench("chain", label, graph, args, tail=False)
-
-
-def _dims(shape: Sequence[int]) -> str:
-    """A shape as labels write it: 1x64x56x56."""
-    return "x".join(map(str, shape))
-
-
-def _convs(*rows: tuple[int, int, int, int, int]) -> list[Bench]:
-    """Dense convolutions (cin, cout, hw, k, stride), NCHWc after optimization."""
-    return [
-        _profile(f"Conv {cin}->{cout} {k}x{k}/{s} @{hw}x{hw}", graphs.conv, (cin, cout, hw, k, s), CONV_CLASSES)
-        for cin, cout, hw, k, s in rows
-    ]
-
-
-def _depthwise(*rows: tuple[int, int, int]) -> list[Bench]:
-    """Depthwise 3x3 convolutions (channels, hw, stride)."""
-    return [
-        _profile(f"depthwise Conv {c} 3x3/{s} @{hw}x{hw}", graphs.conv, (c, c, hw, 3, s, c), CONV_CLASSES)
-        for c, hw, s in rows
-    ]
-
-
-def _epilogues(*rows: tuple[int, int, int, int, int]) -> list[Bench]:
-    """Convolutions (cin, cout, hw, k, group) timed with Relu and with Clip."""
-    return [
-        Bench(
-            "epilogue",
-            f"{'depthwise ' if g > 1 else ''}Conv {cin}->{cout} {k}x{k} @{hw}x{hw}",
-            graphs.conv,
-            (cin, cout, hw, k, 1, g),
-        )
-        for cin, cout, hw, k, g in rows
-    ]
-
-
-def _grouped(*rows: tuple[int, int, int, int]) -> list[Bench]:
-    """Grouped convolutions (channels, hw, k, groups)."""
-    return [
-        _profile(f"grouped Conv {c} g{g} {k}x{k} @{hw}x{hw}", graphs.conv, (c, c, hw, k, 1, g), CONV_CLASSES)
-        for c, hw, k, g in rows
-    ]
-
-
-def _gemms(*rows: tuple[int, int, int]) -> list[Bench]:
-    """Gemm (m, k, n) by a transposed weight."""
-    return [_profile(f"Gemm {m}x{k}x{n}", graphs.gemm, (m, k, n), {"gemm"}) for m, k, n in rows]
-
-
-def _attention(*rows: tuple[int, int, int, int]) -> list[Bench]:
-    """MatMul of two activations (heads, m, k, n)."""
-    return [_profile(f"MatMul {h}x{m}x{k}x{n}", graphs.matmul_act, (h, m, k, n), {"matmul"}) for h, m, k, n in rows]
-
-
-def _pools(*rows: tuple[str, int, int, int, int, int, bool]) -> list[Bench]:
-    """Pooling windows (op, channels, hw, k, stride, pad, NCHWc)."""
-    return [
-        _profile(
-            f"{op} {c} {k}x{k}/{s} @{hw}x{hw}{'' if nchwc else ' (NCHW)'}",
-            graphs.pool,
-            (op, c, hw, k, s, p, nchwc),
-            {"pool", "pool_nchw"},
-        )
-        for op, c, hw, k, s, p, nchwc in rows
-    ]
-
-
-def _global_pools(*rows: tuple[str, int, int, bool]) -> list[Bench]:
-    """Global poolings (op, channels, hw, NCHWc)."""
-    return [
-        _profile(f"{op} {c} @{hw}x{hw}", graphs.global_pool, (op, c, hw, nchwc), {"global_pool"})
-        for op, c, hw, nchwc in rows
-    ]
-
-
-def _batchnorms(*rows: tuple[int, int]) -> list[Bench]:
-    """BatchNormalization after a conv (channels, hw): onnxruntime runs it as a depthwise 1x1 NCHWc conv."""
-    return [
-        _profile(f"BatchNormalization {c} @{hw}x{hw} (NCHWc)", graphs.batchnorm_nchwc, (c, hw), {"batchnorm"})
-        for c, hw in rows
-    ]
-
-
-def _norm_chains(
-    batchnorm: Sequence[tuple[int, int]],
-    layernorm: Sequence[tuple[int, int]],
-    instancenorm: Sequence[tuple[int, int]],
-    lrn: Sequence[tuple[int, int]],
-    softmax: Sequence[tuple[int, ...]],
-) -> list[Bench]:
-    """Chains of the normalizations: plain BatchNormalization, LayerNormalization (tokens, dim), and
-    InstanceNormalization, LRN (channels, hw), Softmax (shape)."""
-    return (
-        [_chain(f"BatchNormalization {c} @{hw}x{hw}", graphs.batchnorm_chain, c, hw) for c, hw in batchnorm]
-        + [_chain(f"LayerNormalization {t}x{d}", graphs.layernorm_chain, t, d) for t, d in layernorm]
-        + [_chain(f"InstanceNormalization {c} @{hw}x{hw}", graphs.instancenorm_chain, c, hw) for c, hw in instancenorm]
-        + [_chain(f"LRN {c} @{hw}x{hw}", graphs.lrn_chain, c, hw) for c, hw in lrn]
-        + [_chain(f"Softmax {_dims(s)}", graphs.softmax_chain, s) for s in softmax]
-    )
-
-
-def _elementwise(*shapes: tuple[int, ...], per_channel: bool) -> list[Bench]:
-    """Chains of Relu and Add per shape, and with ``per_channel`` a per-channel Mul and Add on the 4-d ones."""
-    out = []
-    for s in shapes:
-        out += [
-            _chain(f"Relu {_dims(s)}", graphs.activation_chain, "Relu", s),
-            _chain(f"Add {_dims(s)}", graphs.add_chain, s),
-        ]
-        if len(s) == 4 and per_channel:
-            out += [
-                _chain(f"Mul per-channel {_dims(s)}", graphs.per_channel_chain, "Mul", s),
-                _chain(f"Add per-channel {_dims(s)}", graphs.per_channel_chain, "Add", s),
-            ]
-    return out
-
-
-def _activations(*rows: tuple[str, tuple[int, ...]]) -> list[Bench]:
-    """Chains of transcendental activations (op, shape); Gelu is com.microsoft's."""
-    return [
-        _chain(f"{op} {_dims(s)}", graphs.activation_chain, op, s, "com.microsoft" if op == "Gelu" else "")
-        for op, s in rows
-    ]
-
-
-def _reorders(*rows: tuple[int, int]) -> list[Bench]:
-    """NCHW <-> NCHWc reorders (channels, hw) between 1x1 convs and Negs, their activations hot."""
-    return [
-        _profile(f"Reorder NCHW <-> NCHWc {c} @{hw}x{hw}", graphs.reorder_chain, (c, hw), REORDER_CLASSES, cold=False)
-        for c, hw in rows
-    ]
-
-
-def _concats(*rows: tuple[int, int, int]) -> list[Bench]:
-    """Concat (parts, channels, hw) along channels."""
-    return [_profile(f"Concat {p}x{c} @{hw}x{hw}", graphs.concat, (p, c, hw), {"movement"}) for p, c, hw in rows]
-
-
-def _transposes(*rows: tuple[tuple[int, ...], tuple[int, ...]], elem_type: int = TensorProto.FLOAT) -> list[Bench]:
-    """Transposes (shape, perm) of ``elem_type``; int8 ones that move more than one axis are the channel shuffles
-    onnxruntime leaves in a channels-last int8 graph, run by its element-by-element kernel (transpose_generic)."""
-    kind = "" if elem_type == TensorProto.FLOAT else f"{TensorProto.DataType.Name(elem_type).lower()} "
-    return [
-        _profile(f"Transpose {kind}{_dims(s)} perm {p}", graphs.transpose, (s, p, elem_type), TRANSPOSE_CLASSES)
-        for s, p in rows
-    ]
-
-
-def _resizes(*rows: tuple[int, int, bool]) -> list[Bench]:
-    """Nearest 2x upsampling (channels, hw, after a conv)."""
-    return [_profile(f"Resize x2 {c} @{hw}x{hw}", graphs.resize, (c, hw, nchwc), {"resize"}) for c, hw, nchwc in rows]
-
-
-def _reduces(*rows: tuple[str, tuple[int, ...], tuple[int, ...]]) -> list[Bench]:
-    """Reductions (op, shape, axes)."""
-    return [_profile(f"{op} {_dims(s)} axes {a}", graphs.reduce, (op, s, a), {"reduce"}) for op, s, a in rows]
-
-
-def _casts(*shapes: tuple[int, ...]) -> list[Bench]:
-    """Cast fp32 -> fp16 -> fp32 (shape): two cast samples each."""
-    return [_profile(f"Cast fp32 <-> fp16 {_dims(s)}", graphs.cast_pair, (s,), {"cast"}) for s in shapes]
-
-
-# The nodes an 8-bit convolution benchmark keeps: the convolution, and for the dynamic form the quantization of
-# its input and the Cast of its int32 accumulator to float.
-_INT8_HARVEST = INT8_CONV_CLASSES | {"quantize", "cast"}
-
-
-def _int8_convs(graph: Callable[..., Built], what: str, *rows: tuple[int, int, int, int, int]) -> list[Bench]:
-    """8-bit convolutions (cin, cout, hw, k, group) built by ``graph`` (graphs.conv_integer or graphs.qdq_conv);
-    a weight of 256 kB or more is read cold, as in a model."""
-    return [
-        _profile(
-            f"{what} {cin}->{cout}{f' g{g}' if g > 1 else ''} {k}x{k} @{hw}x{hw}",
-            graph,
-            (cin, cout, hw, k, 1, g),
-            _INT8_HARVEST,
-            cold=cin // g * cout * k * k >= 256 * 1024,
-        )
-        for cin, cout, hw, k, g in rows
-    ]
-
+#   9: matrix products by a weight by their rows (gemm, gemm_short, gemv) and products of two activations by the size
+#      of one product (matmul, Swin's windows among them); a class per kind of activation; LSTM and GRU (recurrent),
+#      by the work of one time step.
+SUITE = 9
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
@@ -245,7 +54,7 @@ _STATIC_INT8_ROWS += ((192, 192, 28, 3, 192), (576, 576, 14, 3, 576), (960, 960,
 
 _FULL_BENCHES: tuple[Bench, ...] = (
     # convolutions: ResNet, VGG, U-Net, AlexNet, Inception, MobileNet stems
-    *_convs(
+    *rows.convs(
         (64, 64, 56, 3, 1),
         (128, 128, 28, 3, 1),
         (256, 256, 14, 3, 1),
@@ -290,10 +99,10 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         (32, 96, 28, 5, 1),
     ),
     # depthwise: the strided ones; the stride-1 ones are the Relu twins of the epilogue pairs below
-    *_depthwise((96, 112, 2), (144, 56, 2), (576, 14, 2)),
+    *rows.depthwise((96, 112, 2), (144, 56, 2), (576, 14, 2)),
     # MobileNet's ReLU6 (Clip) is applied in a pass over the output after the kernel: its depthwise convolutions
     # and 1x1 expansions, outputs from 188 kB to 4.8 MB (the depthwise Relu twins are depthwise samples too)
-    *_epilogues(
+    *rows.epilogues(
         (144, 144, 56, 3, 144),
         (32, 32, 112, 3, 32),
         (192, 192, 28, 3, 192),
@@ -307,9 +116,9 @@ _FULL_BENCHES: tuple[Bench, ...] = (
     ),
     # grouped: ShuffleNet's 1x1 and ResNeXt's 3x3 in plain layout; AlexNet's two-group 3x3, whose groups fill
     # whole NCHWc blocks, is a conv_mid sample
-    *_grouped((136, 28, 1, 4), (272, 14, 1, 4), (544, 7, 1, 4), (384, 13, 3, 2), (128, 56, 3, 32)),
+    *rows.grouped((136, 28, 1, 4), (272, 14, 1, 4), (544, 7, 1, 4), (384, 13, 3, 2), (128, 56, 3, 32)),
     # matrix products: transformer projections and MLPs, attention, and matrix-vector classifiers at batch 1
-    *_gemms(
+    *rows.gemms(
         (197, 768, 768),
         (197, 768, 3072),
         (197, 3072, 768),
@@ -317,16 +126,41 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         (50, 512, 512),
         (128, 1024, 1024),
         (16, 256, 256),
+        (197, 192, 192),
+        (197, 192, 768),
+        (197, 768, 192),
+        (64, 128, 128),
+        (16, 512, 512),
+        (2, 768, 768),
+        (4, 768, 3072),
+        (8, 768, 768),
+        (8, 192, 192),
+        (4, 384, 384),
+        (2, 2048, 1000),
+        (12, 512, 512),
         (1, 9216, 4096),
         (1, 4096, 4096),
         (1, 2048, 1000),
         (1, 1024, 1000),
         (1, 512, 1000),
+        (1, 768, 768),
+        (1, 384, 384),
+        (1, 192, 768),
     ),
-    _profile("MatMul 1x197x768 by weight 768x768", graphs.matmul_weight, (1, 197, 768, 768), {"gemm"}),
-    *_attention((12, 197, 64, 197), (12, 197, 197, 64), (8, 128, 64, 128), (4, 64, 32, 64)),
+    rows.profile("MatMul 1x197x768 by weight 768x768", graphs.matmul_weight, (1, 197, 768, 768), {"gemm"}),
+    # products of two activations: per head (ViT, BERT) and per window and head (Swin's 7x7 windows)
+    *rows.attention(
+        (12, 197, 64, 197),
+        (12, 197, 197, 64),
+        (8, 128, 64, 128),
+        (4, 64, 32, 64),
+        (192, 49, 32, 49),
+        (192, 49, 49, 32),
+        (48, 49, 32, 49),
+        (12, 50, 64, 50),
+    ),
     # pooling, in NCHWc after a convolution and in plain layout
-    *_pools(
+    *rows.pools(
         ("MaxPool", 64, 112, 3, 2, 1, True),
         ("MaxPool", 96, 109, 3, 2, 0, True),
         ("MaxPool", 192, 56, 3, 2, 1, True),
@@ -343,7 +177,7 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         ("AveragePool", 64, 56, 3, 1, 1, False),
         ("MaxPool", 64, 112, 3, 2, 1, False),
     ),
-    *_global_pools(
+    *rows.global_pools(
         ("GlobalAveragePool", 2048, 7, True),
         ("GlobalAveragePool", 1024, 7, True),
         ("GlobalAveragePool", 512, 7, True),
@@ -352,8 +186,8 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         ("GlobalMaxPool", 1280, 7, True),
     ),
     # normalization
-    *_batchnorms((64, 56), (128, 28), (256, 14), (512, 7), (256, 56), (640, 14)),
-    *_norm_chains(
+    *rows.batchnorms((64, 56), (128, 28), (256, 14), (512, 7), (256, 56), (640, 14)),
+    *rows.norm_chains(
         batchnorm=[(64, 56), (96, 28)],
         layernorm=[(197, 768), (50, 512), (128, 1024), (16, 256)],
         instancenorm=[(64, 56), (32, 128), (256, 14)],
@@ -361,7 +195,7 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         softmax=[(1, 1000), (1, 12, 197, 197), (1, 8, 128, 128), (1, 4, 64, 64)],
     ),
     # elementwise and activations, over sizes spanning the cache levels
-    *_elementwise(
+    *rows.elementwise(
         (1, 64, 16, 16),
         (1, 64, 56, 56),
         (1, 256, 56, 56),
@@ -370,22 +204,35 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         (1, 32, 112, 112),
         per_channel=True,
     ),
-    _chain("Clip 1x144x56x56", graphs.clip_chain, (1, 144, 56, 56)),
-    *_activations(
+    rows.chain("Clip 1x144x56x56", graphs.clip_chain, (1, 144, 56, 56)),
+    # activations, each kind on a transformer's and a convolutional network's shapes
+    *rows.activations(
+        ("Exp", (1, 197, 768)),
+        ("Exp", (1, 12, 197, 197)),
+        ("Elu", (1, 64, 56, 56)),
         ("Sigmoid", (1, 64, 56, 56)),
+        ("Sigmoid", (1, 256, 14, 14)),
+        ("QuickGelu", (1, 96, 56, 56)),
+        ("QuickGelu", (1, 197, 768)),
         ("Tanh", (1, 197, 768)),
+        ("Tanh", (1, 64, 56, 56)),
+        ("Erf", (1, 197, 768)),
+        ("Erf", (1, 197, 3072)),
         ("Gelu", (1, 197, 3072)),
         ("Gelu", (1, 50, 512)),
-        ("Sigmoid", (1, 256, 14, 14)),
-        ("Erf", (1, 197, 768)),
+        ("FastGelu", (1, 128, 3072)),
+        ("FastGelu", (1, 50, 512)),
+        ("Softplus", (1, 197, 768)),
+        ("Sin", (1, 64, 56, 56)),
+        ("Log", (1, 197, 768)),
     ),
     # data movement
-    *_reorders((64, 28), (64, 56), (32, 112), (96, 28), (256, 14), (512, 7), (768, 14), (1024, 7)),
-    *_concats((2, 64, 28), (4, 64, 56), (2, 256, 14), (3, 128, 28), (2, 32, 128), (4, 128, 7)),
-    _profile("Split 3x768 of 197x2304", graphs.split, ((1, 197, 2304), 3, -1), {"movement"}),
-    _profile("Split 2x116 @28x28", graphs.split, ((1, 232, 28, 28), 2, 1), {"movement"}),
-    _profile("Slice half of 1x256x56x56", graphs.slice_head, ((1, 256, 56, 56), 1, 128), {"movement"}),
-    *_transposes(
+    *rows.reorders((64, 28), (64, 56), (32, 112), (96, 28), (256, 14), (512, 7), (768, 14), (1024, 7)),
+    *rows.concats((2, 64, 28), (4, 64, 56), (2, 256, 14), (3, 128, 28), (2, 32, 128), (4, 128, 7)),
+    rows.profile("Split 3x768 of 197x2304", graphs.split, ((1, 197, 2304), 3, -1), {"movement"}),
+    rows.profile("Split 2x116 @28x28", graphs.split, ((1, 232, 28, 28), 2, 1), {"movement"}),
+    rows.profile("Slice half of 1x256x56x56", graphs.slice_head, ((1, 256, 56, 56), 1, 128), {"movement"}),
+    *rows.transposes(
         ((1, 197, 12, 64), (0, 2, 1, 3)),
         ((1, 197, 12, 64), (0, 2, 3, 1)),
         ((1, 12, 197, 64), (0, 2, 1, 3)),
@@ -395,15 +242,15 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         ((1, 2, 116, 14, 14), (0, 2, 1, 3, 4)),
         ((1, 8, 128, 64), (0, 2, 1, 3)),
     ),
-    *_transposes(
+    *rows.transposes(
         ((1, 28, 28, 3, 80), (0, 4, 3, 1, 2)),
         ((1, 14, 14, 2, 116), (0, 4, 3, 1, 2)),
         ((1, 56, 56, 4, 16), (0, 4, 3, 1, 2)),
         ((1, 7, 7, 3, 320), (0, 4, 3, 1, 2)),
         elem_type=TensorProto.INT8,
     ),
-    *_resizes((64, 32, True), (128, 16, True), (32, 64, True), (256, 8, True)),
-    *_reduces(
+    *rows.resizes((64, 32, True), (128, 16, True), (32, 64, True), (256, 8, True)),
+    *rows.reduces(
         ("ReduceMean", (1, 197, 768), (2,)),
         ("ReduceSum", (1, 256, 56, 56), (2, 3)),
         ("ReduceMax", (1, 1000), (1,)),
@@ -411,35 +258,46 @@ _FULL_BENCHES: tuple[Bench, ...] = (
     ),
     # low precision: the Casts around fp16 nodes without fp16 kernels, and int8 convolutions, dynamic (ResNet's and
     # MobileNet's, the deep ones on small outputs bound by their weights) and static (QDQ fused into QLinearConv)
-    *_casts((1, 64, 56, 56), (1, 256, 56, 56), (1, 128, 28, 28), (1, 197, 768)),
-    *_int8_convs(graphs.conv_integer, "ConvInteger", *_DYNAMIC_INT8_ROWS),
-    *_int8_convs(graphs.qdq_conv, "QDQ Conv", *_STATIC_INT8_ROWS),
+    *rows.casts((1, 64, 56, 56), (1, 256, 56, 56), (1, 128, 28, 28), (1, 197, 768)),
+    *rows.int8_convs(graphs.conv_integer, "ConvInteger", *_DYNAMIC_INT8_ROWS),
+    *rows.int8_convs(graphs.qdq_conv, "QDQ Conv", *_STATIC_INT8_ROWS),
+    # recurrent: a tagger's and a text recognizer's layers, and smaller and larger ones
+    *rows.recurrent(
+        ("LSTM", 128, 256, 256),
+        ("LSTM", 32, 64, 128),
+        ("LSTM", 16, 512, 512),
+        ("LSTM", 64, 128, 64),
+        ("GRU", 128, 256, 256),
+        ("GRU", 32, 64, 128),
+        ("GRU", 16, 512, 512),
+    ),
 )
 
 _QUICK_BENCHES: tuple[Bench, ...] = (
-    *_convs((32, 32, 28, 3, 1), (64, 64, 28, 1, 1), (64, 64, 14, 3, 1), (64, 64, 7, 3, 1)),
-    *_depthwise((64, 28, 1)),
-    *_epilogues((32, 192, 28, 1, 1)),  # large enough that the Clip's pass stands out of the profiler's 1 us
-    *_grouped((136, 28, 1, 4)),
-    *_gemms((64, 128, 128), (1, 1024, 1000)),
-    *_attention((4, 64, 32, 64)),
-    *_pools(("MaxPool", 64, 56, 3, 2, 1, True), ("AveragePool", 64, 28, 3, 1, 1, False)),
-    *_global_pools(("GlobalAveragePool", 512, 14, True)),
-    *_batchnorms((64, 56)),
-    *_norm_chains(
+    *rows.convs((32, 32, 28, 3, 1), (64, 64, 28, 1, 1), (64, 64, 14, 3, 1), (64, 64, 7, 3, 1)),
+    *rows.depthwise((64, 28, 1)),
+    *rows.epilogues((32, 192, 28, 1, 1)),  # large enough that the Clip's pass stands out of the profiler's 1 us
+    *rows.grouped((136, 28, 1, 4)),
+    *rows.gemms((64, 128, 128), (1, 1024, 1000)),
+    *rows.attention((4, 64, 32, 64)),
+    *rows.pools(("MaxPool", 64, 56, 3, 2, 1, True), ("AveragePool", 64, 28, 3, 1, 1, False)),
+    *rows.global_pools(("GlobalAveragePool", 512, 14, True)),
+    *rows.batchnorms((64, 56)),
+    *rows.norm_chains(
         batchnorm=[(16, 14)], layernorm=[(16, 64)], instancenorm=[(8, 14)], lrn=[(16, 14)], softmax=[(1, 2, 32, 32)]
     ),
-    *_elementwise((1, 16, 14, 14), (1, 64, 28, 28), per_channel=False),
-    *_activations(("Sigmoid", (1, 16, 14, 14))),
-    *_reorders((32, 28)),
-    *_concats((2, 64, 56)),  # tens of microseconds, well above the profiler's resolution
-    *_transposes(((1, 64, 56, 56), (0, 2, 3, 1))),  # 1.6 MB moved: well above MIN_PROFILED_S on a fast core too
-    *_transposes(((1, 14, 14, 2, 116), (0, 4, 3, 1, 2)), elem_type=TensorProto.INT8),
-    *_resizes((32, 28, True)),
-    *_reduces(("ReduceMean", (1, 256, 28, 28), (2, 3))),
-    *_casts((1, 64, 56, 56)),
-    *_int8_convs(graphs.conv_integer, "ConvInteger", (32, 32, 28, 3, 1), (64, 64, 14, 3, 64)),
-    *_int8_convs(graphs.qdq_conv, "QDQ Conv", (32, 32, 28, 3, 1), (64, 64, 28, 3, 64)),
+    *rows.elementwise((1, 16, 14, 14), (1, 64, 28, 28), per_channel=False),
+    *rows.activations(("Sigmoid", (1, 16, 14, 14))),
+    *rows.recurrent(("LSTM", 16, 64, 64)),
+    *rows.reorders((32, 28)),
+    *rows.concats((2, 64, 56)),  # tens of microseconds, well above the profiler's resolution
+    *rows.transposes(((1, 64, 56, 56), (0, 2, 3, 1))),  # 1.6 MB moved: well above MIN_PROFILED_S on a fast core too
+    *rows.transposes(((1, 14, 14, 2, 116), (0, 4, 3, 1, 2)), elem_type=TensorProto.INT8),
+    *rows.resizes((32, 28, True)),
+    *rows.reduces(("ReduceMean", (1, 256, 28, 28), (2, 3))),
+    *rows.casts((1, 64, 56, 56)),
+    *rows.int8_convs(graphs.conv_integer, "ConvInteger", (32, 32, 28, 3, 1), (64, 64, 14, 3, 64)),
+    *rows.int8_convs(graphs.qdq_conv, "QDQ Conv", (32, 32, 28, 3, 1), (64, 64, 28, 3, 64)),
 )
 
 
@@ -466,32 +324,35 @@ _BATCHED_CONV = Bench(
     tail=False,
 )
 
-_MEASURED = frozenset(CONV_CLASSES) | {
-    "gemm",
-    "matmul",
-    "pool",
-    "pool_nchw",
-    "global_pool",
-    "batchnorm",
-    "layernorm",
-    "instancenorm",
-    "lrn",
-    "softmax",
-    "elementwise",
-    "broadcast",
-    "activation",
-    "movement",
-    "transpose",
-    "transpose_generic",
-    "reorder",
-    "reorder_short",
-    "resize",
-    "reduce",
-    "epilogue",
-    "cast",
-    "quantize",
-    *INT8_CONV_CLASSES,
-}
+_MEASURED = (
+    frozenset(CONV_CLASSES)
+    | PRODUCT_CLASSES
+    | ACTIVATION_CLASSES
+    | {
+        "pool",
+        "pool_nchw",
+        "global_pool",
+        "batchnorm",
+        "layernorm",
+        "instancenorm",
+        "lrn",
+        "softmax",
+        "elementwise",
+        "broadcast",
+        "movement",
+        "transpose",
+        "transpose_generic",
+        "reorder",
+        "reorder_short",
+        "resize",
+        "reduce",
+        "epilogue",
+        "cast",
+        "quantize",
+        "recurrent",
+        *INT8_CONV_CLASSES,
+    }
+)
 
 FULL = Suite(
     benches=_FULL_BENCHES,
@@ -514,10 +375,12 @@ QUICK = Suite(
     benches=_QUICK_BENCHES,
     peaks=_peaks(256, conv=False),
     batched_conv=None,
-    # no wide or stem convolution, per-channel chain or DRAM-sized reorder is in it; onnxruntime runs its plain
-    # layout pool in NCHWc, and its reorders and the quantization of its int8 convolutions' small inputs run shorter
-    # than the profiler resolves
-    measures=_MEASURED - {"conv_wide", "conv_stem", "pool_nchw", "broadcast", "reorder", "reorder_short", "quantize"},
+    # no wide or stem convolution, per-channel chain, short product, activation but Sigmoid or DRAM-sized reorder
+    # is in it; onnxruntime runs its plain layout pool in NCHWc, and its reorders and the quantization of its int8
+    # convolutions' small inputs run shorter than the profiler resolves
+    measures=_MEASURED
+    - {"conv_wide", "conv_stem", "pool_nchw", "broadcast", "reorder", "reorder_short", "quantize", "gemm_short"}
+    - (ACTIVATION_CLASSES - {"activation_sigmoid"}),
     passes=2,
     reps=2,
     chain_target_s=0.0015,

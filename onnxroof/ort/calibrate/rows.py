@@ -1,0 +1,258 @@
+"""The rows of the benchmark suite: each function turns a table of shapes into benchmarks of one kind (profiled
+convolutions, products, pools, chains of activations, ...), each labelled as calibration reports show it and
+naming the op classes whose nodes it keeps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from onnx import TensorProto
+
+from onnxroof.ort.calibrate import graphs
+from onnxroof.ort.calibrate.bench import Bench
+from onnxroof.ort.calibrate.classes import (
+    CONV_CLASSES,
+    INT8_CONV_CLASSES,
+    PRODUCT_CLASSES,
+    REORDER_CLASSES,
+    TRANSPOSE_CLASSES,
+)
+from onnxroof.ort.calibrate.graphs import Built
+
+__all__ = [
+    "activations",
+    "attention",
+    "batchnorms",
+    "casts",
+    "chain",
+    "concats",
+    "convs",
+    "depthwise",
+    "dims",
+    "elementwise",
+    "epilogues",
+    "gemms",
+    "global_pools",
+    "grouped",
+    "int8_convs",
+    "norm_chains",
+    "pools",
+    "profile",
+    "recurrent",
+    "reduces",
+    "reorders",
+    "resizes",
+    "transposes",
+]
+
+
+def profile(
+    label: str, graph: Callable[..., Built], args: tuple[Any, ...], harvest: Iterable[str], cold: bool | None = None
+) -> Bench:
+    """A profiled row, tailed."""
+    return Bench("profile", label, graph, args, frozenset(harvest), cold)
+
+
+def chain(label: str, graph: Callable[..., Built], *args: Any) -> Bench:
+    """A chain row: ``graph(rand, n, *args)``."""
+    return Bench("chain", label, graph, args, tail=False)
+
+
+def dims(shape: Sequence[int]) -> str:
+    """A shape as labels write it: 1x64x56x56."""
+    return "x".join(map(str, shape))
+
+
+def convs(*rows: tuple[int, int, int, int, int]) -> list[Bench]:
+    """Dense convolutions (cin, cout, hw, k, stride), NCHWc after optimization."""
+    return [
+        profile(f"Conv {cin}->{cout} {k}x{k}/{s} @{hw}x{hw}", graphs.conv, (cin, cout, hw, k, s), CONV_CLASSES)
+        for cin, cout, hw, k, s in rows
+    ]
+
+
+def depthwise(*rows: tuple[int, int, int]) -> list[Bench]:
+    """Depthwise 3x3 convolutions (channels, hw, stride)."""
+    return [
+        profile(f"depthwise Conv {c} 3x3/{s} @{hw}x{hw}", graphs.conv, (c, c, hw, 3, s, c), CONV_CLASSES)
+        for c, hw, s in rows
+    ]
+
+
+def epilogues(*rows: tuple[int, int, int, int, int]) -> list[Bench]:
+    """Convolutions (cin, cout, hw, k, group) timed with Relu and with Clip."""
+    return [
+        Bench(
+            "epilogue",
+            f"{'depthwise ' if g > 1 else ''}Conv {cin}->{cout} {k}x{k} @{hw}x{hw}",
+            graphs.conv,
+            (cin, cout, hw, k, 1, g),
+        )
+        for cin, cout, hw, k, g in rows
+    ]
+
+
+def grouped(*rows: tuple[int, int, int, int]) -> list[Bench]:
+    """Grouped convolutions (channels, hw, k, groups)."""
+    return [
+        profile(f"grouped Conv {c} g{g} {k}x{k} @{hw}x{hw}", graphs.conv, (c, c, hw, k, 1, g), CONV_CLASSES)
+        for c, hw, k, g in rows
+    ]
+
+
+def gemms(*rows: tuple[int, int, int]) -> list[Bench]:
+    """Gemm (m, k, n) by a transposed weight; its class follows its rows (gemm, gemm_short, gemv)."""
+    return [profile(f"Gemm {m}x{k}x{n}", graphs.gemm, (m, k, n), PRODUCT_CLASSES) for m, k, n in rows]
+
+
+def attention(*rows: tuple[int, int, int, int]) -> list[Bench]:
+    """MatMul of two activations (heads, m, k, n)."""
+    return [profile(f"MatMul {h}x{m}x{k}x{n}", graphs.matmul_act, (h, m, k, n), {"matmul"}) for h, m, k, n in rows]
+
+
+def pools(*rows: tuple[str, int, int, int, int, int, bool]) -> list[Bench]:
+    """Pooling windows (op, channels, hw, k, stride, pad, NCHWc)."""
+    return [
+        profile(
+            f"{op} {c} {k}x{k}/{s} @{hw}x{hw}{'' if nchwc else ' (NCHW)'}",
+            graphs.pool,
+            (op, c, hw, k, s, p, nchwc),
+            {"pool", "pool_nchw"},
+        )
+        for op, c, hw, k, s, p, nchwc in rows
+    ]
+
+
+def global_pools(*rows: tuple[str, int, int, bool]) -> list[Bench]:
+    """Global poolings (op, channels, hw, NCHWc)."""
+    return [
+        profile(f"{op} {c} @{hw}x{hw}", graphs.global_pool, (op, c, hw, nchwc), {"global_pool"})
+        for op, c, hw, nchwc in rows
+    ]
+
+
+def batchnorms(*rows: tuple[int, int]) -> list[Bench]:
+    """BatchNormalization after a conv (channels, hw): onnxruntime runs it as a depthwise 1x1 NCHWc conv."""
+    return [
+        profile(f"BatchNormalization {c} @{hw}x{hw} (NCHWc)", graphs.batchnorm_nchwc, (c, hw), {"batchnorm"})
+        for c, hw in rows
+    ]
+
+
+def norm_chains(
+    batchnorm: Sequence[tuple[int, int]],
+    layernorm: Sequence[tuple[int, int]],
+    instancenorm: Sequence[tuple[int, int]],
+    lrn: Sequence[tuple[int, int]],
+    softmax: Sequence[tuple[int, ...]],
+) -> list[Bench]:
+    """Chains of the normalizations: plain BatchNormalization, LayerNormalization (tokens, dim), and
+    InstanceNormalization, LRN (channels, hw), Softmax (shape)."""
+    return (
+        [chain(f"BatchNormalization {c} @{hw}x{hw}", graphs.batchnorm_chain, c, hw) for c, hw in batchnorm]
+        + [chain(f"LayerNormalization {t}x{d}", graphs.layernorm_chain, t, d) for t, d in layernorm]
+        + [chain(f"InstanceNormalization {c} @{hw}x{hw}", graphs.instancenorm_chain, c, hw) for c, hw in instancenorm]
+        + [chain(f"LRN {c} @{hw}x{hw}", graphs.lrn_chain, c, hw) for c, hw in lrn]
+        + [chain(f"Softmax {dims(s)}", graphs.softmax_chain, s) for s in softmax]
+    )
+
+
+def elementwise(*shapes: tuple[int, ...], per_channel: bool) -> list[Bench]:
+    """Chains of Relu and Add per shape, and with ``per_channel`` a per-channel Mul and Add on the 4-d ones."""
+    out = []
+    for s in shapes:
+        out += [
+            chain(f"Relu {dims(s)}", graphs.activation_chain, "Relu", s),
+            chain(f"Add {dims(s)}", graphs.add_chain, s),
+        ]
+        if len(s) == 4 and per_channel:
+            out += [
+                chain(f"Mul per-channel {dims(s)}", graphs.per_channel_chain, "Mul", s),
+                chain(f"Add per-channel {dims(s)}", graphs.per_channel_chain, "Add", s),
+            ]
+    return out
+
+
+# The activations of these names are onnxruntime's (com.microsoft), the rest ONNX's.
+_CONTRIB_ACTIVATIONS = frozenset({"Gelu", "FastGelu", "QuickGelu"})
+
+
+def activations(*rows: tuple[str, tuple[int, ...]]) -> list[Bench]:
+    """Chains of transcendental activations (op, shape)."""
+    return [
+        chain(
+            f"{op} {dims(s)}",
+            graphs.activation_chain,
+            op,
+            s,
+            "com.microsoft" if op in _CONTRIB_ACTIVATIONS else "",
+        )
+        for op, s in rows
+    ]
+
+
+def recurrent(*rows: tuple[str, int, int, int]) -> list[Bench]:
+    """One-layer LSTM or GRU (op, time steps, input size, hidden size) at batch 1, as PyTorch exports them."""
+    return [
+        profile(f"{op} {steps} steps {i}->{h}", graphs.recurrent, (op, steps, i, h), {"recurrent"})
+        for op, steps, i, h in rows
+    ]
+
+
+def reorders(*rows: tuple[int, int]) -> list[Bench]:
+    """NCHW <-> NCHWc reorders (channels, hw) between 1x1 convs and Negs, their activations hot."""
+    return [
+        profile(f"Reorder NCHW <-> NCHWc {c} @{hw}x{hw}", graphs.reorder_chain, (c, hw), REORDER_CLASSES, cold=False)
+        for c, hw in rows
+    ]
+
+
+def concats(*rows: tuple[int, int, int]) -> list[Bench]:
+    """Concat (parts, channels, hw) along channels."""
+    return [profile(f"Concat {p}x{c} @{hw}x{hw}", graphs.concat, (p, c, hw), {"movement"}) for p, c, hw in rows]
+
+
+def transposes(*rows: tuple[tuple[int, ...], tuple[int, ...]], elem_type: int = TensorProto.FLOAT) -> list[Bench]:
+    """Transposes (shape, perm) of ``elem_type``; int8 ones that move more than one axis are the channel shuffles
+    onnxruntime leaves in a channels-last int8 graph, run by its element-by-element kernel (transpose_generic)."""
+    kind = "" if elem_type == TensorProto.FLOAT else f"{TensorProto.DataType.Name(elem_type).lower()} "
+    return [
+        profile(f"Transpose {kind}{dims(s)} perm {p}", graphs.transpose, (s, p, elem_type), TRANSPOSE_CLASSES)
+        for s, p in rows
+    ]
+
+
+def resizes(*rows: tuple[int, int, bool]) -> list[Bench]:
+    """Nearest 2x upsampling (channels, hw, after a conv)."""
+    return [profile(f"Resize x2 {c} @{hw}x{hw}", graphs.resize, (c, hw, nchwc), {"resize"}) for c, hw, nchwc in rows]
+
+
+def reduces(*rows: tuple[str, tuple[int, ...], tuple[int, ...]]) -> list[Bench]:
+    """Reductions (op, shape, axes)."""
+    return [profile(f"{op} {dims(s)} axes {a}", graphs.reduce, (op, s, a), {"reduce"}) for op, s, a in rows]
+
+
+def casts(*shapes: tuple[int, ...]) -> list[Bench]:
+    """Cast fp32 -> fp16 -> fp32 (shape): two cast samples each."""
+    return [profile(f"Cast fp32 <-> fp16 {dims(s)}", graphs.cast_pair, (s,), {"cast"}) for s in shapes]
+
+
+# The nodes an 8-bit convolution benchmark keeps: the convolution, and for the dynamic form the quantization of
+# its input and the Cast of its int32 accumulator to float.
+_INT8_HARVEST = INT8_CONV_CLASSES | {"quantize", "cast"}
+
+
+def int8_convs(graph: Callable[..., Built], what: str, *rows: tuple[int, int, int, int, int]) -> list[Bench]:
+    """8-bit convolutions (cin, cout, hw, k, group) built by ``graph`` (graphs.conv_integer or graphs.qdq_conv);
+    a weight of 256 kB or more is read cold, as in a model."""
+    return [
+        profile(
+            f"{what} {cin}->{cout}{f' g{g}' if g > 1 else ''} {k}x{k} @{hw}x{hw}",
+            graph,
+            (cin, cout, hw, k, 1, g),
+            _INT8_HARVEST,
+            cold=cin // g * cout * k * k >= 256 * 1024,
+        )
+        for cin, cout, hw, k, g in rows
+    ]
