@@ -36,11 +36,12 @@ def calibration_table(device: Device, cached_at: Path | None = None) -> str:
             f"  reference block: {seconds(c.reference_time_s)} a run (validate reads the machine's speed by it)"
         )
     if device.ceilings:
-        lines += ["", f"  {'op class':<16} {'compute efficiency (by FLOPs)':<40} memory efficiency (by bytes)"]
+        width = max(len("op class"), *(len(name) for name in device.ceilings))
+        lines += ["", f"  {'op class':<{width}} {'compute efficiency (by FLOPs)':<36} memory efficiency (by bytes)"]
         for name, ceiling in device.ceilings.items():
             compute = " ".join(f"{si(w)}:{e:.0%}" for w, e in ceiling.compute) or "-"
             memory = " ".join(f"{si(w, 'B')}:{e:.0%}" for w, e in ceiling.memory) or "-"
-            lines.append(clip(f"  {name:<16} {clip(compute, 40):<40} {memory}", TABLE_WIDTH))
+            lines.append(clip(f"  {name:<{width}} {clip(compute, 36):<36} {memory}", TABLE_WIDTH))
     if cached_at is not None:
         lines += ["", clip(f"  saved as {cached_at}: '--device host' uses it", TABLE_WIDTH)]
     return "\n".join(lines) + "\n"

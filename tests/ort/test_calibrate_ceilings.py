@@ -58,7 +58,7 @@ def test_a_class_ceiling_is_the_roofline_time_over_the_measured_time():
     )
     # The matrix-vector Gemm (one row) is a memory point of the gemv class: 80% of the bandwidth its data moves at.
     assert out["gemv"].compute == () and out["gemv"].memory == ((float(f"{gemv_cost.bytes:.4g}"), 0.8),)
-    assert "matrix-vector gemv kernel(s)" in out["gemv"].source
+    assert "weight-bound gemv kernel(s)" in out["gemv"].source
 
 
 def _conv_integer(cin: int, cout: int, hw: int):

@@ -23,7 +23,6 @@ from onnxroof.predict import engine, op_classes
 from onnxroof.predict.analysis import analyze_graph, node_precision
 
 __all__ = [
-    "GEMV_RATIO",
     "HOLDS",
     "STEAL_WARN",
     "bin_points",
@@ -36,7 +35,6 @@ __all__ = [
     "network_factor",
 ]
 
-GEMV_RATIO = 10.0  # a matrix product whose memory time exceeds its compute time this much is a matrix-vector one
 HOLDS = 0.75  # a shared cache level serves a working set while its bandwidth there holds within this share
 STEAL_WARN = 0.05  # share of CPU time taken by the hypervisor above which the calibration says so
 
@@ -99,12 +97,11 @@ def bin_points(
 
 
 def _memory_point(cls: str, compute_s: float, memory_s: float) -> bool:
-    """Whether a sample of a compute class gives a point of its class's memory ceiling: a matrix product that is
-    memory-bound by far (matrix-vector, see GEMV_RATIO), or a ConvInteger whose weight takes longer to stream than
-    its products take at the peak (a deep layer on a small output, whose time grows with its weight)."""
-    if cls in PRODUCT_CLASSES:
-        return memory_s > GEMV_RATIO * compute_s
-    return cls == "conv_integer" and memory_s > compute_s
+    """Whether a sample of a compute class gives a point of its class's memory ceiling: a matrix product or a
+    ConvInteger whose data takes longer to stream than its products take at the peak (a product by a weight read
+    cold with a few rows, a deep int8 layer on a small output: their time grows with their weight). Its compute
+    ceiling then stays that of the products whose arithmetic bounds them."""
+    return (cls in PRODUCT_CLASSES or cls == "conv_integer") and memory_s > compute_s
 
 
 def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dict[str, Ceiling]:
@@ -113,9 +110,9 @@ def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dic
     one product of a batched matmul, one time step of a recurrent op), as the prediction reads them.
 
     A compute class's points are by FLOPs against the peak of the precision the node computes at (int8 for the
-    8-bit convolutions), a memory class's by bytes against the level bandwidth; a matrix product that is
-    memory-bound by far (a matrix-vector one, see GEMV_RATIO) or a weight-bound ConvInteger gives a memory point
-    of its class. An epilogue sample gives a point of the epilogue ceiling: its pass's bytes and time."""
+    8-bit convolutions), a memory class's by bytes against the level bandwidth; a matrix product or a ConvInteger
+    bound by its weight (it streams longer than the products take) gives a memory point of its class. An
+    epilogue sample gives a point of the epilogue ceiling: its pass's bytes and time."""
     by_class: dict[str, list[tuple[float, float]]] = {}
     by_memory: dict[str, list[tuple[float, float]]] = {}
     labels: dict[str, list[str]] = {}
@@ -161,7 +158,7 @@ def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dic
                 f"time with Relu)"
             )
         elif memory:
-            kind = "weight-bound " if cls == "conv_integer" else "matrix-vector " if cls in COMPUTE_CLASSES else ""
+            kind = "weight-bound " if cls in COMPUTE_CLASSES else ""
             parts.append(
                 f"fraction of the memory level's bandwidth reached, by bytes moved, by {len(by_memory[cls])} "
                 f"{kind}{cls} kernel(s)"
