@@ -5,22 +5,22 @@ machine's speed relative to its calibration (a reference block timed at both mom
 prediction on the calibrated host profile (onnxruntime's optimized graph, per-class ceilings, memory levels),
 the per-kernel agreement (Spearman rank correlation, median absolute relative error), and the same per-kernel
 figures for the plain single-peak roofline of the exported graph under the same calibrated peak and DRAM
-bandwidth, for reference. Targets: model latency within 10% for at least 90% of the models, per-kernel
-Spearman >= 0.9 and median absolute error <= 25%. Nothing here is a test: the numbers are this machine's.
+bandwidth, for reference. Targets: model latency within 10% for at least 90% of the models at 1 thread and 80%
+at 2, per-kernel Spearman >= 0.9 and median absolute error <= 15%. Nothing here is a test: the numbers are this
+machine's.
 
 Whole-model samples are taken in rounds: the first with each model's validation, the others cycling through
 all the models again, so that each model is measured at several moments minutes apart instead of in one window
-of seconds. Each round is read like a calibration pass: its fast estimate (the mean of its fastest eighth of
-samples) sets aside the moments other work took within the window; "measured" is the median of the rounds'
-fast estimates, and "rounds" how far apart they lay ((max - min) / min), the measurement's own noise.
+of seconds. "measured" is what a plain timing loop gives a user: the median of a round's samples, in the
+quietest round (the lowest of the rounds' medians); "error" compares the prediction with it. "rounds" is how far
+apart the rounds' medians lay ((max - min) / min), the measurement's own noise; "fast" is the median of the
+rounds' fast estimates (the mean of each round's fastest eighth), the machine's best moments.
 
 A shared machine also drifts between its calibration and the measurements, in phases of minutes that move
 every model alike. The calibration's reference block is timed between every round's samples, so each round
 has the machine's speed relative to its calibration ("speed", the median over rounds); "at cal." reads every
-round at the calibrated speed (its fast estimate times its speed) and takes their median, and "error" compares
-the prediction with that, as validate compares the prediction scaled to the measurement's speed. "uncorr." is
-the error against the measured latency as it is, "vs med" against the median of all samples read at the
-calibrated speed.
+round's median at the calibrated speed (times its speed) and takes their median, and the error beside it
+compares the prediction with that, as validate compares the prediction scaled to the measurement's speed.
 
 The benchmark set (``--set benchmark``, or ``bench:NAME`` among --models) is the folder tools/export_models.py
 writes: models users run, exported by torch's two exporters, listed with their family in its manifest.json. Every
@@ -205,40 +205,31 @@ class Row:
         return [s for r in self.rounds for s in r]
 
     @property
-    def round_estimates(self) -> list[float]:
-        """Each round's fast estimate (the mean of its fastest eighth)."""
-        from onnxroof.ort.measure import fast_estimate
-
-        return [fast_estimate(r) for r in self.rounds]
+    def round_medians(self) -> list[float]:
+        """Each round's median, what a plain timing loop reports for the model at that moment."""
+        return [statistics.median(r) for r in self.rounds]
 
     @property
     def measured_s(self) -> float:
-        """The model's measured latency: the median of its rounds' fast estimates."""
-        return statistics.median(self.round_estimates)
+        """The model's measured latency as a user gets it: the median of the quietest round (the lowest of the
+        rounds' medians)."""
+        return min(self.round_medians)
 
     @property
     def at_calibrated_speed_s(self) -> float | None:
-        """The median of the rounds' fast estimates, each times the machine's speed in its round relative to the
-        calibration: the latency the measurements imply for the machine as calibrated (None without speeds)."""
-        return self._at_calibrated_speed(self.round_estimates)
-
-    @property
-    def compared_s(self) -> float:
-        """What the prediction is compared with: the measured latency at the calibrated speed where every round
-        has a speed, else the measured latency as it is."""
-        return self.at_calibrated_speed_s or self.measured_s
-
-    @property
-    def compared_median_s(self) -> float:
-        """The median of all samples, read the same way: each round's median at the calibrated speed, their median
-        (the plain median of all samples without speeds)."""
-        at_speed = self._at_calibrated_speed([statistics.median(r) for r in self.rounds])
-        return at_speed or statistics.median(self.samples)
-
-    def _at_calibrated_speed(self, per_round: list[float]) -> float | None:
+        """The speed-corrected reading: each round's median times the machine's speed in its round relative to the
+        calibration, their median (None without a speed for every round)."""
         if not self.speeds or any(s is None for s in self.speeds) or len(self.speeds) != len(self.rounds):
             return None
-        return statistics.median(e * s for e, s in zip(per_round, self.speeds))
+        return statistics.median(m * s for m, s in zip(self.round_medians, self.speeds))  # type: ignore[operator]
+
+    @property
+    def fast_s(self) -> float:
+        """The median of the rounds' fast estimates (the mean of each round's fastest eighth): the machine's best
+        moments, for reference."""
+        from onnxroof.ort.measure import fast_estimate
+
+        return statistics.median(fast_estimate(r) for r in self.rounds)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -313,8 +304,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def row_dict(row: Row) -> dict[str, Any]:
-    """One model's line of the JSON dump: its prediction, its measurement read three ways, the machine's speed per
-    round, the per-kernel agreement and every round's samples."""
+    """One model's line of the JSON dump: its prediction, its measurement (the quietest round's median), the same
+    at the calibrated speed and the fast estimate, the machine's speed per round, the per-kernel agreement and
+    every round's samples."""
     from onnxroof.ort.agreement import relative_error
 
     v = row.validation
@@ -324,9 +316,10 @@ def row_dict(row: Row) -> dict[str, Any]:
         "family": row.family,
         "predicted_time_s": v.predicted_time_s,
         "measured_time_s": row.measured_s,
+        "error": relative_error(v.predicted_time_s, row.measured_s),
         "measured_at_calibrated_speed_s": at_speed,
-        "error": relative_error(v.predicted_time_s, row.compared_s),
-        "uncorrected_error": relative_error(v.predicted_time_s, row.measured_s),
+        "error_at_calibrated_speed": relative_error(v.predicted_time_s, at_speed) if at_speed else None,
+        "measured_fast_s": row.fast_s,
         "machine_speed": v.machine_speed,
         "round_speeds": row.speeds,
         "kernel_agreement": v.agreement.to_dict(),
@@ -382,47 +375,44 @@ def _print_table(rows: list[Row]) -> None:
     fam_width = max([6] + [len(r.family) for r in rows])
     header = (
         f"{'model':<{width}} {'family':<{fam_width}} "
-        f"{'measured':>9} {'speed':>5} {'at cal.':>9} {'predicted':>9} {'error':>7} {'uncorr.':>7} "
-        f"{'vs med':>7} {'rounds':>6} {'kernels':>7} {'rho':>6} {'med|e|':>7} | {'plain rho':>9} {'plain med|e|':>12}"
+        f"{'measured':>9} {'predicted':>9} {'error':>7} | {'speed':>5} {'at cal.':>9} {'error':>7} | {'fast':>9} "
+        f"{'rounds':>6} {'kernels':>7} {'rho':>6} {'med|e|':>7} | {'plain rho':>9} {'plain med|e|':>12}"
     )
     print(header)
     print("-" * len(header))
-    errors, uncorrected, median_errors, rhos, medians, pooled_p, pooled_m, plain_medians = (
-        [],
-        [],
-        [],
-        [],
-        [],
-        [],
-        [],
-        [],
-    )
+    errors: list[float] = []
+    at_speed_errors: list[float] = []
+    rhos: list[float | None] = []
+    medians: list[float | None] = []
+    plain_medians: list[float | None] = []
+    pooled_p: list[float] = []
+    pooled_m: list[float] = []
     fmt = lambda x, spec: format(x, spec) if x is not None else "n/a"  # noqa: E731
     for row in rows:
         v = row.validation
-        per_round = row.round_estimates
+        per_round = row.round_medians
         measured, at_speed = row.measured_s, row.at_calibrated_speed_s
-        error = relative_error(v.predicted_time_s, row.compared_s)
-        median_error = relative_error(v.predicted_time_s, row.compared_median_s)
+        error = relative_error(v.predicted_time_s, measured)
+        at_speed_error = relative_error(v.predicted_time_s, at_speed) if at_speed else None
         apart = max(per_round) / min(per_round) - 1
         plain_mapped = scored(row.plain, engine_graph=False)
         plain_stats = agreement([k.predicted_time_s for k in plain_mapped], [k.measured_time_s for k in plain_mapped])
         s = v.agreement
         errors.append(error)
-        uncorrected.append(relative_error(v.predicted_time_s, measured))
-        median_errors.append(median_error)
+        if at_speed_error is not None:
+            at_speed_errors.append(at_speed_error)
         rhos.append(s.spearman)
         medians.append(s.median_abs_error)
         plain_medians.append(plain_stats.median_abs_error)
         counted = scored(v.kernels, engine_graph=True)
         pooled_p += [k.predicted_time_s for k in counted]
         pooled_m += [k.measured_time_s for k in counted]
-        speed = statistics.median(row.speeds) if at_speed else None
+        speed = statistics.median(row.speeds) if at_speed else None  # type: ignore[type-var]
         at_cal = f"{at_speed * 1e3:.2f}ms" if at_speed else "n/a"
         print(
             f"{row.label:<{width}} {row.family:<{fam_width}} "
-            f"{measured * 1e3:>7.2f}ms {fmt(speed, '5.2f'):>5} {at_cal:>9} "
-            f"{v.predicted_time_s * 1e3:>7.2f}ms {error:>+7.1%} {uncorrected[-1]:>+7.1%} {median_error:>+7.1%} "
+            f"{measured * 1e3:>7.2f}ms {v.predicted_time_s * 1e3:>7.2f}ms {error:>+7.1%} | "
+            f"{fmt(speed, '5.2f'):>5} {at_cal:>9} {fmt(at_speed_error, '+7.1%'):>7} | {row.fast_s * 1e3:>7.2f}ms "
             f"{apart:>6.1%} {s.count:>7} {fmt(s.spearman, '6.3f'):>6} {fmt(s.median_abs_error, '7.1%'):>7} | "
             f"{fmt(plain_stats.spearman, '9.3f'):>9} {fmt(plain_stats.median_abs_error, '12.1%'):>12}"
         )
@@ -432,9 +422,9 @@ def _print_table(rows: list[Row]) -> None:
     pooled = agreement(pooled_p, pooled_m)
     print("-" * len(header))
     print(
-        f"models within 10% of measured: {within / len(errors):.0%} ({within}/{len(errors)}; target >= 90%); "
-        f"against the median of all samples: {sum(abs(e) <= 0.10 for e in median_errors)}/{len(median_errors)}; "
-        f"uncorrected for the machine's speed: {sum(abs(e) <= 0.10 for e in uncorrected)}/{len(uncorrected)}"
+        f"models within 10% of measured (the quietest round's median): {within / len(errors):.0%} "
+        f"({within}/{len(errors)}; target >= 90% at 1 thread, 80% at 2); at the calibrated speed: "
+        f"{sum(abs(e) <= 0.10 for e in at_speed_errors)}/{len(at_speed_errors)}"
     )
     print(
         f"per-kernel Spearman: median over models {statistics.median([r for r in rhos if r is not None]):.3f}, "
@@ -443,7 +433,7 @@ def _print_table(rows: list[Row]) -> None:
     print(
         f"per-kernel median |error|: median over models "
         f"{statistics.median([m for m in medians if m is not None]):.1%}, "
-        f"pooled {pooled.median_abs_error:.1%} (target <= 25%); plain roofline: "
+        f"pooled {pooled.median_abs_error:.1%} (target <= 15%); plain roofline: "
         f"{statistics.median([m for m in plain_medians if m is not None]):.1%}"
     )
     print("per family (targets: no family's mean error beyond +-7%, per-kernel median |error| <= 15%):")

@@ -16,9 +16,9 @@ fits in. --as-exported, or a catalog device, compares the plain roofline of the 
 kernel predicted as the sum of the exported nodes it computes. The table is sorted by measured share; the
 JSON adds measured_time_s next to predicted_time_s in totals and nodes.
 
-The whole model is timed in samples spread over a few seconds (--spread), and its measured latency is the mean
-of the fastest eighth of them: other work on a shared machine only ever adds time, and calibration reads its
-ceilings the same way. The median of all samples is shown next to it. On a calibrated host a reference block
+The whole model is timed in samples spread over a few seconds (--spread), and its measured latency is their
+median, what a timing loop of your own reports; the prediction targets it. The mean of the fastest eighth (the
+machine's best moments, as calibration reads each kernel) is shown next to it. On a calibrated host a reference block
 (a few small convolutions, pooling and a Gemm) is timed between the samples and compared with its time at
 calibration: the ratio is the machine's speed now (a busy neighbour, a throttled virtual machine), the
 predictions are scaled to it before they are compared with the measurement, and a speed more than 10% off

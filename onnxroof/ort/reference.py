@@ -9,6 +9,7 @@ calibrated" instead of blaming the model's prediction.
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 
@@ -102,6 +103,11 @@ class ReferenceSampler:
         """Seconds per run of the reference over the samples taken so far, read as every onnxroof timing is (their
         fast estimate); None before the first."""
         return fast_estimate(self.samples) if self.samples else None
+
+    def typical_s(self) -> float | None:
+        """Seconds per run of the reference as a user's timing loop reports it: the median of the samples taken
+        so far (None before the first). Unlike the fast estimate, it carries the jitter this machine always has."""
+        return statistics.median(self.samples) if self.samples else None
 
     def speed(self, calibrated_s: float) -> float | None:
         """The machine's speed relative to its calibration: the block's time then (``calibrated_s``) over its time

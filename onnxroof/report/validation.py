@@ -14,8 +14,8 @@ def validation_table(v: Validation, top: int = 20) -> str:
         clip(f"{a.model} on {a.device.name} [{a.device.key}], predicted on {graph}", TABLE_WIDTH),
         clip(f"measured on {m.provider}, {m.threads} thread(s), optimization level {m.opt_level}", TABLE_WIDTH),
         "",
-        f"  model: measured {seconds(v.measured_time_s)} (fastest eighth of {m.repeat} samples; median "
-        f"{seconds(v.measured_median_s)}), predicted {seconds(v.predicted_at_speed_s)}, error {v.model_error:+.1%}",
+        f"  model: measured {seconds(v.measured_time_s)} (median of {m.repeat} samples; fastest eighth "
+        f"{seconds(v.measured_fast_s)}), predicted {seconds(v.predicted_at_speed_s)}, error {v.model_error:+.1%}",
     ]
     if v.machine_speed is not None:
         lines += [

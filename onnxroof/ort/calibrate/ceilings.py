@@ -221,13 +221,15 @@ def dram_overlap(sample: Sample, device: Device, how: str) -> Sourced | None:
 
 
 def network_factor(device: Device, reference_s: float, how: str) -> Sourced:
-    """The reference block's measured time over its prediction on ``device`` (which has no factor yet).
+    """The reference block's measured time (its median run) over its prediction on ``device`` (which has no
+    factor yet).
 
-    Every ceiling is read on a kernel run alone, again and again; in a network each kernel follows others that
-    took the caches, the branch predictors and the prefetchers for themselves, and a shared machine's
-    neighbours weigh differently on the block's larger working sets than on the small benchmarks. The block
-    is typical kernels run one after the other as in a model, timed in the same passes as the benchmarks, so
-    its ratio carries both to every prediction."""
+    Every ceiling is read on a kernel run alone, again and again, by its fast estimate; in a network each kernel
+    follows others that took the caches, the branch predictors and the prefetchers for themselves, a shared
+    machine's neighbours weigh differently on the block's larger working sets than on the small benchmarks, and
+    a user's timing loop reports the median run, with the jitter the machine always has. The block is typical
+    kernels run one after the other as in a model, timed in the same passes as the benchmarks, so its ratio
+    carries all three to every prediction."""
     analysis = analyze_graph(sessions.engine_graph(reference_model(), device), device, engine=True)
     predicted = analysis.totals.predicted_time_s
     # The factor scales the kernels' work, not the fixed costs: the run overhead and each node's dispatch.

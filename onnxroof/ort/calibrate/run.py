@@ -392,7 +392,17 @@ def _assemble(readings: _Readings, jobs: _Jobs, chosen: Suite, passes: int, run:
     device = replace(device, calibration=_record(readings, reference, run))
     if readings.batched_conv is not None:
         device = replace(device, dram_overlap=dram_overlap(readings.batched_conv, device, how))
-    return replace(device, network_factor=network_factor(device, reference, how)) if reference else device
+    # The block's median run, as a user's timing loop reports a model's time: the factor carries this machine's
+    # usual run-to-run jitter into every prediction, which the ceilings' fast estimates set aside.
+    typical = jobs.reference.sampler.typical_s()
+    if typical is None:
+        return device
+    return replace(
+        device,
+        network_factor=network_factor(
+            device, typical, f"the median of {len(jobs.reference.sampler.samples)} runs; {how}"
+        ),
+    )
 
 
 def _bare_device(readings: _Readings, jobs: _Jobs, chosen: Suite, run: _Run, how: str) -> Device:
