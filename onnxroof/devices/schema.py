@@ -65,7 +65,9 @@ OP_CLASSES: tuple[str, ...] = (
     "reduce",  # ReduceSum/Mean/Max/..., ArgMax/ArgMin
     "cast",  # Cast, CastLike: a dtype conversion (fp32 <-> fp16 around a kernel without fp16 support, int32 -> fp32)
     "quantize",  # DynamicQuantizeLinear: a min/max pass over a float tensor, then its conversion to uint8
-    "recurrent",  # LSTM, GRU, RNN: one step's products and gates after the other, by the work of one time step
+    "lstm",  # LSTM (and the dynamically quantized one): one step's products and gates after the other, per step
+    "gru",  # GRU, by the work of one time step
+    "recurrent",  # RNN, and the recurrent ops without a class of their own, by the work of one time step
 )
 
 # Ceilings for a part of a node rather than for a class of nodes: "epilogue" is the second pass over a

@@ -59,6 +59,8 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "activation_erf": "activation",
     "activation_gelu": "activation_erf",
     "activation_fastgelu": "activation_tanh",
+    "lstm": "recurrent",
+    "gru": "recurrent",
     "global_pool": "pool",
     "pool_nchw": "pool",
     "broadcast": "elementwise",
@@ -218,6 +220,13 @@ def _product_class(view: NodeView) -> str:
     return "gemv" if rows == 1 else "gemm_short"
 
 
+def _recurrent_class(view: NodeView) -> str:
+    """lstm or gru by the op, recurrent for the plain RNN: per step their gates and products differ."""
+    if view.op_type in ("LSTM", "DynamicQuantizeLSTM"):
+        return "lstm"
+    return "gru" if view.op_type == "GRU" else "recurrent"
+
+
 def _activation_class(view: NodeView) -> str:
     """The activation's own class where it has one (ACTIVATION_CLASSES), activation otherwise: per element they
     cost from one to several transcendental steps, unlike what their counted FLOPs say (Sigmoid counts four, Erf
@@ -310,6 +319,7 @@ REFINEMENTS: Mapping[str, Refinement] = {
     "conv_integer": Refinement(_integer_conv_class, frozenset({"conv_integer", "conv_integer_grouped"})),
     "qconv": Refinement(_qconv_class, frozenset({"qconv", "qconv_depthwise"})),
     "gemm": Refinement(_product_class, frozenset({"gemm", "gemm_short", "gemv", "matmul"})),
+    "recurrent": Refinement(_recurrent_class, frozenset({"lstm", "gru", "recurrent"})),
     "activation": Refinement(
         _activation_class,
         frozenset(
@@ -366,7 +376,7 @@ def repeats(view: NodeView, cls: str) -> int:
     the time steps of a recurrent op. 1 for every other class, and where the shapes do not say."""
     if cls == "matmul":
         return _products(view)
-    if cls == "recurrent":
+    if cls in REFINEMENTS["recurrent"].classes:
         return _time_steps(view)
     return 1
 

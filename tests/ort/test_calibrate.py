@@ -3,6 +3,7 @@ ceilings cover what the suite measures; the profile is cached and recalibrated w
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -67,9 +68,14 @@ def test_the_reference_block_and_the_network_factor_predict_its_time(quick: Devi
     assert quick.calibration is not None
     reference = quick.calibration.reference_time_s
     assert reference is not None and 0.5 * at_peak < reference < 50 * at_peak
-    # The network factor makes the profile predict the block at the time it measured (to the factor's 3 digits).
-    assert quick.network_factor is not None and quick.network_factor.source.startswith("calibrated: the reference")
-    assert analyze(reference_model(), quick).totals.predicted_time_s == pytest.approx(reference, rel=0.01)
+    # The network factor makes the profile predict the block at its median run (to the factor's and the source's 3
+    # digits), which is no faster than its fast estimate.
+    factor = quick.network_factor
+    assert factor is not None and factor.source.startswith("calibrated: the reference block")
+    median_ms = float(re.search(r"ran ([0-9.]+) ms a run", factor.source).group(1))
+    assert "the median of" in factor.source
+    predicted = analyze(reference_model(), quick).totals.predicted_time_s
+    assert predicted == pytest.approx(median_ms / 1e3, rel=0.01) and predicted >= 0.99 * reference
 
 
 def test_the_quick_suite_sets_the_ceilings_it_declares(quick: Device):

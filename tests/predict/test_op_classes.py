@@ -170,9 +170,9 @@ def test_ceiling_work_is_that_of_one_product_or_one_time_step():
     assert op_classes.ceiling_work(scores, cost, "matmul") == (2 * 197 * 64 * 197, cost.bytes / 12)
     # An LSTM over 128 steps ([seq, batch, input]; [batch, seq, input] with layout 1).
     lstm = make_node("LSTM", [T((128, 1, 256)), W((1, 1024, 256)), W((1, 1024, 256))], [T((128, 1, 1, 256))])
-    assert op_classes.repeats(lstm, "recurrent") == 128
+    assert op_classes.repeats(lstm, "lstm") == 128
     batch_first = make_node("LSTM", [T((1, 40, 256)), W((1, 1024, 256)), W((1, 1024, 256))], [T(None)], layout=1)
-    assert op_classes.repeats(batch_first, "recurrent") == 40
+    assert op_classes.repeats(batch_first, "lstm") == 40
     # A product by a weight is one kernel whatever its rows; a padded NCHWc convolution's work is its inside taps.
     proj = make_node("MatMul", [T((1, 197, 768)), W((768, 768))], [T((1, 197, 768))])
     assert op_classes.repeats(proj, "gemm") == 1

@@ -13,6 +13,7 @@ __all__ = [
     "INTEGER_CONV_CLASSES",
     "MEMORY_CLASSES",
     "PRODUCT_CLASSES",
+    "RECURRENT_CLASSES",
     "REORDER_CLASSES",
 ]
 
@@ -31,6 +32,9 @@ PRODUCT_CLASSES: frozenset[str] = REFINEMENTS["gemm"].classes
 # The transcendental activations, each kind with a class of its own.
 ACTIVATION_CLASSES: frozenset[str] = REFINEMENTS["activation"].classes
 
+# The recurrent ops, each timed by one time step's work.
+RECURRENT_CLASSES: frozenset[str] = REFINEMENTS["recurrent"].classes
+
 # Transposes: by block copies, or element by element when they move more than one axis.
 TRANSPOSE_CLASSES: frozenset[str] = REFINEMENTS["transpose"].classes
 
@@ -44,7 +48,8 @@ COMPUTE_CLASSES: frozenset[str] = (
     | INT8_CONV_CLASSES
     | PRODUCT_CLASSES
     | ACTIVATION_CLASSES
-    | frozenset({"lrn", "softmax", "layernorm", "instancenorm", "recurrent"})
+    | RECURRENT_CLASSES
+    | frozenset({"lrn", "softmax", "layernorm", "instancenorm"})
 )
 MEMORY_CLASSES: frozenset[str] = REORDER_CLASSES | frozenset(
     {

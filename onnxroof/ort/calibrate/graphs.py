@@ -161,9 +161,18 @@ def tailed(built: Built) -> Built:
 # ---------------------------------------------------------------------------------------------------- chains
 
 
+# Activations that halve a small input (x * Phi(x), x * sigmoid(x)): along a chain of them a small value decays
+# into the subnormal range, where the arithmetic runs many times slower than on normal floats. Past 4 they are
+# close to the identity, so a chain fed with inputs from 4 up keeps its values where a network's are.
+_HALVING_ACTIVATIONS = frozenset({"Gelu", "FastGelu", "QuickGelu", "Swish"})
+
+
 def activation_chain(rand: Rand, n: int, op: str, shape: Sequence[int], domain: str = "") -> Built:
     """``n`` of a one-input op without attributes (Neg, Relu, Sigmoid, Tanh, Erf, com.microsoft's Gelu)."""
-    return _chain(op, shape, n, rand, domain=domain)
+    model, feeds = _chain(op, shape, n, rand, domain=domain)
+    if op in _HALVING_ACTIVATIONS:
+        feeds = {"x": (rand.positive(*shape) + 3.5).astype(np.float32)}
+    return model, feeds
 
 
 def softmax_chain(rand: Rand, n: int, shape: Sequence[int]) -> Built:
@@ -293,9 +302,9 @@ def matmul_act(rand: Rand, heads: int, m: int, k: int, n: int) -> Built:
 
 
 def recurrent(rand: Rand, op: str, steps: int, input_size: int, hidden: int) -> Built:
-    """One LSTM or GRU layer over ``steps`` time steps at batch 1 with bias, as PyTorch exports them (GRU with
+    """One LSTM, GRU or RNN layer over ``steps`` time steps at batch 1 with bias, as PyTorch exports them (GRU with
     ``linear_before_reset``): X ``[steps, 1, input_size]``."""
-    gates = {"LSTM": 4, "GRU": 3}[op]
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
     weights = {
         "w": rand.f(1, gates * hidden, input_size) * 0.1,
         "r": rand.f(1, gates * hidden, hidden) * 0.1,

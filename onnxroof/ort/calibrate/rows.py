@@ -15,6 +15,7 @@ from onnxroof.ort.calibrate.classes import (
     CONV_CLASSES,
     INT8_CONV_CLASSES,
     PRODUCT_CLASSES,
+    RECURRENT_CLASSES,
     REORDER_CLASSES,
     TRANSPOSE_CLASSES,
 )
@@ -193,9 +194,9 @@ def activations(*rows: tuple[str, tuple[int, ...]]) -> list[Bench]:
 
 
 def recurrent(*rows: tuple[str, int, int, int]) -> list[Bench]:
-    """One-layer LSTM or GRU (op, time steps, input size, hidden size) at batch 1, as PyTorch exports them."""
+    """One-layer LSTM, GRU or RNN (op, time steps, input size, hidden size) at batch 1, as PyTorch exports them."""
     return [
-        profile(f"{op} {steps} steps {i}->{h}", graphs.recurrent, (op, steps, i, h), {"recurrent"})
+        profile(f"{op} {steps} steps {i}->{h}", graphs.recurrent, (op, steps, i, h), RECURRENT_CLASSES)
         for op, steps, i, h in rows
     ]
 

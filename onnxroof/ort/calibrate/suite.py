@@ -17,6 +17,7 @@ from onnxroof.ort.calibrate.classes import (
     CONV_CLASSES,
     INT8_CONV_CLASSES,
     PRODUCT_CLASSES,
+    RECURRENT_CLASSES,
     REORDER_CLASSES,
 )
 
@@ -36,8 +37,8 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #   8: Transposes that move more than one axis (transpose_generic), timed on the int8 channel shuffles of a
 #      channels-last int8 graph.
 #   9: matrix products by a weight by their rows (gemm, gemm_short, gemv) and products of two activations by the size
-#      of one product (matmul, Swin's windows among them); a class per kind of activation; LSTM and GRU (recurrent),
-#      by the work of one time step.
+#      of one product (matmul, Swin's windows among them); a class per kind of activation; LSTM, GRU and RNN (lstm,
+#      gru, recurrent), by the work of one time step.
 SUITE = 9
 
 # ---------------------------------------------------------------------------------------------------- the suites
@@ -224,7 +225,6 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         ("FastGelu", (1, 50, 512)),
         ("Softplus", (1, 197, 768)),
         ("Sin", (1, 64, 56, 56)),
-        ("Log", (1, 197, 768)),
     ),
     # data movement
     *rows.reorders((64, 28), (64, 56), (32, 112), (96, 28), (256, 14), (512, 7), (768, 14), (1024, 7)),
@@ -270,6 +270,10 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         ("GRU", 128, 256, 256),
         ("GRU", 32, 64, 128),
         ("GRU", 16, 512, 512),
+        ("GRU", 64, 128, 64),
+        ("RNN", 128, 256, 256),
+        ("RNN", 32, 64, 128),
+        ("RNN", 16, 512, 512),
     ),
 )
 
@@ -328,6 +332,7 @@ _MEASURED = (
     frozenset(CONV_CLASSES)
     | PRODUCT_CLASSES
     | ACTIVATION_CLASSES
+    | RECURRENT_CLASSES
     | {
         "pool",
         "pool_nchw",
@@ -349,7 +354,6 @@ _MEASURED = (
         "epilogue",
         "cast",
         "quantize",
-        "recurrent",
         *INT8_CONV_CLASSES,
     }
 )
@@ -380,7 +384,8 @@ QUICK = Suite(
     # convolutions' small inputs run shorter than the profiler resolves
     measures=_MEASURED
     - {"conv_wide", "conv_stem", "pool_nchw", "broadcast", "reorder", "reorder_short", "quantize", "gemm_short"}
-    - (ACTIVATION_CLASSES - {"activation_sigmoid"}),
+    - (ACTIVATION_CLASSES - {"activation_sigmoid"})
+    - (RECURRENT_CLASSES - {"lstm"}),
     passes=2,
     reps=2,
     chain_target_s=0.0015,
