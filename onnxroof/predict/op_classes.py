@@ -20,7 +20,7 @@ from onnxroof.devices import Ceiling, Device
 from onnxroof.ir import Tensor
 
 __all__ = [
-    "ACTIVATION_CLASSES",
+    "ACTIVATION_CLASS_OF",
     "CLASS_FALLBACK",
     "NCHWC_DOMAIN",
     "OTHER",
@@ -97,7 +97,7 @@ WIDE_CONV_KERNEL_AREA = 25
 SHORT_PRODUCT_ROWS = 16
 
 # The activations with a class of their own, by op (domain::op_type outside the default domain).
-ACTIVATION_CLASSES: Mapping[str, str] = {
+ACTIVATION_CLASS_OF: Mapping[str, str] = {
     "Exp": "activation_exp",
     "Elu": "activation_exp",
     "Selu": "activation_exp",
@@ -228,13 +228,13 @@ def _recurrent_class(view: NodeView) -> str:
 
 
 def _activation_class(view: NodeView) -> str:
-    """The activation's own class where it has one (ACTIVATION_CLASSES), activation otherwise: per element they
+    """The activation's own class where it has one (ACTIVATION_CLASS_OF), activation otherwise: per element they
     cost from one to several transcendental steps, unlike what their counted FLOPs say (Sigmoid counts four, Erf
     one, and Erf takes longer), so each kind gets a ceiling calibrated on itself."""
     key = f"{view.domain}::{view.op_type}" if view.domain not in ("", "ai.onnx") else view.op_type
     if key == "Gelu" and view.attr("approximate") in (b"tanh", "tanh"):
         return "activation_fastgelu"
-    return ACTIVATION_CLASSES.get(key, "activation")
+    return ACTIVATION_CLASS_OF.get(key, "activation")
 
 
 def _pool_class(view: NodeView) -> str:
