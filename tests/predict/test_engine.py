@@ -371,6 +371,14 @@ def test_a_conv_served_from_dram_adds_the_traffic_its_compute_does_not_hide():
     same_speed = replace(dev, caches=(*dev.caches[:2], slow_l3))
     _, via_l3 = engine.predict_engine(view, cost, "fp32", same_speed)
     assert via_l3.level == "L3" and via_l3.exposed_memory_s == pytest.approx(300e-6)
+    # A compute-bound product by a weight in DRAM streams its prepacked panels: the figure, read on a
+    # convolution, does not apply to it. 128 x 768 by 768 x 3072 (GPT-2's MLP): 604 MFLOP, 9.4 MB of weights.
+    gemm = make_node("Gemm", [T((128, 768)), W((768, 3072)), W((3072,))], [T((128, 3072))])
+    gemm_cost = Cost(
+        flops=2 * 128 * 768 * 3072, bytes_read=4 * (128 * 768 + 768 * 3072 + 3072), bytes_written=4 * 128 * 3072
+    )
+    _, gemm_note = engine.predict_engine(gemm, gemm_cost, "fp32", dev)
+    assert gemm_note.level == "DRAM" and gemm_note.exposed_memory_s == 0.0
 
 
 def test_the_network_factor_scales_a_kernels_work_but_not_its_dispatch():
