@@ -30,6 +30,7 @@ OP_CLASSES: tuple[str, ...] = (
     "conv_mid",  # dense convolution on a mid-sized output (10x10 to 19x19 positions: a 14x14 stage)
     "conv_small",  # dense convolution on a small output (<= 9x9 positions) or with few channels
     "conv_grouped",  # grouped convolution in plain layout (not depthwise; a blocked NCHWc one is a dense class)
+    "conv_grouped_narrow",  # the same with under 16 output channels per group (RegNet's, ResNeXt's narrow stages)
     "depthwise",  # one input channel per group
     "conv_integer",  # ConvInteger (dynamic int8 quantization): im2col and an integer product per group, plain layout
     "conv_integer_grouped",  # a depthwise ConvInteger: one im2col and integer product per channel

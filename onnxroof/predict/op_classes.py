@@ -22,6 +22,7 @@ from onnxroof.ir import Tensor
 __all__ = [
     "ACTIVATION_CLASS_OF",
     "CLASS_FALLBACK",
+    "NARROW_GROUP_CHANNELS",
     "NCHWC_DOMAIN",
     "OTHER",
     "REFINEMENTS",
@@ -46,6 +47,7 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "conv_mid": "conv",
     "conv_small": "conv",
     "conv_grouped": "conv_small",
+    "conv_grouped_narrow": "conv_grouped",
     "conv_integer": "conv",
     "conv_integer_grouped": "conv_integer",
     "qconv": "conv",
@@ -93,6 +95,11 @@ SMALL_CONV_OUT_CHANNELS = 32
 SMALL_STEM_KERNEL_AREA = 25
 WIDE_CONV_KERNEL_AREA = 25
 
+# A plain-layout grouped convolution with fewer output channels per group than this is a narrow one: each group's
+# product has too few rows for the kernel's row blocks (RegNet's groups of 8 ran at a third of the rate of
+# ShuffleNet's groups of 34 and more).
+NARROW_GROUP_CHANNELS = 16
+
 # A matrix product by a weight with fewer rows than this is a short one (gemm_short, gemv for one row).
 SHORT_PRODUCT_ROWS = 16
 
@@ -124,7 +131,8 @@ def _known(t: Tensor | None) -> tuple[int, ...] | None:
 
 
 def _conv_class(view: NodeView) -> str:
-    """depthwise / batchnorm (a depthwise 1x1 conv is a per-channel scale and shift) / conv_grouped / conv_small /
+    """depthwise / batchnorm (a depthwise 1x1 conv is a per-channel scale and shift) / conv_grouped (or
+    conv_grouped_narrow, under NARROW_GROUP_CHANNELS output channels per group) / conv_small /
     conv_mid / conv_stem / conv_wide / conv1x1 / conv, from the weight's shape (or the attributes when it is
     unknown); a grouped convolution in onnxruntime's NCHWc layout takes the dense class of one group."""
     x, y = _known(view.input(0)), _known(view.output(0))
@@ -145,9 +153,12 @@ def _conv_class(view: NodeView) -> str:
         return "conv_grouped" if group > 1 else "conv"
     if group > 1 and per_group_in == 1:
         return "batchnorm" if pointwise else "depthwise"
-    if group > 1 and view.domain != NCHWC_DOMAIN:
-        return "conv_grouped"
     c_out = (y[1] if not nhwc else y[-1]) if y is not None and len(y) >= 3 else None
+    if group > 1 and view.domain != NCHWC_DOMAIN:
+        # one im2col and product per group, one after the other: with few output channels per group the product
+        # is too short for the kernel's row blocks
+        narrow = c_out is not None and c_out // group < NARROW_GROUP_CHANNELS
+        return "conv_grouped_narrow" if narrow else "conv_grouped"
     if group > 1:
         # onnxruntime blocks a grouped convolution into NCHWc only when each group's channels fill whole blocks,
         # and then runs every group as a dense convolution of its own channels: such a convolution runs at the
@@ -311,6 +322,7 @@ REFINEMENTS: Mapping[str, Refinement] = {
                 "conv_mid",
                 "conv_small",
                 "conv_grouped",
+                "conv_grouped_narrow",
                 "depthwise",
                 "batchnorm",  # a depthwise 1x1 convolution: the per-channel scale and shift of a folded BatchNorm
             }
@@ -373,9 +385,12 @@ def ceiling_for(device: Device, cls: str) -> tuple[str, Ceiling] | None:
 def repeats(view: NodeView, cls: str) -> int:
     """How many units of work a node's kernel runs one after the other, each like the others, where its class's
     ceiling is read by the size of one unit: the products of a batched matmul (one per batch element and head),
-    the time steps of a recurrent op. 1 for every other class, and where the shapes do not say."""
+    the groups of a plain-layout grouped convolution, the time steps of a recurrent op. 1 for every other class,
+    and where the shapes do not say."""
     if cls == "matmul":
         return _products(view)
+    if cls in ("conv_grouped", "conv_grouped_narrow"):
+        return max(int(view.attr("group", 1) or 1), 1)
     if cls in REFINEMENTS["recurrent"].classes:
         return _time_steps(view)
     return 1

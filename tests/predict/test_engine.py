@@ -58,6 +58,7 @@ CASES = [
     (conv(256, 256, 56, 1, group=256), "batchnorm"),  # a BatchNormalization onnxruntime turned into a 1x1 dw conv
     (conv(136, 136, 28, 1, group=4, domain=""), "conv_grouped"),
     (conv(136, 136, 28, 1, group=4, domain=MS, op="FusedConv"), "conv_grouped"),
+    (conv(48, 48, 56, 3, group=6, domain=MS, op="FusedConv"), "conv_grouped_narrow"),  # 8 channels per group
     # NCHWc blocks a grouped conv only when each group fills whole blocks; each group then runs as a dense conv,
     # classed by one group's channels: 48 -> 128 with a 5x5 kernel on 27x27 positions is a wide conv ...
     (conv(96, 256, 27, 5, group=2), "conv_wide"),

@@ -75,6 +75,7 @@ def views_of(domain: str, op_type: str) -> list[NodeView]:
         (144, 144, 56, 3, 144, 56),  # depthwise
         (256, 256, 56, 1, 256, 56),  # batchnorm
         (136, 136, 28, 1, 4, 28),  # conv_grouped (plain layout) or a dense class (NCHWc)
+        (48, 48, 56, 3, 6, 56),  # conv_grouped_narrow (plain layout) or a dense class (NCHWc)
     ]:
         for weight_at in (1, 3):
             inputs = [T((1, cin, hw, hw)), *[W((1,))] * (weight_at - 1), W((cout, cin // group, k, k)), W((cout,))]
@@ -173,6 +174,9 @@ def test_ceiling_work_is_that_of_one_product_or_one_time_step():
     assert op_classes.repeats(lstm, "lstm") == 128
     batch_first = make_node("LSTM", [T((1, 40, 256)), W((1, 1024, 256)), W((1, 1024, 256))], [T(None)], layout=1)
     assert op_classes.repeats(batch_first, "lstm") == 40
+    # A plain-layout grouped convolution runs one product per group; in NCHWc every group is one dense kernel.
+    grouped = make_node("FusedConv", [T((1, 48, 56, 56)), W((48, 8, 3, 3))], [T((1, 48, 56, 56))], group=6)
+    assert op_classes.repeats(grouped, "conv_grouped_narrow") == 6
     # A product by a weight is one kernel whatever its rows; a padded NCHWc convolution's work is its inside taps.
     proj = make_node("MatMul", [T((1, 197, 768)), W((768, 768))], [T((1, 197, 768))])
     assert op_classes.repeats(proj, "gemm") == 1

@@ -38,7 +38,8 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      channels-last int8 graph.
 #   9: matrix products by a weight by their rows (gemm, gemm_short, gemv) and products of two activations by the size
 #      of one product (matmul, Swin's windows among them); a class per kind of activation; LSTM, GRU and RNN (lstm,
-#      gru, recurrent), by the work of one time step.
+#      gru, recurrent), by the work of one time step; plain-layout grouped convolutions by the work of one group,
+#      those with under 16 output channels per group a class of their own (conv_grouped_narrow).
 SUITE = 9
 
 # ---------------------------------------------------------------------------------------------------- the suites
@@ -118,6 +119,8 @@ _FULL_BENCHES: tuple[Bench, ...] = (
     # grouped: ShuffleNet's 1x1 and ResNeXt's 3x3 in plain layout; AlexNet's two-group 3x3, whose groups fill
     # whole NCHWc blocks, is a conv_mid sample
     *rows.grouped((136, 28, 1, 4), (272, 14, 1, 4), (544, 7, 1, 4), (384, 13, 3, 2), (128, 56, 3, 32)),
+    # narrow groups, by the work of one group: RegNet's groups of 8 over its four stages, ResNeXt's of 8 at 28x28
+    *rows.grouped((48, 56, 3, 6), (104, 28, 3, 13), (208, 14, 3, 26), (440, 7, 3, 55), (256, 28, 3, 32)),
     # matrix products: transformer projections and MLPs, attention, and matrix-vector classifiers at batch 1
     *rows.gemms(
         (197, 768, 768),
@@ -379,11 +382,13 @@ QUICK = Suite(
     benches=_QUICK_BENCHES,
     peaks=_peaks(256, conv=False),
     batched_conv=None,
-    # no wide or stem convolution, per-channel chain, short product, activation but Sigmoid or DRAM-sized reorder
-    # is in it; onnxruntime runs its plain layout pool in NCHWc, and its reorders and the quantization of its int8
-    # convolutions' small inputs run shorter than the profiler resolves
+    # no wide, stem or narrow grouped convolution, per-channel chain, short product, activation but Sigmoid,
+    # recurrent op but LSTM or DRAM-sized reorder is in it; onnxruntime runs its plain layout pool in NCHWc, and
+    # its reorders and the quantization of its int8 convolutions' small inputs run shorter than the profiler
+    # resolves
     measures=_MEASURED
-    - {"conv_wide", "conv_stem", "pool_nchw", "broadcast", "reorder", "reorder_short", "quantize", "gemm_short"}
+    - {"conv_wide", "conv_stem", "conv_grouped_narrow", "pool_nchw", "broadcast", "reorder", "reorder_short"}
+    - {"quantize", "gemm_short"}
     - (ACTIVATION_CLASSES - {"activation_sigmoid"})
     - (RECURRENT_CLASSES - {"lstm"}),
     passes=2,
