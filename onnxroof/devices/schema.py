@@ -31,7 +31,8 @@ OP_CLASSES: tuple[str, ...] = (
     "conv_small",  # dense convolution on a small output (<= 9x9 positions) or with few channels
     "conv_grouped",  # grouped convolution in plain layout (not depthwise; a blocked NCHWc one is a dense class)
     "conv_grouped_narrow",  # the same with under 16 output channels per group (RegNet's, ResNeXt's narrow stages)
-    "depthwise",  # one input channel per group
+    "depthwise",  # one input channel per group, in onnxruntime's NCHWc layout
+    "depthwise_plain",  # the same outside it (channel counts NCHWc does not block): a one-row product per channel
     "conv_integer",  # ConvInteger (dynamic int8 quantization): im2col and an integer product per group, plain layout
     "conv_integer_grouped",  # a depthwise ConvInteger: one im2col and integer product per channel
     "qconv",  # QLinearConv (static int8 quantization, fused from QDQ), channels-last after optimization

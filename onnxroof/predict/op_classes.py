@@ -48,6 +48,7 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "conv_small": "conv",
     "conv_grouped": "conv_small",
     "conv_grouped_narrow": "conv_grouped",
+    "depthwise_plain": "depthwise",
     "conv_integer": "conv",
     "conv_integer_grouped": "conv_integer",
     "qconv": "conv",
@@ -132,7 +133,8 @@ def _known(t: Tensor | None) -> tuple[int, ...] | None:
 
 def _conv_class(view: NodeView) -> str:
     """depthwise / batchnorm (a depthwise 1x1 conv is a per-channel scale and shift) / conv_grouped (or
-    conv_grouped_narrow, under NARROW_GROUP_CHANNELS output channels per group) / conv_small /
+    conv_grouped_narrow, under NARROW_GROUP_CHANNELS output channels per group) / depthwise_plain (a depthwise
+    convolution outside the NCHWc layout) / conv_small /
     conv_mid / conv_stem / conv_wide / conv1x1 / conv, from the weight's shape (or the attributes when it is
     unknown); a grouped convolution in onnxruntime's NCHWc layout takes the dense class of one group."""
     x, y = _known(view.input(0)), _known(view.output(0))
@@ -152,7 +154,10 @@ def _conv_class(view: NodeView) -> str:
     if view.op_type == "ConvTranspose":
         return "conv_grouped" if group > 1 else "conv"
     if group > 1 and per_group_in == 1:
-        return "batchnorm" if pointwise else "depthwise"
+        if pointwise:
+            return "batchnorm"
+        # outside the NCHWc layout (channel counts it does not block) each channel is an im2col and a one-row product
+        return "depthwise" if view.domain == NCHWC_DOMAIN else "depthwise_plain"
     c_out = (y[1] if not nhwc else y[-1]) if y is not None and len(y) >= 3 else None
     if group > 1 and view.domain != NCHWC_DOMAIN:
         # one im2col and product per group, one after the other: with few output channels per group the product
@@ -324,6 +329,7 @@ REFINEMENTS: Mapping[str, Refinement] = {
                 "conv_grouped",
                 "conv_grouped_narrow",
                 "depthwise",
+                "depthwise_plain",
                 "batchnorm",  # a depthwise 1x1 convolution: the per-channel scale and shift of a folded BatchNorm
             }
         ),
@@ -385,11 +391,11 @@ def ceiling_for(device: Device, cls: str) -> tuple[str, Ceiling] | None:
 def repeats(view: NodeView, cls: str) -> int:
     """How many units of work a node's kernel runs one after the other, each like the others, where its class's
     ceiling is read by the size of one unit: the products of a batched matmul (one per batch element and head),
-    the groups of a plain-layout grouped convolution, the time steps of a recurrent op. 1 for every other class,
-    and where the shapes do not say."""
+    the groups of a plain-layout grouped or depthwise convolution, the time steps of a recurrent op. 1 for every
+    other class, and where the shapes do not say."""
     if cls == "matmul":
         return _products(view)
-    if cls in ("conv_grouped", "conv_grouped_narrow"):
+    if cls in ("conv_grouped", "conv_grouped_narrow", "depthwise_plain"):
         return max(int(view.attr("group", 1) or 1), 1)
     if cls in REFINEMENTS["recurrent"].classes:
         return _time_steps(view)

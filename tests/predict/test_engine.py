@@ -55,6 +55,7 @@ CASES = [
     (conv(3, 32, 224, 3, out_hw=112), "conv_small"),  # a stem with a 3x3 kernel does not
     (conv(64, 16, 56, 1), "conv_small"),  # 16 output channels
     (conv(144, 144, 56, 3, group=144), "depthwise"),
+    (conv(58, 58, 28, 3, group=58, domain=""), "depthwise_plain"),
     (conv(256, 256, 56, 1, group=256), "batchnorm"),  # a BatchNormalization onnxruntime turned into a 1x1 dw conv
     (conv(136, 136, 28, 1, group=4, domain=""), "conv_grouped"),
     (conv(136, 136, 28, 1, group=4, domain=MS, op="FusedConv"), "conv_grouped"),

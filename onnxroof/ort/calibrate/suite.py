@@ -39,7 +39,8 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #   9: matrix products by a weight by their rows (gemm, gemm_short, gemv) and products of two activations by the size
 #      of one product (matmul, Swin's windows among them); a class per kind of activation; LSTM, GRU and RNN (lstm,
 #      gru, recurrent), by the work of one time step; plain-layout grouped convolutions by the work of one group,
-#      those with under 16 output channels per group a class of their own (conv_grouped_narrow).
+#      those with under 16 output channels per group a class of their own (conv_grouped_narrow); depthwise
+#      convolutions outside the NCHWc layout (depthwise_plain), by the work of one channel.
 SUITE = 9
 
 # ---------------------------------------------------------------------------------------------------- the suites
@@ -102,6 +103,8 @@ _FULL_BENCHES: tuple[Bench, ...] = (
     ),
     # depthwise: the strided ones; the stride-1 ones are the Relu twins of the epilogue pairs below
     *rows.depthwise((96, 112, 2), (144, 56, 2), (576, 14, 2)),
+    # depthwise in plain layout, by the work of one channel: ShuffleNet's 58 channels, and others NCHWc leaves
+    *rows.depthwise((58, 28, 1), (58, 56, 2), (30, 56, 1), (90, 14, 1)),
     # MobileNet's ReLU6 (Clip) is applied in a pass over the output after the kernel: its depthwise convolutions
     # and 1x1 expansions, outputs from 188 kB to 4.8 MB (the depthwise Relu twins are depthwise samples too)
     *rows.epilogues(
@@ -382,12 +385,13 @@ QUICK = Suite(
     benches=_QUICK_BENCHES,
     peaks=_peaks(256, conv=False),
     batched_conv=None,
-    # no wide, stem or narrow grouped convolution, per-channel chain, short product, activation but Sigmoid,
-    # recurrent op but LSTM or DRAM-sized reorder is in it; onnxruntime runs its plain layout pool in NCHWc, and
-    # its reorders and the quantization of its int8 convolutions' small inputs run shorter than the profiler
-    # resolves
+    # no wide, stem, narrow grouped or plain depthwise convolution, per-channel chain, short product, activation
+    # but Sigmoid, recurrent op but LSTM or DRAM-sized reorder is in it; onnxruntime runs its plain layout pool in
+    # NCHWc, and its reorders and the quantization of its int8 convolutions' small inputs run shorter than the
+    # profiler resolves
     measures=_MEASURED
-    - {"conv_wide", "conv_stem", "conv_grouped_narrow", "pool_nchw", "broadcast", "reorder", "reorder_short"}
+    - {"conv_wide", "conv_stem", "conv_grouped_narrow", "depthwise_plain", "pool_nchw", "broadcast", "reorder"}
+    - {"reorder_short"}
     - {"quantize", "gemm_short"}
     - (ACTIVATION_CLASSES - {"activation_sigmoid"})
     - (RECURRENT_CLASSES - {"lstm"}),
