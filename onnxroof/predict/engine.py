@@ -222,20 +222,20 @@ def exposed_dram_time(device: Device, cls: str, level_bandwidth: float, compute_
 def predict_engine(view: NodeView, cost: Cost, precision: str, device: Device) -> tuple[Prediction, EngineNote]:
     """The time onnxruntime's executor spends on one node, and why.
 
-    ``compute = flops / (peak[precision] * eff_c)`` (under a ceiling, the FLOPs of the taps inside the input for
-    an NCHWc convolution, which skips those in the padding: ``op_classes.taps_inside``); ``memory = (activation bytes /
-    bw_level + weight bytes / bw_dram) / eff_m`` where ``eff_c``/``eff_m`` come from the node's class ceiling at
-    its FLOPs/bytes (those of one product of a batched matmul, of one time step of a recurrent op:
-    ``op_classes.ceiling_work``) and
-    ``bw_level`` is the bandwidth of the smallest memory level its working set fits in; ``overhead`` is one
-    per-node overhead (every dispatched node pays it, shape-only ones included). They combine under the device's
-    overlap: ``max(compute, memory) + overhead`` for a calibrated (serial) host profile, plus the epilogue of a
-    fused activation applied in a second pass (:func:`epilogue_activation`, ``Prediction.epilogue_time_s``) and
-    the DRAM traffic a compute-bound convolution does not hide (:func:`exposed_dram_time`). Compute, memory, epilogue
-    and exposed times are multiplied by the device's ``network_factor``, what the ceilings read on kernels run
-    alone miss of a network's kernels run one after the other (calibrated on the reference block). The Prediction's
-    ``peak_flops_s`` and ``bandwidth_bytes_s`` are the node's own ceilings (peak x eff_c, the effective
-    bandwidth), so its ridge point and attainable FLOP/s read against the roof it actually runs under.
+    ``compute = flops / (peak[precision] * eff_c)`` (under a ceiling, the FLOPs of the taps inside the input for an
+    NCHWc convolution, which skips those in the padding: ``op_classes.taps_inside``); ``memory = (activation bytes /
+    bw_level + weight bytes / bw_dram) / eff_m`` where ``eff_c``/``eff_m`` come from the node's class ceiling at its
+    FLOPs/bytes (those of one product of a batched matmul, one group of a plain-layout grouped convolution, one time
+    step of a recurrent op: ``op_classes.ceiling_work``) and ``bw_level`` is the bandwidth of the smallest memory
+    level its working set fits in; ``overhead`` is one per-node overhead (every dispatched node pays it, shape-only
+    ones included). They combine under the device's overlap: ``max(compute, memory) + overhead`` for a calibrated
+    (serial) host profile, plus the epilogue of a fused activation applied in a second pass
+    (:func:`epilogue_activation`, ``Prediction.epilogue_time_s``) and the DRAM traffic a compute-bound convolution
+    does not hide (:func:`exposed_dram_time`). Compute, memory, epilogue and exposed times are multiplied by the
+    device's ``network_factor``, what the ceilings read on kernels run alone miss of a network's kernels run one
+    after the other (calibrated on the reference block). The Prediction's ``peak_flops_s`` and ``bandwidth_bytes_s``
+    are the node's own ceilings (peak x eff_c, the effective bandwidth), so its ridge point and attainable FLOP/s
+    read against the roof it actually runs under.
 
     The device's ``run_overhead`` is not included: it is paid once per ``session.run``, so callers add it once
     per model (see :func:`model_time`).
