@@ -6,10 +6,11 @@ convolution or LRN, which do little arithmetic per element they load, far less),
 in a cache streams faster than one that reads DRAM. This module predicts the time onnxruntime's CPU executor
 spends on one node of the graph it actually runs (``onnxroof.ort.sessions.optimized_model``) from
 
-- the node's op class (:func:`op_class`): conv, depthwise, 1x1, gemm, pooling, LRN, ... (``OP_CLASSES``), the
-  base class its op registers with its cost function refined by the node's shapes (:data:`REFINEMENTS`);
+- the node's op class (``op_classes.op_class``): conv, depthwise, 1x1, gemm, pooling, LRN, ... (``OP_CLASSES``),
+  the base class its op registers with its cost function refined by the node's shapes;
 - that class's ceiling on the device (:class:`onnxroof.devices.Ceiling`): the fraction of the peak and of the
-  memory level's bandwidth such kernels reach, interpolated by kernel size;
+  memory level's bandwidth such kernels reach, interpolated by kernel size (``op_classes.ceiling_work``: one
+  product, group or time step where the kernel repeats one);
 - the memory level the node's working set fits in (:func:`memory_level`), whose measured bandwidth applies to
   the activations it moves; weights are charged at DRAM bandwidth, because a weight is read once per inference
   and the rest of the model streams through the caches in between;
@@ -18,7 +19,7 @@ spends on one node of the graph it actually runs (``onnxroof.ort.sessions.optimi
   activation but Relu, e.g. MobileNet's Clip): a separate pass reading and writing the output at that level's
   bandwidth and the device's ``epilogue`` ceiling (the calibration's conv ceilings are measured with Relu, which
   is free; its epilogue ceiling is what the same convolutions take longer with Clip);
-- for a compute-bound kernel whose working set is served at DRAM bandwidth (a batched convolution, larger than
+- for a compute-bound convolution whose working set is served at DRAM bandwidth (a batched one, larger than
   every faster cache), the DRAM traffic its computation does not hide: ``(1 - dram_overlap) * memory``, the
   share the calibration measured on such a convolution (its ceilings come from kernels whose data sits in a
   cache).
