@@ -100,6 +100,11 @@ def dims(args: argparse.Namespace) -> dict[str, int]:
     return out
 
 
+def add_devices_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """-d/--device for the commands that take several devices: repeatable and comma-separated (see split_list)."""
+    parser.add_argument("-d", "--device", action="append", default=None, metavar="D", help=help)
+
+
 def split_list(values: list[str] | None) -> list[str]:
     """Repeatable, comma-separated option values as one list: ['a,b', 'c'] -> ['a', 'b', 'c']."""
     return [item.strip() for value in values or [] for item in value.split(",") if item.strip()]

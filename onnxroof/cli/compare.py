@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from onnxroof.cli.common import Progress, emit, split_list
+from onnxroof.cli.common import Progress, add_devices_option, emit, split_list
 
 HELP = "two models side by side: totals, per-layer deltas, predicted and measured speedup"
 DESCRIPTION = """Compare two models (typically a model and its rewrite): totals (FLOPs, bytes, params, intensity),
@@ -23,14 +23,7 @@ examples:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("a", metavar="A", help="the first model (.onnx file or zoo:NAME)")
     parser.add_argument("b", metavar="B", help="the second model")
-    parser.add_argument(
-        "-d",
-        "--device",
-        action="append",
-        default=None,
-        metavar="D",
-        help="catalog key, device file or host; repeatable or comma-separated (default v100-sxm2)",
-    )
+    add_devices_option(parser, "catalog key, device file or host; repeatable or comma-separated (default v100-sxm2)")
     parser.add_argument("--measure", action="store_true", help="also time both models here (onnxruntime, CPU)")
     parser.add_argument("--threads", type=int, default=1, metavar="N", help="threads to measure and predict at")
     parser.add_argument("--top", type=int, default=20, metavar="N", help="table: the N layers that changed most")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from onnxroof.cli.common import Progress, emit, split_list
+from onnxroof.cli.common import Progress, add_devices_option, emit, split_list
 from onnxroof.errors import UserError
 
 HELP = "deploy-time check: memory and latency budgets, the largest batch, the best device (exit 1 on a miss)"
@@ -28,9 +28,7 @@ examples:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
-    parser.add_argument(
-        "-d", "--device", action="append", default=None, metavar="D", help="device(s), repeatable or comma-separated"
-    )
+    add_devices_option(parser, "device(s), repeatable or comma-separated")
     parser.add_argument("--all-devices", action="store_true", help="rank every catalog device")
     parser.add_argument("--batch", type=int, default=None, metavar="N", help="the batch size (default: the model's)")
     parser.add_argument("-p", "--precision", default=None, help="what if every float tensor were P (fp32, fp16, ...)")

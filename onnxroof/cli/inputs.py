@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from onnxroof.cli import sweep as sweep_command
-from onnxroof.cli.common import Progress, add_shape_options, dims, split_list
+from onnxroof.cli.common import Progress, add_devices_option, add_shape_options, dims, split_list
 
 if TYPE_CHECKING:
     from onnxroof.report.figures import FigureInputs
@@ -17,13 +17,8 @@ def add_input_options(parser: argparse.ArgumentParser, measure_help: str) -> Non
     """The options plot and report share: the model, its devices, the sweep axes, --measure (``measure_help``
     says what it adds), --threads and the shape options."""
     parser.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
-    parser.add_argument(
-        "-d",
-        "--device",
-        action="append",
-        default=None,
-        metavar="D",
-        help="devices, repeatable or comma-separated (catalog keys, device files or host; default v100-sxm2)",
+    add_devices_option(
+        parser, "devices, repeatable or comma-separated (catalog keys, device files or host; default v100-sxm2)"
     )
     sweep_command.add_sweep_axes(parser)
     parser.add_argument("--measure", action="store_true", help=measure_help)

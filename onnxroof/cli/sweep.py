@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from onnxroof.cli.common import Progress, emit, split_list
+from onnxroof.cli.common import Progress, add_devices_option, emit, split_list
 from onnxroof.errors import UserError
 
 HELP = "every combination of batch, input size, precision and device in one table"
@@ -38,9 +38,7 @@ def add_sweep_axes(parser: argparse.ArgumentParser) -> None:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
     add_sweep_axes(parser)
-    parser.add_argument(
-        "-d", "--device", action="append", default=None, metavar="D", help="devices, repeatable or comma-separated"
-    )
+    add_devices_option(parser, "devices, repeatable or comma-separated")
     parser.add_argument("--threads", type=int, default=1, metavar="N", help="--device host: calibration threads")
     parser.add_argument("-f", "--format", default="table", choices=("table", "json", "csv"), help="output format")
     parser.add_argument("-o", "--output", default=None, metavar="FILE", help="write the report to FILE")
