@@ -207,9 +207,8 @@ def exposed_dram_time(device: Device, cls: str, level_bandwidth: float, compute_
     compute-bound convolution whose working set is served at DRAM bandwidth (it fits no faster level), the share
     of its memory time that the device's calibrated ``dram_overlap`` says compute does not hide. The figure is
     read on a batched convolution, whose activations stream through it; a matrix product by a weight streams its
-    prepacked panels in order, which the prefetchers hide (GPT-2's 128-row projections by 9.4 MB weights ran at
-    the rate of the in-cache ones). Zero for any other kernel (its ceiling was calibrated with ``max``), and on a
-    device without that figure."""
+    prepacked panels in order, which the prefetchers hide. Zero for any other kernel (its ceiling was calibrated
+    with ``max``), and on a device without that figure."""
     if (
         device.dram_overlap is None
         or cls not in _DRAM_OVERLAP_CLASSES

@@ -97,8 +97,8 @@ SMALL_STEM_KERNEL_AREA = 25
 WIDE_CONV_KERNEL_AREA = 25
 
 # A plain-layout grouped convolution with fewer output channels per group than this is a narrow one: each group's
-# product has too few rows for the kernel's row blocks (RegNet's groups of 8 ran at a third of the rate of
-# ShuffleNet's groups of 34 and more).
+# product has too few rows for the kernel's row blocks, so it runs at a rate of its own (RegNet's groups of 8,
+# ResNeXt's of 4 and 8; docs/accuracy.md has the rates measured).
 NARROW_GROUP_CHANNELS = 16
 
 # A matrix product by a weight with fewer rows than this is a short one (gemm_short, gemv for one row).
