@@ -81,3 +81,35 @@ def test_host_key_names_cpu_onnxruntime_provider_and_threads(monkeypatch: pytest
     key = host.host_key(4, "CPU")
     assert key == f"host-intel-xeon-platinum-8375c-cpu-2-90ghz-ort{ort().__version__}-cpu-t4"
     assert host.cache_path(4, "cpu").name == f"{key}.toml"
+
+
+# The first processor block of /proc/cpuinfo on two virtual machines that report the same name: a Zen 3 EPYC
+# (family 25 model 1, AVX2, no AVX-512) and a Zen 4 one (family 25 model 17, AVX-512).
+ZEN3 = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n"
+ZEN3 += "flags\t\t: fpu sse2 avx fma avx2 sha_ni\n\nprocessor\t: 1\nmodel name\t: ignored\n"
+ZEN4 = ZEN3.replace("model\t\t: 1\n", "model\t\t: 17\n").replace("sha_ni", "sha_ni avx512f avx512bw")
+
+
+def test_cpu_model_tells_apart_two_cpus_sold_under_one_name(monkeypatch: pytest.MonkeyPatch):
+    assert host.cpu_model(ZEN3) == "AMD EPYC (family 25 model 1, AVX2)"
+    assert host.cpu_model(ZEN4) == "AMD EPYC (family 25 model 17, AVX-512)"
+    keys, read = [], host.cpu_model
+    for text in (ZEN3, ZEN4):
+        monkeypatch.setattr(host, "cpu_model", lambda text=text: read(text))
+        keys.append(host.host_key(1, "cpu"))
+    assert keys == [
+        f"host-amd-epyc-f25m1-avx2-ort{ort().__version__}-cpu-t1",
+        f"host-amd-epyc-f25m17-avx-512-ort{ort().__version__}-cpu-t1",
+    ]
+
+
+def test_vector_extension_is_the_widest_flag():
+    assert host.vector_extension({"avx", "avx2", "avx512f", "amx_tile"}) == "AVX-512, AMX"
+    assert host.vector_extension({"fp", "asimd"}) == "NEON"
+    assert host.vector_extension({"sse2"}) == ""
+
+
+def test_an_arm_cpuinfo_without_family_keeps_its_name():
+    text = "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm\nCPU part\t: 0xd0c\n"
+    text += "\nHardware\t: Neoverse-N1\n"
+    assert host.cpu_model(text) == "Neoverse-N1 (NEON)"

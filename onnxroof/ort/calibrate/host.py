@@ -29,18 +29,51 @@ __all__ = [
     "parse_lscpu",
     "parse_size",
     "sysfs_caches",
+    "vector_extension",
 ]
 
 
-def cpu_model() -> str:
-    """The CPU's model name (from /proc/cpuinfo, else the platform module), or 'unknown CPU'."""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.lower().startswith(("model name", "hardware", "cpu model")) and ":" in line:
-                name = line.split(":", 1)[1].strip()
-                if name:
-                    return re.sub(r"\s+", " ", name)
-    return platform.processor().strip() or platform.machine().strip() or "unknown CPU"
+def cpu_model(cpuinfo: str | None = None) -> str:
+    """The CPU's model name with its family, model and widest vector extension, or 'unknown CPU'.
+
+    A virtual machine's CPU often reports a name shared by several generations ("AMD EPYC" for Zen 3 with AVX2
+    and Zen 4 with AVX-512), so the name alone does not tell two machines whose ceilings differ apart; the
+    family, model and vector extension do. ``cpuinfo`` is the text of /proc/cpuinfo, read when not given.
+    """
+    if cpuinfo is None:
+        cpuinfo = ""
+        with contextlib.suppress(OSError):
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        if ":" in line:
+            key, value = (part.strip() for part in line.split(":", 1))
+            fields.setdefault(key.lower(), value)  # the first processor's value
+    name = next((fields[k] for k in ("model name", "hardware", "cpu model") if fields.get(k)), "")
+    name = re.sub(r"\s+", " ", name) or platform.processor().strip() or platform.machine().strip() or "unknown CPU"
+    signature = []
+    if fields.get("cpu family", "").isdigit() and fields.get("model", "").isdigit():
+        signature.append(f"family {fields['cpu family']} model {fields['model']}")
+    extension = vector_extension(set((fields.get("flags") or fields.get("features") or "").split()))
+    if extension:
+        signature.append(extension)
+    return f"{name} ({', '.join(signature)})" if signature else name
+
+
+#: Vector extensions by the /proc/cpuinfo flag that announces them, widest first.
+_VECTOR_EXTENSIONS = (
+    ("amx_tile", "AVX-512, AMX"),
+    ("avx512f", "AVX-512"),
+    ("avx2", "AVX2"),
+    ("avx", "AVX"),
+    ("sve", "SVE"),
+    ("asimd", "NEON"),
+)
+
+
+def vector_extension(flags: set[str]) -> str:
+    """The widest vector extension among a CPU's flags ("AVX-512, AMX", "AVX-512", "AVX2", ...), or ''."""
+    return next((label for flag, label in _VECTOR_EXTENSIONS if flag in flags), "")
 
 
 def ort_version() -> str:
@@ -49,9 +82,13 @@ def ort_version() -> str:
 
 
 def _slug(text: str) -> str:
-    """A file-name-safe lower-case form of a CPU model name."""
+    """A file-name-safe lower-case form of a CPU model name, its family, model and vector extension kept."""
     text = re.sub(r"\((r|tm|c)\)", "", text.lower())
-    return re.sub(r"[^a-z0-9]+", "-", text).strip("-")[:48] or "cpu"
+    name, _, signature = text.rpartition(" (") if text.endswith(")") else (text, "", "")
+    signature = signature.replace("family ", "f").replace(" model ", "m")
+    name_slug = re.sub(r"[^a-z0-9]+", "-", name).strip("-")[:48] or "cpu"
+    signature_slug = re.sub(r"[^a-z0-9]+", "-", signature).strip("-")
+    return f"{name_slug}-{signature_slug}" if signature_slug else name_slug
 
 
 def host_key(threads: int = 1, provider: str = "cpu") -> str:
