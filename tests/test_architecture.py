@@ -3,7 +3,7 @@ private names, no module grows past a size a reader can hold, and ``import onnxr
 
 The stages, lowest first (a module may import from its own stage and from the stages below it):
 
-    errors, atomic          the user error and atomic file writes
+    errors, atomic, units   the user error, atomic file writes, byte counts in words
     ir, devices             the analysis graph; the device schema and files (data: they import nothing above)
     load                    file -> Graph
     passes                  graph rewrites: model -> model
@@ -32,6 +32,7 @@ STAGES: dict[str, int] = {
     "onnxroof": 0,  # the package itself: a lazy facade that imports nothing when loaded
     "onnxroof.errors": 0,
     "onnxroof.atomic": 0,
+    "onnxroof.units": 0,
     "onnxroof.ir": 1,
     "onnxroof.devices": 1,
     "onnxroof.load": 2,

@@ -46,6 +46,7 @@ from onnxroof.devices import Device
 from onnxroof.predict import roofline
 from onnxroof.predict.op_classes import REFINEMENTS, ceiling_for, ceiling_work, op_class, taps_inside
 from onnxroof.predict.roofline import Prediction
+from onnxroof.units import decimal_bytes
 
 __all__ = [
     "EngineNote",
@@ -104,8 +105,8 @@ class EngineNote:
                 f"{self.op_class}{via}: {self.compute_efficiency:.0%} of peak, "
                 f"{self.memory_efficiency:.0%} of bandwidth"
             )
-        data = f"data in {self.level} ({_size(self.working_set)}, {self.level_bandwidth / 1e9:.3g} GB/s)"
-        weights = f", weights {_size(self.weight_bytes)} from DRAM" if self.weight_bytes else ""
+        data = f"data in {self.level} ({decimal_bytes(self.working_set)}, {self.level_bandwidth / 1e9:.3g} GB/s)"
+        weights = f", weights {decimal_bytes(self.weight_bytes)} from DRAM" if self.weight_bytes else ""
         epilogue = (
             f"; {self.epilogue} as a second pass over the output, {self.epilogue_time_s * 1e6:.3g} us"
             if self.epilogue
@@ -118,13 +119,6 @@ class EngineNote:
         )
         network = f"; x{self.network_factor:.3g} in a network" if self.network_factor != 1.0 else ""
         return f"{head}; {data}{weights}{epilogue}{exposed}{network}"
-
-
-def _size(nbytes: float) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:.3g} {unit}"
-    return f"{nbytes:.0f} B"
 
 
 # ------------------------------------------------------------------------------------------------ memory

@@ -12,6 +12,7 @@ from onnxroof.devices import Device
 from onnxroof.predict.analysis import Analysis
 from onnxroof.predict.roofline import BOUNDS
 from onnxroof.report.format import seconds, short_op, si
+from onnxroof.units import binary_bytes
 
 if TYPE_CHECKING:
     from onnxroof.ort.validate import Validation
@@ -54,14 +55,6 @@ def _facts(items: Sequence[tuple[str, str]]) -> str:
 
 def _share(part: float, whole: float) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
-
-
-def _binary_size(size: float) -> str:
-    """A cache size in the binary units cache sizes are given in: 32 KiB, 1.25 MiB."""
-    for factor, unit in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
-        if size >= factor:
-            return f"{size / factor:.4g} {unit}"
-    return f"{size:.4g} B"
 
 
 def _time_by_bound_bar(a: Analysis) -> str:
@@ -136,7 +129,7 @@ def _device_block(d: Device) -> str:
     caches = [
         (
             esc(c.level),
-            _binary_size(c.size),
+            binary_bytes(c.size),
             esc(c.scope),
             si(c.bandwidth, "B/s") if c.bandwidth else "-",
             f'<span class="source">{esc(c.source)}</span>',

@@ -16,10 +16,10 @@ from onnxroof.devices import Device, load_device
 from onnxroof.errors import UserError
 from onnxroof.ort import calibrate
 from onnxroof.ort.calibrate import run
-from onnxroof.ort.calibrate.ceilings import human_bytes
 from onnxroof.ort.calibrate.suite import QUICK
 from onnxroof.ort.reference import reference_model
 from onnxroof.ort.sessions import ort
+from onnxroof.units import binary_bytes
 from tests.helpers import calibrated_host
 
 
@@ -99,7 +99,7 @@ def test_memory_levels_follow_the_os_and_never_get_slower_towards_l1(quick: Devi
     bandwidths = [c.bandwidth for c in quick.caches] + [quick.memory_bandwidth.value]
     assert None not in bandwidths and bandwidths == sorted(bandwidths, reverse=True)
     # DRAM is read on the operand the quick suite sizes from the last level, and overheads on its chains.
-    assert f"streaming a {human_bytes(QUICK.dram_bytes(levels))} operand" in quick.memory_bandwidth.source
+    assert f"streaming a {binary_bytes(QUICK.dram_bytes(levels))} operand" in quick.memory_bandwidth.source
     lo, hi = QUICK.overhead_lengths
     assert f"chains of {lo} and {hi} Neg nodes" in quick.launch_overhead.source
 

@@ -181,10 +181,6 @@ def test_dram_overlap_is_the_share_of_a_dram_conv_s_traffic_its_compute_hid():
     assert ceilings.dram_overlap(memory_bound, device, "test") is None
 
 
-def test_human_bytes():
-    assert [ceilings.human_bytes(n) for n in (512, 1536, 3 * 2**20, 2**30)] == ["512 B", "1.5 KiB", "3 MiB", "1 GiB"]
-
-
 def test_the_peak_is_read_on_whole_kernels_never_on_an_epilogue_pass():
     view = conv(64, 64, 56, 3)
     cost = Cost(flops=2 * 64 * 56 * 56 * 64 * 9, bytes_read=1e6, bytes_written=8e5, kernels=1)  # 231,211,008 FLOPs

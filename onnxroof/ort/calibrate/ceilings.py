@@ -21,6 +21,7 @@ from onnxroof.ort.measure import OTHERS_LOAD_BOUND, fast_estimate
 from onnxroof.ort.reference import reference_model
 from onnxroof.predict import engine, op_classes
 from onnxroof.predict.analysis import analyze_graph, node_precision
+from onnxroof.units import binary_bytes
 
 __all__ = [
     "HOLDS",
@@ -30,7 +31,6 @@ __all__ = [
     "class_ceilings",
     "dram_overlap",
     "effective_size",
-    "human_bytes",
     "matrix_rate",
     "network_factor",
 ]
@@ -56,14 +56,6 @@ def peak_candidates(samples: Sequence[Sample]) -> list[tuple[float, str]]:
         and x.time_s >= PEAK_MIN_S
         and x.cost.flops > 0
     ]
-
-
-def human_bytes(nbytes: float) -> str:
-    """Bytes in binary units, e.g. '1.5 MiB'."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:.3g} {unit}"
-    return f"{nbytes:.0f} B"
 
 
 def bin_points(
@@ -184,7 +176,7 @@ def effective_size(
     for nbytes, bandwidth in sorted(probes):
         if bandwidth < HOLDS * level_bw:
             return size, (
-                f"serves up to {human_bytes(size)}: at {human_bytes(nbytes)} its bandwidth fell to "
+                f"serves up to {binary_bytes(size)}: at {binary_bytes(nbytes)} its bandwidth fell to "
                 f"{bandwidth / level_bw:.0%} of the level's ({bandwidth / 1e9:.1f} GB/s)"
             )
         size = nbytes
@@ -216,7 +208,7 @@ def dram_overlap(sample: Sample, device: Device, how: str) -> Sourced | None:
         float(f"{hidden:.3g}"),
         (
             f"calibrated: {sample.label} ran {sample.time_s * 1e3:.3g} ms against {compute * 1e3:.3g} ms of compute at "
-            f"the conv ceiling and {memory * 1e3:.3g} ms of DRAM traffic ({human_bytes(note.working_set)}); {how}"
+            f"the conv ceiling and {memory * 1e3:.3g} ms of DRAM traffic ({binary_bytes(note.working_set)}); {how}"
         ),
     )
 

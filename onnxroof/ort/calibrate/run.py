@@ -20,7 +20,6 @@ from onnxroof.ort.calibrate.ceilings import (
     class_ceilings,
     dram_overlap,
     effective_size,
-    human_bytes,
     matrix_rate,
     network_factor,
     peak_candidates,
@@ -50,6 +49,7 @@ from onnxroof.ort.calibrate.jobs import (
 )
 from onnxroof.ort.calibrate.suite import FULL, QUICK, SUITE
 from onnxroof.ort.measure import fast_estimate
+from onnxroof.units import binary_bytes
 
 __all__ = ["calibrate", "host_device"]
 
@@ -225,7 +225,7 @@ def _level_jobs(
         n_floats = max(chosen.level_bytes(cache, runner.threads) // 8, 16)
         chain = Chain(
             runner,
-            f"chain of Neg over {n_floats} floats ({human_bytes(8 * n_floats)} read + written per node)",
+            f"chain of Neg over {n_floats} floats ({binary_bytes(8 * n_floats)} read + written per node)",
             _neg_over(n_floats),
             target_s=chosen.chain_target_s,
         )
@@ -249,7 +249,7 @@ def _dram_job(nbytes: int, runner: Runner) -> Profiled:
     """A matrix-vector product streaming an ``nbytes`` operand from DRAM."""
     model, feeds = graphs.streaming_gemv(nbytes)
     k, n = feeds["b"].shape
-    return Profiled(runner, f"MatMul (1x{k}) @ ({k}x{n}) streaming a {human_bytes(4 * k * n)} operand", (model, feeds))
+    return Profiled(runner, f"MatMul (1x{k}) @ ({k}x{n}) streaming a {binary_bytes(4 * k * n)} operand", (model, feeds))
 
 
 def _low_precision_jobs(n: int, runner: Runner) -> tuple[Profiled | None, Profiled | None]:
