@@ -58,6 +58,35 @@ def test_output_file_is_written_and_the_model_untouched(symbolic_model: Path, tm
 
 
 @pytest.mark.parametrize(
+    "args",
+    [
+        ["analyze", "zoo:conv2d_kernel"],
+        ["validate", "zoo:conv2d_kernel"],
+        ["measure", "zoo:conv2d_kernel"],
+        ["compare", "zoo:conv2d_kernel", "zoo:conv2d_kernel"],
+        ["sweep", "zoo:conv2d_kernel"],
+        ["explore", "zoo:conv2d_kernel"],
+        ["fit", "zoo:conv2d_kernel"],
+        ["calibrate"],
+    ],
+)
+def test_an_existing_output_is_refused_before_any_work(args: list[str], tmp_path: Path, capsys):
+    out = tmp_path / "mine.txt"
+    out.write_text("keep me")
+    assert main([*args, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{out} exists" in err and "--force" in err
+    assert out.read_text() == "keep me"
+
+
+def test_force_replaces_an_existing_output(tmp_path: Path):
+    out = tmp_path / "report.json"
+    out.write_text("old")
+    assert main(["analyze", "zoo:conv2d_kernel", "-f", "json", "-o", str(out), "--force"]) == 0
+    assert json.loads(out.read_text())["model"] == "zoo:conv2d_kernel"
+
+
+@pytest.mark.parametrize(
     "args, expected",
     [
         (["analyze", "missing.onnx"], "no such file"),

@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 import warnings
 
-from onnxroof.cli.common import Progress, add_shape_options, add_what_if_options, dims, emit, warn
+from onnxroof.cli.common import (
+    Progress,
+    add_output_options,
+    add_shape_options,
+    add_what_if_options,
+    check_output_option,
+    dims,
+    emit,
+    warn,
+)
 
 HELP = "per-layer cost and roofline of a model"
 DESCRIPTION = """Cost every node of an ONNX model and place it on a device's roofline.
@@ -48,15 +57,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="table: list the N slowest nodes; 0 lists all in graph order (default 20)",
     )
     parser.add_argument("--by-op-type", action="store_true", help="table: add totals per op type")
-    parser.add_argument(
-        "-o", "--output", default=None, metavar="FILE", help="write the report to FILE (atomically) instead of stdout"
-    )
+    add_output_options(parser, extra=" instead of stdout")
 
 
 def run(args: argparse.Namespace) -> int:
     from onnxroof.api import DEFAULT_DEVICE, analyze, get_device
     from onnxroof.report.analysis import render
 
+    check_output_option(args)
     shape_dims = dims(args)
     progress = Progress("analyzing")
     progress.stage("loading and inferring shapes")

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from onnxroof.cli.common import Progress, emit, warn
+from onnxroof.cli.common import Progress, add_output_options, check_output_option, emit, warn
 
 HELP = "measure this machine's roofline for --device host"
 DESCRIPTION = """Measure this machine's empirical roofline through onnxruntime micro-benchmarks (paper 001's ERT).
@@ -36,15 +36,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-f", "--format", default="table", choices=("table", "toml", "json"), help="what to print (default table)"
     )
-    parser.add_argument(
-        "-o", "--output", default=None, metavar="FILE", help="also write the device file to FILE (atomically)"
-    )
+    add_output_options(parser, "the device file also")
 
 
 def run(args: argparse.Namespace) -> int:
     from onnxroof.ort.calibrate import cache_path, host_device
     from onnxroof.report.calibration import calibration_table
 
+    check_output_option(args)
     progress = Progress("calibrating", "benchmarks")
     progress.stage("starting")
     try:

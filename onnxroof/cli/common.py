@@ -120,6 +120,21 @@ def emit(text: str, output: str | None) -> None:
         sys.stdout.write(text)
 
 
+def add_output_options(parser: argparse.ArgumentParser, what: str = "the report", extra: str = "") -> None:
+    """-o/--output FILE (written atomically) and --force, which an existing FILE needs to be replaced; the command
+    calls check_output_option before any work."""
+    parser.add_argument(
+        "-o", "--output", default=None, metavar="FILE", help=f"write {what} to FILE (atomically){extra}"
+    )
+    parser.add_argument("--force", action="store_true", help="replace FILE if it exists")
+
+
+def check_output_option(args: argparse.Namespace) -> None:
+    """Refuse the -o FILE of add_output_options before any work is done (see check_output)."""
+    if args.output:
+        check_output(args.output, args.force)
+
+
 def check_output(output: str, force: bool, suffixes: tuple[str, ...] = ()) -> None:
     """Refuse an output file before any work is done: one that exists without ``force``, one in a folder that does
     not exist, or (where ``suffixes`` are given) one whose extension names no format the command writes."""

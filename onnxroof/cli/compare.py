@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from onnxroof.cli.common import Progress, add_devices_option, emit, split_list
+from onnxroof.cli.common import Progress, add_devices_option, add_output_options, check_output_option, emit, split_list
 
 HELP = "two models side by side: totals, per-layer deltas, predicted and measured speedup"
 DESCRIPTION = """Compare two models (typically a model and its rewrite): totals (FLOPs, bytes, params, intensity),
@@ -28,7 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=1, metavar="N", help="threads to measure and predict at")
     parser.add_argument("--top", type=int, default=20, metavar="N", help="table: the N layers that changed most")
     parser.add_argument("-f", "--format", default="table", choices=("table", "json"), help="output format")
-    parser.add_argument("-o", "--output", default=None, metavar="FILE", help="write the report to FILE")
+    add_output_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from onnxroof.report.compare import render_compare
     from onnxroof.whatif.compare import compare
 
+    check_output_option(args)
     devices = split_list(args.device) or [DEFAULT_DEVICE]
     progress = Progress("comparing")
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from onnxroof.cli.common import Progress, emit, split_list
+from onnxroof.cli.common import Progress, add_output_options, check_output_option, emit, split_list
 
 HELP = "the rewrites that apply to a model, ranked by predicted speedup on a device"
 DESCRIPTION = """Try every rewrite onnxroof has on a model (separable convolutions, the LWU-Net strides, fp16,
@@ -27,7 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", action="append", default=None, metavar="R", help="try only these rewrites")
     parser.add_argument("--threads", type=int, default=1, metavar="N", help="threads to measure and predict at")
     parser.add_argument("-f", "--format", default="table", choices=("table", "json"), help="output format")
-    parser.add_argument("-o", "--output", default=None, metavar="FILE", help="write the report to FILE")
+    add_output_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from onnxroof.report.explore import render_explore
     from onnxroof.whatif.explore import explore
 
+    check_output_option(args)
     progress = Progress("exploring")
     try:
         result = explore(

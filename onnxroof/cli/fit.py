@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from onnxroof.cli.common import Progress, add_devices_option, emit, split_list
+from onnxroof.cli.common import Progress, add_devices_option, add_output_options, check_output_option, emit, split_list
 from onnxroof.errors import UserError
 
 HELP = "deploy-time check: memory and latency budgets, the largest batch, the best device (exit 1 on a miss)"
@@ -48,7 +48,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--threads", type=int, default=1, metavar="N", help="--device host: calibration threads")
     parser.add_argument("-f", "--format", default="table", choices=("table", "json"), help="output format")
-    parser.add_argument("-o", "--output", default=None, metavar="FILE", help="write the report to FILE")
+    add_output_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from onnxroof.report.fit import render_fit, render_max_batch, render_ranking
     from onnxroof.whatif.fit import Training, fit, max_batch, parse_bytes, parse_seconds, rank_devices
 
+    check_output_option(args)
     if args.batch is not None and args.batch < 1:
         raise UserError(f"--batch {args.batch}: a batch is at least 1", "e.g. --batch 8")
     latency = parse_seconds(args.latency_budget) if args.latency_budget else None

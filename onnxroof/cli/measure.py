@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 
-from onnxroof.cli.common import Progress, add_session_options, add_shape_options, dims, emit, warn
+from onnxroof.cli.common import (
+    Progress,
+    add_output_options,
+    add_session_options,
+    add_shape_options,
+    check_output_option,
+    dims,
+    emit,
+    warn,
+)
 
 # --memory's two runs: onnxruntime's arena and memory pattern planner both on (its default), then both off.
 MEMORY_CONFIGURATIONS = {"default": True, "no_arena_no_pattern": False}
@@ -70,7 +79,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--top", type=int, default=20, metavar="N", help="--per-node table: the N slowest kernels (default 20)"
     )
-    parser.add_argument("-o", "--output", default=None, metavar="FILE", help="write the report to FILE (atomically)")
+    add_output_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     from onnxroof.report.memory import memory_table
     from onnxroof.report.timing import measurement_table
 
+    check_output_option(args)
     progress = Progress("measuring", "samples")
     progress.stage("loading the model into onnxruntime")
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from onnxroof.cli.common import Progress, add_devices_option, emit, split_list
+from onnxroof.cli.common import Progress, add_devices_option, add_output_options, check_output_option, emit, split_list
 from onnxroof.errors import UserError
 
 HELP = "every combination of batch, input size, precision and device in one table"
@@ -41,7 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_devices_option(parser, "devices, repeatable or comma-separated")
     parser.add_argument("--threads", type=int, default=1, metavar="N", help="--device host: calibration threads")
     parser.add_argument("-f", "--format", default="table", choices=("table", "json", "csv"), help="output format")
-    parser.add_argument("-o", "--output", default=None, metavar="FILE", help="write the report to FILE")
+    add_output_options(parser)
 
 
 def batches(args: argparse.Namespace) -> list[int]:
@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     from onnxroof.report.sweep import render_sweep
     from onnxroof.whatif.sweep import sweep
 
+    check_output_option(args)
     progress = Progress("sweeping", unit="analyses")
     try:
         result = sweep(

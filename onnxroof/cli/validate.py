@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 
-from onnxroof.cli.common import Progress, add_session_options, add_shape_options, dims, emit, warn
+from onnxroof.cli.common import (
+    Progress,
+    add_output_options,
+    add_session_options,
+    add_shape_options,
+    check_output_option,
+    dims,
+    emit,
+    warn,
+)
 
 HELP = "predicted vs measured on this machine"
 DESCRIPTION = """Predict, time and profile a model on this machine, and compare per kernel and for the whole model.
@@ -68,13 +77,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="table: the N kernels with the largest measured share (default 20)",
     )
-    parser.add_argument("-o", "--output", default=None, metavar="FILE", help="write the report to FILE (atomically)")
+    add_output_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from onnxroof.ort.validate import SPREAD_S, validate
     from onnxroof.report.validation import validation_table
 
+    check_output_option(args)
     progress = Progress("validating", "samples")
     try:
         result = validate(
