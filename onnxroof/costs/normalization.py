@@ -139,7 +139,7 @@ def rms_normalization(node: NodeView) -> Cost:
     return _layer_norm_like(node, RMS_NORM_FLOPS, int(node.attr("axis", -1)))
 
 
-@register("com.microsoft::SkipLayerNormalization", engine="layernorm")
+@register("com.microsoft::SkipLayerNormalization", engine="skip_layernorm")
 def skip_layer_normalization(node: NodeView) -> Cost:
     """onnxruntime SkipLayerNormalization (inputs input, skip, gamma, beta?, bias?): input + skip (+ bias), then
     LayerNorm over the last axis: 1 add (2 with bias) + 6 + 1 for beta, so 9 FLOPs per element with both. The
@@ -147,7 +147,7 @@ def skip_layer_normalization(node: NodeView) -> Cost:
     return _skip_norm(node, 1 + int(_given(node, 4)) + LAYER_NORM_CORE_FLOPS + int(_given(node, 3)))
 
 
-@register("com.microsoft::SkipSimplifiedLayerNormalization", engine="layernorm")
+@register("com.microsoft::SkipSimplifiedLayerNormalization", engine="skip_layernorm")
 def skip_simplified_layer_normalization(node: NodeView) -> Cost:
     """onnxruntime SkipSimplifiedLayerNormalization (inputs input, skip, gamma, bias?): input + skip (+ bias),
     then RMS norm over the last axis: 1 add (2 with bias) + 4 = 5 or 6 FLOPs per element."""

@@ -45,7 +45,9 @@ OP_CLASSES: tuple[str, ...] = (
     "pool_nchw",  # the same windows in plain NCHW layout, a slower kernel per byte
     "global_pool",  # GlobalAveragePool / GlobalMaxPool
     "batchnorm",  # BatchNormalization, and the per-channel scale-and-shift it becomes (depthwise 1x1 conv)
-    "layernorm",  # LayerNormalization and its fused / simplified variants
+    "layernorm",  # LayerNormalization and its simplified variant (RMS normalization)
+    "skip_layernorm",  # onnxruntime's SkipLayerNormalization and SkipSimplifiedLayerNormalization: a residual add fused
+    # with the normalization, a kernel of its own that runs many times slower per element than LayerNormalization
     "instancenorm",  # InstanceNormalization, GroupNormalization
     "lrn",  # LRN
     "softmax",  # Softmax, LogSoftmax

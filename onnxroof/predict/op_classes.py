@@ -68,6 +68,7 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "pool_nchw": "pool",
     "broadcast": "elementwise",
     "instancenorm": "layernorm",
+    "skip_layernorm": "layernorm",
     "batchnorm": "elementwise",
     "transpose": "movement",
     "reorder": "movement",

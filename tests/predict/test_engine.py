@@ -91,7 +91,7 @@ CASES = [
             [T((1, 197, 768))],
             domain=MS,
         ),
-        "layernorm",
+        "skip_layernorm",
     ),
     (
         make_node("InstanceNormalization", [T((1, 32, 64, 64)), W((32,)), W((32,))], [T((1, 32, 64, 64))]),

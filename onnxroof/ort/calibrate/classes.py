@@ -49,7 +49,7 @@ COMPUTE_CLASSES: frozenset[str] = (
     | PRODUCT_CLASSES
     | ACTIVATION_CLASSES
     | RECURRENT_CLASSES
-    | frozenset({"lrn", "softmax", "layernorm", "instancenorm"})
+    | frozenset({"lrn", "softmax", "layernorm", "skip_layernorm", "instancenorm"})
 )
 MEMORY_CLASSES: frozenset[str] = REORDER_CLASSES | frozenset(
     {

@@ -46,6 +46,7 @@ __all__ = [
     "reduce",
     "reorder_chain",
     "resize",
+    "skip_layernorm_chain",
     "slice_head",
     "softmax_chain",
     "split",
@@ -195,6 +196,24 @@ def layernorm_chain(rand: Rand, n: int, tokens: int, dim: int) -> Built:
     """``n`` LayerNormalization over the last axis of 1 x tokens x dim."""
     weights = {"g": rand.positive(dim), "bt": rand.f(dim)}
     return _chain("LayerNormalization", (1, tokens, dim), n, rand, extra=["g", "bt"], inits=weights, axis=-1)
+
+
+def skip_layernorm_chain(rand: Rand, n: int, tokens: int, dim: int) -> Built:
+    """``n`` of onnxruntime's SkipLayerNormalization over 1 x tokens x dim, each adding the same second input (the
+    residual) before normalizing the last axis: the kernel onnxruntime fuses from a transformer's Add and
+    LayerNormalization."""
+    weights = {"g": rand.positive(dim), "bt": rand.f(dim)}
+    return _chain(
+        "SkipLayerNormalization",
+        (1, tokens, dim),
+        n,
+        rand,
+        domain="com.microsoft",
+        extra=["s", "g", "bt"],
+        inits=weights,
+        feeds_extra={"s": rand.f(1, tokens, dim)},
+        epsilon=1e-5,
+    )
 
 
 def instancenorm_chain(rand: Rand, n: int, c: int, hw: int) -> Built:

@@ -152,15 +152,17 @@ def batchnorms(*rows: tuple[int, int]) -> list[Bench]:
 def norm_chains(
     batchnorm: Sequence[tuple[int, int]],
     layernorm: Sequence[tuple[int, int]],
+    skip_layernorm: Sequence[tuple[int, int]],
     instancenorm: Sequence[tuple[int, int]],
     lrn: Sequence[tuple[int, int]],
     softmax: Sequence[tuple[int, ...]],
 ) -> list[Bench]:
-    """Chains of the normalizations: plain BatchNormalization, LayerNormalization (tokens, dim), and
-    InstanceNormalization, LRN (channels, hw), Softmax (shape)."""
+    """Chains of the normalizations: plain BatchNormalization, LayerNormalization and SkipLayerNormalization (tokens,
+    dim), and InstanceNormalization, LRN (channels, hw), Softmax (shape)."""
     return (
         [chain(f"BatchNormalization {c} @{hw}x{hw}", graphs.batchnorm_chain, c, hw) for c, hw in batchnorm]
         + [chain(f"LayerNormalization {t}x{d}", graphs.layernorm_chain, t, d) for t, d in layernorm]
+        + [chain(f"SkipLayerNormalization {t}x{d}", graphs.skip_layernorm_chain, t, d) for t, d in skip_layernorm]
         + [chain(f"InstanceNormalization {c} @{hw}x{hw}", graphs.instancenorm_chain, c, hw) for c, hw in instancenorm]
         + [chain(f"LRN {c} @{hw}x{hw}", graphs.lrn_chain, c, hw) for c, hw in lrn]
         + [chain(f"Softmax {dims(s)}", graphs.softmax_chain, s) for s in softmax]

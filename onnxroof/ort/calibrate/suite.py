@@ -41,7 +41,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      gru, recurrent), by the work of one time step; plain-layout grouped convolutions by the work of one group,
 #      those with under 16 output channels per group a class of their own (conv_grouped_narrow); depthwise
 #      convolutions outside the NCHWc layout (depthwise_plain), by the work of one channel.
-SUITE = 9
+#  10: onnxruntime's SkipLayerNormalization (skip_layernorm), timed on itself: per element it runs many times
+#      slower than the LayerNormalization whose ceiling it shared.
+SUITE = 10
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
@@ -197,6 +199,7 @@ _FULL_BENCHES: tuple[Bench, ...] = (
     *rows.norm_chains(
         batchnorm=[(64, 56), (96, 28)],
         layernorm=[(197, 768), (50, 512), (128, 1024), (16, 256)],
+        skip_layernorm=[(197, 768), (49, 768), (128, 384), (16, 256)],
         instancenorm=[(64, 56), (32, 128), (256, 14)],
         lrn=[(96, 55), (64, 56), (192, 27), (256, 13)],
         softmax=[(1, 1000), (1, 12, 197, 197), (1, 8, 128, 128), (1, 4, 64, 64)],
@@ -294,7 +297,12 @@ _QUICK_BENCHES: tuple[Bench, ...] = (
     *rows.global_pools(("GlobalAveragePool", 512, 14, True)),
     *rows.batchnorms((64, 56)),
     *rows.norm_chains(
-        batchnorm=[(16, 14)], layernorm=[(16, 64)], instancenorm=[(8, 14)], lrn=[(16, 14)], softmax=[(1, 2, 32, 32)]
+        batchnorm=[(16, 14)],
+        layernorm=[(16, 64)],
+        skip_layernorm=[(16, 64)],
+        instancenorm=[(8, 14)],
+        lrn=[(16, 14)],
+        softmax=[(1, 2, 32, 32)],
     ),
     *rows.elementwise((1, 16, 14, 14), (1, 64, 28, 28), per_channel=False),
     *rows.activations(("Sigmoid", (1, 16, 14, 14))),
@@ -345,6 +353,7 @@ _MEASURED = (
         "global_pool",
         "batchnorm",
         "layernorm",
+        "skip_layernorm",
         "instancenorm",
         "lrn",
         "softmax",
