@@ -203,3 +203,23 @@ def test_a_batched_matmul_gives_a_point_at_the_work_of_one_product():
     samples = [Sample(scores, cost, 12 * one / 100e9 / 0.5, f"scores {i}") for i in range(3)]
     out = ceilings.class_ceilings(samples, calibrated_host(), 1)
     assert out["matmul"].compute == ((float(f"{one:.4g}"), 0.5),)
+
+
+def test_each_recurrent_benchmark_is_a_point_of_its_own():
+    # Three LSTMs (hidden 64, 256, 512 over 64 steps of inputs as wide), timed at 50%, 35% and 38% of the 100 GFLOP/s
+    # peak. Each sample is one kernel's rate over its 64 steps: each gives a point at the work of one step, where
+    # three kernels of any other class would merge into one median point.
+    samples = []
+    for hidden, efficiency in ((64, 0.5), (256, 0.35), (512, 0.38)):
+        lstm = make_node(
+            "LSTM",
+            [T((64, 1, hidden)), W((1, 4 * hidden, hidden)), W((1, 4 * hidden, hidden)), W((1, 8 * hidden))],
+            [T((64, 1, 1, hidden))],
+            hidden_size=hidden,
+        )
+        step = 2 * 4 * hidden * (hidden + hidden)  # four gates, each an input and a recurrent product per step
+        cost = Cost(flops=64 * step, bytes_read=4 * 8 * hidden * hidden, bytes_written=4 * 64 * hidden, kernels=1)
+        samples.append(Sample(lstm, cost, 64 * step / 100e9 / efficiency, f"LSTM {hidden}"))
+    out = ceilings.class_ceilings(samples, calibrated_host(), 1)
+    steps = [2 * 4 * h * 2 * h for h in (64, 256, 512)]  # 65,536, 1,048,576 and 4,194,304 FLOPs a step
+    assert out["lstm"].compute == tuple((float(f"{s:.4g}"), e) for s, e in zip(steps, (0.5, 0.35, 0.38)))

@@ -15,7 +15,13 @@ from collections.abc import Sequence
 
 from onnxroof.devices import CEILING_NAMES, Ceiling, Device, Sourced
 from onnxroof.ort import sessions
-from onnxroof.ort.calibrate.classes import COMPUTE_CLASSES, INT8_CONV_CLASSES, MEMORY_CLASSES, PRODUCT_CLASSES
+from onnxroof.ort.calibrate.classes import (
+    COMPUTE_CLASSES,
+    INT8_CONV_CLASSES,
+    MEMORY_CLASSES,
+    PRODUCT_CLASSES,
+    RECURRENT_CLASSES,
+)
 from onnxroof.ort.calibrate.jobs import Profiled, Sample
 from onnxroof.ort.measure import OTHERS_LOAD_BOUND, fast_estimate
 from onnxroof.ort.reference import reference_model
@@ -134,7 +140,11 @@ def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dic
             labels[cls].append(s.label)
     out = {}
     for cls in [c for c in CEILING_NAMES if c in by_class or c in by_memory]:
-        compute, memory = bin_points(by_class.get(cls, [])), bin_points(by_memory.get(cls, []))
+        # A recurrent benchmark's sample is already one kernel's rate over its many time steps, run pass after
+        # pass: each is a point of its own, so that a step whose weights stay in L2 (hidden 64 to 128) and one
+        # whose weights do not (256 and up), each timed at a few sizes only, are not merged into one median.
+        least = 1 if cls in RECURRENT_CLASSES else 3
+        compute, memory = bin_points(by_class.get(cls, []), least=least), bin_points(by_memory.get(cls, []))
         if not compute and not memory:
             continue
         what = "; ".join(labels[cls][:6]) + (f"; and {len(labels[cls]) - 6} more" if len(labels[cls]) > 6 else "")
