@@ -77,7 +77,7 @@ def test_cache_location_follows_the_environment(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_host_key_names_cpu_onnxruntime_provider_and_threads(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(host, "cpu_model", lambda: "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz")
+    monkeypatch.setattr(host, "cpu_identity", lambda: host.CpuIdentity("Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz"))
     key = host.host_key(4, "CPU")
     assert key == f"host-intel-xeon-platinum-8375c-cpu-2-90ghz-ort{ort().__version__}-cpu-t4"
     assert host.cache_path(4, "cpu").name == f"{key}.toml"
@@ -93,9 +93,9 @@ ZEN4 = ZEN3.replace("model\t\t: 1\n", "model\t\t: 17\n").replace("sha_ni", "sha_
 def test_cpu_model_tells_apart_two_cpus_sold_under_one_name(monkeypatch: pytest.MonkeyPatch):
     assert host.cpu_model(ZEN3) == "AMD EPYC (family 25 model 1, AVX2)"
     assert host.cpu_model(ZEN4) == "AMD EPYC (family 25 model 17, AVX-512)"
-    keys, read = [], host.cpu_model
+    keys, read = [], host.cpu_identity
     for text in (ZEN3, ZEN4):
-        monkeypatch.setattr(host, "cpu_model", lambda text=text: read(text))
+        monkeypatch.setattr(host, "cpu_identity", lambda text=text: read(text))
         keys.append(host.host_key(1, "cpu"))
     assert keys == [
         f"host-amd-epyc-f25m1-avx2-ort{ort().__version__}-cpu-t1",

@@ -15,11 +15,13 @@ from onnxroof.ort import sessions
 
 __all__ = [
     "DEFAULT_CACHES",
+    "CpuIdentity",
     "ReportedCache",
     "cache_dir",
     "cache_levels",
     "cache_path",
     "count_cpus",
+    "cpu_identity",
     "cpu_model",
     "cpu_times",
     "host_key",
@@ -33,13 +35,38 @@ __all__ = [
 ]
 
 
-def cpu_model(cpuinfo: str | None = None) -> str:
-    """The CPU's model name with its family, model and widest vector extension, or 'unknown CPU'.
+@dataclass(frozen=True)
+class CpuIdentity:
+    """What tells one CPU from another: its model name, its family and model numbers (x86; None elsewhere) and its
+    widest vector extension ('' where the flags name none).
 
     A virtual machine's CPU often reports a name shared by several generations ("AMD EPYC" for Zen 3 with AVX2
     and Zen 4 with AVX-512), so the name alone does not tell two machines whose ceilings differ apart; the
-    family, model and vector extension do. ``cpuinfo`` is the text of /proc/cpuinfo, read when not given.
-    """
+    family, model and vector extension do."""
+
+    name: str
+    family: str | None = None
+    model: str | None = None
+    extension: str = ""
+
+    def describe(self) -> str:
+        """'AMD EPYC (family 25 model 1, AVX2)'; the name alone where nothing else is known."""
+        parts = [f"family {self.family} model {self.model}"] if self.family is not None else []
+        parts += [self.extension] if self.extension else []
+        return f"{self.name} ({', '.join(parts)})" if parts else self.name
+
+    def slug(self) -> str:
+        """A file-name-safe lower-case form: 'amd-epyc-f25m1-avx2'."""
+        name = re.sub(r"\((r|tm|c)\)", "", self.name.lower())
+        parts = [re.sub(r"[^a-z0-9]+", "-", name).strip("-")[:48] or "cpu"]
+        parts += [f"f{self.family}m{self.model}"] if self.family is not None else []
+        parts += [re.sub(r"[^a-z0-9]+", "-", self.extension.lower()).strip("-")] if self.extension else []
+        return "-".join(parts)
+
+
+def cpu_identity(cpuinfo: str | None = None) -> CpuIdentity:
+    """This CPU's identity from ``cpuinfo``, the text of /proc/cpuinfo (read when not given; the platform module
+    names the CPU where it says nothing): the first processor's fields."""
     if cpuinfo is None:
         cpuinfo = ""
         with contextlib.suppress(OSError):
@@ -51,13 +78,15 @@ def cpu_model(cpuinfo: str | None = None) -> str:
             fields.setdefault(key.lower(), value)  # the first processor's value
     name = next((fields[k] for k in ("model name", "hardware", "cpu model") if fields.get(k)), "")
     name = re.sub(r"\s+", " ", name) or platform.processor().strip() or platform.machine().strip() or "unknown CPU"
-    signature = []
-    if fields.get("cpu family", "").isdigit() and fields.get("model", "").isdigit():
-        signature.append(f"family {fields['cpu family']} model {fields['model']}")
+    family, model = fields.get("cpu family", ""), fields.get("model", "")
+    numbered = family.isdigit() and model.isdigit()
     extension = vector_extension(set((fields.get("flags") or fields.get("features") or "").split()))
-    if extension:
-        signature.append(extension)
-    return f"{name} ({', '.join(signature)})" if signature else name
+    return CpuIdentity(name, family if numbered else None, model if numbered else None, extension)
+
+
+def cpu_model(cpuinfo: str | None = None) -> str:
+    """The CPU's model name with its family, model and widest vector extension (CpuIdentity.describe)."""
+    return cpu_identity(cpuinfo).describe()
 
 
 #: Vector extensions by the /proc/cpuinfo flag that announces them, widest first.
@@ -81,19 +110,9 @@ def ort_version() -> str:
     return str(sessions.ort().__version__)
 
 
-def _slug(text: str) -> str:
-    """A file-name-safe lower-case form of a CPU model name, its family, model and vector extension kept."""
-    text = re.sub(r"\((r|tm|c)\)", "", text.lower())
-    name, _, signature = text.rpartition(" (") if text.endswith(")") else (text, "", "")
-    signature = signature.replace("family ", "f").replace(" model ", "m")
-    name_slug = re.sub(r"[^a-z0-9]+", "-", name).strip("-")[:48] or "cpu"
-    signature_slug = re.sub(r"[^a-z0-9]+", "-", signature).strip("-")
-    return f"{name_slug}-{signature_slug}" if signature_slug else name_slug
-
-
 def host_key(threads: int = 1, provider: str = "cpu") -> str:
     """The key of this host's calibrated profile: CPU model, onnxruntime version, provider and thread count."""
-    return f"host-{_slug(cpu_model())}-ort{ort_version()}-{provider.lower()}-t{threads}"
+    return f"host-{cpu_identity().slug()}-ort{ort_version()}-{provider.lower()}-t{threads}"
 
 
 def cache_dir() -> Path:
