@@ -16,7 +16,8 @@ from onnxroof.devices import Device
 from onnxroof.devices.resolve import resolve_device
 from onnxroof.ir import Graph
 from onnxroof.load import load_graph
-from onnxroof.predict.analysis import Analysis, analyze_graph, check_precision, collection_paused
+from onnxroof.predict.analysis import Analysis, analyze_graph, collection_paused
+from onnxroof.predict.precision import check_precision
 
 __all__ = ["DEFAULT_DEVICE", "analyze", "get_device"]
 

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from onnxroof.api import DEFAULT_DEVICE, analyze, get_device
     from onnxroof.atomic import write_text
     from onnxroof.passes.model_file import read_source, write_model
-    from onnxroof.predict.analysis import check_precision
+    from onnxroof.predict.precision import check_precision
     from onnxroof.report.annotate import annotate, render_annotation
     from onnxroof.report.model_explorer import node_data_json
 

@@ -16,9 +16,11 @@ bandwidth per memory level (working sets sized to L1, L2, L3 and DRAM), per-run 
 op class the efficiency its kernels reach (convolutions by kind, pooling, normalization, LRN, softmax,
 elementwise, data movement, the pass a fused Clip makes over a convolution's output), and how much of a
 convolution's DRAM traffic its computation hides when its data is larger than the caches (a batch-32
-convolution). The result is a device file, cached per CPU model, onnxruntime version, provider and thread
-count; '--device host' anywhere uses it, and calibrates first when there is none or when the cached one comes
-from an earlier version of the benchmark suite.
+convolution), and how much faster than from DRAM a small model's weights come back from the caches between
+back-to-back runs (chains of matrix-vector products from an eighth to four times the last cache level). The
+result is a device file, cached per CPU model, onnxruntime version, provider and thread count; '--device
+host' anywhere uses it, and calibrates first when there is none or when the cached one comes from an earlier
+version of the benchmark suite.
 
 examples:
   onnxroof calibrate --threads 1

@@ -34,6 +34,9 @@ sits in::
     [network_factor]               # optional: a network's kernels take this times their time alone
     value = 1.1
     source = "calibrated: ..."
+    [weight_reuse]                 # optional: how much faster than from DRAM weights come back between runs
+    points = [[4.2e6, 2.5], [3.4e7, 1.0]]   # [bytes one inference touches, speedup over DRAM]
+    source = "calibrated: ..."
     [calibration]                  # how the numbers were measured (metadata, no sources needed)
     provider = "cpu"
     threads = 1
@@ -83,6 +86,7 @@ from onnxroof.devices.schema import (
     FrozenMap,
     Peak,
     Sourced,
+    WeightReuse,
     normalize_precision,
 )
 
@@ -103,6 +107,7 @@ __all__ = [
     "FrozenMap",
     "Peak",
     "Sourced",
+    "WeightReuse",
     "catalog",
     "device_from_dict",
     "load_device",

@@ -33,6 +33,7 @@ from onnxroof.devices.schema import (
     FrozenMap,
     Peak,
     Sourced,
+    WeightReuse,
 )
 from onnxroof.errors import UserError
 
@@ -50,6 +51,7 @@ _OPTIONAL = (
     "ceilings",
     "dram_overlap",
     "network_factor",
+    "weight_reuse",
 )
 _FIELDS = _REQUIRED + _OPTIONAL
 _SCHEMA_HINT = "see the device file format in the onnxroof.devices docstring, or copy an entry of `onnxroof devices`"
@@ -187,6 +189,16 @@ def _ceiling(table: Any, name: str, where: str) -> Ceiling:
     return Ceiling(compute, memory, _text(table, "source", here))
 
 
+def _weight_reuse(table: Any, where: str) -> WeightReuse:
+    here = f"{where}, weight_reuse"
+    if not isinstance(table, Mapping):
+        raise _fail(here, f"must be a table with points and a source, got {table!r}")
+    _check_keys(table, ("points", "source"), here)
+    if "points" not in table:
+        raise _fail(here, "needs 'points': [[bytes one inference touches, speedup over DRAM], ...]")
+    return WeightReuse(_points(table["points"], f"{here}.points"), _text(table, "source", here))
+
+
 def _calibration(table: Any, where: str) -> Calibration:
     here = f"{where}, calibration"
     if not isinstance(table, Mapping):
@@ -300,6 +312,7 @@ def device_from_dict(key: str, data: Mapping[str, Any], *, origin: str | None = 
         calibration=_calibration(data["calibration"], where) if "calibration" in data else None,
         dram_overlap=_share(data, "dram_overlap", where) if "dram_overlap" in data else None,
         network_factor=_sourced(data, "network_factor", where) if "network_factor" in data else None,
+        weight_reuse=_weight_reuse(data["weight_reuse"], where) if "weight_reuse" in data else None,
     )
 
 

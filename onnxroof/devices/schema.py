@@ -201,6 +201,24 @@ class Ceiling:
 
 
 @dataclass(frozen=True)
+class WeightReuse:
+    """How many times faster than from DRAM a model's weights are read in back-to-back runs, by the bytes one
+    inference touches (its ``footprint``: weights plus peak activations). A model small enough finds its weights
+    where its previous run left them, in the last cache level; a large one streams them from DRAM every run.
+
+    ``points`` are (footprint bytes, speedup) pairs sorted by footprint, interpolated linearly in log(footprint)
+    and held constant beyond the measured range; a speedup is never below 1.
+    """
+
+    points: tuple[tuple[float, float], ...]
+    source: str
+
+    def speedup(self, footprint: float) -> float:
+        """How many times DRAM's rate a model touching ``footprint`` bytes a run reads its weights at."""
+        return max(_interpolate(self.points, footprint), 1.0)
+
+
+@dataclass(frozen=True)
 class Calibration:
     """How a calibrated device profile was measured: engine, provider, threads, host, when, how long, and what
     went wrong (``warnings``, e.g. a busy machine). ``profiler_overhead`` is what the engine's profiler adds to
@@ -278,9 +296,10 @@ class Device:
     added once per model), ``ceilings`` (per op class efficiencies, see :class:`Ceiling`), ``calibration``
     (how it was measured) and ``dram_overlap``: the share of a compute-bound kernel's DRAM traffic time that its
     computation hides when its working set is served at DRAM bandwidth (1 or absent: all of it, as ``max`` has
-    it), and ``network_factor``: how many times their predictions a network's kernels take when they run one
-    after the other in a model, where each ceiling was read on a kernel run alone (absent: 1); datasheet devices
-    have none of them.
+    it), ``network_factor``: how many times their predictions a network's kernels take when they run one
+    after the other in a model, where each ceiling was read on a kernel run alone (absent: 1), and
+    ``weight_reuse``: how much faster than from DRAM a small model's weights come back between back-to-back runs
+    (see :class:`WeightReuse`; absent: never); datasheet devices have none of them.
     """
 
     key: str
@@ -298,6 +317,7 @@ class Device:
     calibration: Calibration | None = None
     dram_overlap: Sourced | None = None
     network_factor: Sourced | None = None
+    weight_reuse: WeightReuse | None = None
 
     def resolve_precision(self, precision: str) -> str:
         """The precision whose peak is used for ``precision`` on this device (see FALLBACK)."""
@@ -341,6 +361,8 @@ class Device:
         }
         if out["calibration"] is not None:
             out["calibration"]["warnings"] = list(out["calibration"]["warnings"])
+        if out["weight_reuse"] is not None:
+            out["weight_reuse"]["points"] = [list(p) for p in out["weight_reuse"]["points"]]
         return out
 
     def to_toml(self) -> str:
@@ -403,6 +425,9 @@ class Device:
                 lines.append(f"reference_time_s = {_toml_num(cal.reference_time_s)}")
             lines.append("warnings = [" + ", ".join(_toml_str(w) for w in cal.warnings) + "]")
             lines.append(f"suite = {cal.suite}")
+        if self.weight_reuse is not None:
+            points = ", ".join(f"[{_toml_num(f)}, {_toml_num(x)}]" for f, x in self.weight_reuse.points)
+            lines += ["", "[weight_reuse]", f"points = [{points}]", f"source = {_toml_str(self.weight_reuse.source)}"]
         for name, ceiling in self.ceilings.items():
             lines += ["", f"[ceilings.{name}]"]
             for table in ("compute", "memory"):

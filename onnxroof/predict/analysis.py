@@ -19,23 +19,13 @@ import numpy as np
 from onnx import TensorProto
 
 from onnxroof.costs import Cost, NodeView, compute_cost, weight_params
-from onnxroof.devices import PRECISIONS, Device
-from onnxroof.errors import UserError
+from onnxroof.devices import Device
 from onnxroof.ir import Graph, InvalidNode, Node, Tensor, UnknownShape
 from onnxroof.predict import roofline
 from onnxroof.predict.engine import EngineNote, predict_engine
+from onnxroof.predict.memory import estimate_memory
+from onnxroof.predict.precision import PRECISION_DTYPE, check_precision
 from onnxroof.predict.roofline import Prediction
-
-# Element type a "what if" precision stores floating-point tensors in (paper 000's 8/16/32/64-bit study).
-PRECISION_DTYPE: dict[str, int] = {
-    "fp64": TensorProto.DOUBLE,
-    "fp32": TensorProto.FLOAT,
-    "tf32": TensorProto.FLOAT,  # TF32 computes at reduced precision but stores 32-bit floats
-    "fp16": TensorProto.FLOAT16,
-    "bf16": TensorProto.BFLOAT16,
-    "fp8": getattr(TensorProto, "FLOAT8E4M3FN", TensorProto.INT8),
-    "int8": TensorProto.INT8,
-}
 
 _FLOAT_PRECISION: dict[int, str] = {
     TensorProto.FLOAT: "fp32",
@@ -368,12 +358,6 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def check_precision(precision: str | None) -> None:
-    """A UserError for a what-if precision onnxroof does not know (None, the tensors' own types, is fine)."""
-    if precision is not None and precision not in PRECISIONS:
-        raise UserError(f"unknown precision {precision!r}", "choose one of " + ", ".join(PRECISIONS))
-
-
 @contextmanager
 def collection_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector while a graph is built and costed.
@@ -405,8 +389,10 @@ def analyze_graph(
     ``precision`` (fp64 ... int8) asks "what if every float tensor were stored and computed at P" instead of
     following the tensors' own dtypes. With ``engine`` the graph is the one the device's engine runs (onnxruntime's
     optimized graph on a calibrated host): each node is predicted under its op class's calibrated ceiling and the
-    memory level its data fits in, plus the engine's run overhead once; without it each node gets the plain
-    roofline of the device. ``progress(done, total)`` is called while nodes are costed.
+    memory level its data fits in, its weights read as fast as the graph's footprint (weights plus peak
+    activations, ``estimate_memory``) lets them come back from the caches between runs, plus the engine's run
+    overhead once; without it each node gets the plain roofline of the device. ``progress(done, total)`` is
+    called while nodes are costed.
     """
     check_precision(precision)
     with collection_paused():
@@ -423,6 +409,8 @@ def _analyze_graph(
     if precision is not None:
         graph = _retype(graph, PRECISION_DTYPE[precision])
 
+    # The bytes one inference touches, which decide whether its weights stay in the caches between runs.
+    footprint = estimate_memory(graph).total_bytes if engine_mode and dev.weight_reuse is not None else None
     coster = _Coster()
     results: list[NodeResult] = []
     runtime = [n for n in graph.nodes if not n.folded]
@@ -451,7 +439,7 @@ def _analyze_graph(
                 cost = replace(cost, note="; ".join(n for n in (cost.note, RUN_NOTE) if n))
             prec = precision or node_precision(node.op_type, ins, outs)
             if engine_mode:
-                prediction, note = predict_engine(view, cost, prec, dev)
+                prediction, note = predict_engine(view, cost, prec, dev, footprint)
             else:
                 roof = roofs.get(prec) or roofs.setdefault(prec, roofline.roof_of(dev, prec))
                 prediction, note = roofline.predict_on(cost, roof), None

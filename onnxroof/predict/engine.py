@@ -13,7 +13,9 @@ spends on one node of the graph it actually runs (``onnxroof.ort.sessions.optimi
   product, group or time step where the kernel repeats one);
 - the memory level the node's working set fits in (:func:`memory_level`), whose measured bandwidth applies to
   the activations it moves; weights are charged at DRAM bandwidth, because a weight is read once per inference
-  and the rest of the model streams through the caches in between;
+  and the rest of the model streams through the caches in between, unless the whole model is small enough that
+  its weights come back from the caches between back-to-back runs: then at the DRAM bandwidth times the device's
+  calibrated ``weight_reuse`` speedup at the bytes one inference touches (the model's ``footprint``);
 - the per-node overhead (``device.launch_overhead``): what the executor spends dispatching one node;
 - the epilogue of a convolution or Gemm whose fused activation onnxruntime does not apply inside the kernel (every
   activation but Relu, e.g. MobileNet's Clip): a separate pass reading and writing the output at that level's
@@ -58,6 +60,7 @@ __all__ = [
     "model_time",
     "predict_engine",
     "weight_bytes",
+    "weight_speedup",
     "working_set",
 ]
 
@@ -77,7 +80,9 @@ class EngineNote:
     ``ceiling`` names the class whose ceiling the device had (the node's own class, or the class it falls back
     to, see CLASS_FALLBACK); None when the device has none and the plain roofline applied. ``level`` is the
     smallest memory level the node's working set fits in and ``level_bandwidth`` that level's bandwidth, which
-    applies to the activations; ``weight_bytes`` of weights are charged at the DRAM bandwidth.
+    applies to the activations; ``weight_bytes`` of weights are charged at the DRAM bandwidth times
+    ``weight_speedup`` (above 1 where the model's weights stay in the caches between runs, see
+    :class:`onnxroof.devices.WeightReuse`).
     """
 
     op_class: str
@@ -92,6 +97,7 @@ class EngineNote:
     epilogue_time_s: float = 0.0
     exposed_memory_s: float = 0.0  # DRAM traffic time the computation does not hide (see exposed_dram_time)
     network_factor: float = 1.0  # the device's: a kernel in a network takes this times its time alone
+    weight_speedup: float = 1.0  # the weights' rate over DRAM's, from the device's weight_reuse at the footprint
 
     def describe(self) -> str:
         """One line for a report: the class, the efficiencies applied and the memory level."""
@@ -106,7 +112,9 @@ class EngineNote:
                 f"{self.memory_efficiency:.0%} of bandwidth"
             )
         data = f"data in {self.level} ({decimal_bytes(self.working_set)}, {self.level_bandwidth / 1e9:.3g} GB/s)"
-        weights = f", weights {decimal_bytes(self.weight_bytes)} from DRAM" if self.weight_bytes else ""
+        kept = f"at {self.weight_speedup:.2g}x DRAM's rate (cached between runs)"
+        source = "from DRAM" if self.weight_speedup == 1.0 else kept
+        weights = f", weights {decimal_bytes(self.weight_bytes)} {source}" if self.weight_bytes else ""
         epilogue = (
             f"; {self.epilogue} as a second pass over the output, {self.epilogue_time_s * 1e6:.3g} us"
             if self.epilogue
@@ -213,12 +221,16 @@ def exposed_dram_time(device: Device, cls: str, level_bandwidth: float, compute_
     return (1.0 - device.dram_overlap.value) * memory_s
 
 
-def predict_engine(view: NodeView, cost: Cost, precision: str, device: Device) -> tuple[Prediction, EngineNote]:
+def predict_engine(
+    view: NodeView, cost: Cost, precision: str, device: Device, footprint: float | None = None
+) -> tuple[Prediction, EngineNote]:
     """The time onnxruntime's executor spends on one node, and why.
 
     ``compute = flops / (peak[precision] * eff_c)`` (under a ceiling, the FLOPs of the taps inside the input for an
     NCHWc convolution, which skips those in the padding: ``op_classes.taps_inside``); ``memory = (activation bytes /
-    bw_level + weight bytes / bw_dram) / eff_m`` where ``eff_c``/``eff_m`` come from the node's class ceiling at its
+    bw_level + weight bytes / (bw_dram * reuse)) / eff_m`` where ``reuse`` is the device's weight-reuse speedup at
+    ``footprint``, the bytes one inference of the node's model touches (1 without a footprint: weights read cold,
+    as the calibration's benchmarks read them), and ``eff_c``/``eff_m`` come from the node's class ceiling at its
     FLOPs/bytes (those of one product of a batched matmul, one group of a plain-layout grouped convolution, one time
     step of a recurrent op: ``op_classes.ceiling_work``) and ``bw_level`` is the bandwidth of the smallest memory
     level its working set fits in; ``overhead`` is one per-node overhead (every dispatched node pays it, shape-only
@@ -249,7 +261,8 @@ def predict_engine(view: NodeView, cost: Cost, precision: str, device: Device) -
     # an NCHWc convolution computes only its taps inside the input; the plain roofline counts every tap
     inside = taps_inside(view) if ceiling is not None else 1.0
     compute = network * cost.flops * inside / (peak * eff_c)
-    memory = network * ((cost.bytes - weights) / bw + weights / dram) / eff_m
+    reuse = weight_speedup(device, footprint)
+    memory = network * ((cost.bytes - weights) / bw + weights / (dram * reuse)) / eff_m
     overhead = device.launch_overhead.value
     effective_bw = cost.bytes / memory if memory > 0 else bw * eff_m / network
     epilogue = epilogue_activation(view)
@@ -266,8 +279,18 @@ def predict_engine(view: NodeView, cost: Cost, precision: str, device: Device) -
         precision=used,
         epilogue_time_s=epilogue_s,
     )
-    note = EngineNote(cls, ceiling_name, eff_c, eff_m, level, bw, ws, weights, epilogue, epilogue_s, exposed, network)
+    note = EngineNote(
+        cls, ceiling_name, eff_c, eff_m, level, bw, ws, weights, epilogue, epilogue_s, exposed, network, reuse
+    )
     return prediction, note
+
+
+def weight_speedup(device: Device, footprint: float | None) -> float:
+    """How many times DRAM's rate a model's weights are read at when one inference touches ``footprint`` bytes: the
+    device's calibrated weight-reuse speedup there; 1 without a footprint or without that calibration."""
+    if footprint is None or device.weight_reuse is None:
+        return 1.0
+    return device.weight_reuse.speedup(footprint)
 
 
 def model_time(node_times_s: list[float] | tuple[float, ...], device: Device) -> float:

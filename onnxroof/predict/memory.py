@@ -39,7 +39,7 @@ from onnx import TensorProto
 
 from onnxroof.errors import UserError
 from onnxroof.ir import Graph, Node, Tensor
-from onnxroof.predict.analysis import PRECISION_DTYPE, check_precision
+from onnxroof.predict.precision import PRECISION_DTYPE, check_precision
 
 __all__ = [
     "VIEW_OPS",

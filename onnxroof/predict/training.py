@@ -32,7 +32,8 @@ from onnxroof.devices import Device
 from onnxroof.errors import UserError
 from onnxroof.ir import Graph, Tensor, UnknownShape, dtype_size
 from onnxroof.predict import roofline
-from onnxroof.predict.analysis import PRECISION_DTYPE, analyze_graph
+from onnxroof.predict.analysis import analyze_graph
+from onnxroof.predict.precision import PRECISION_DTYPE
 
 __all__ = [
     "OPTIMIZER_FLOPS",

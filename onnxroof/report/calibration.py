@@ -35,6 +35,11 @@ def calibration_table(device: Device, cached_at: Path | None = None) -> str:
         lines.append(
             f"  reference block: {seconds(c.reference_time_s)} a run (validate reads the machine's speed by it)"
         )
+    if device.weight_reuse is not None:
+        reuse = " ".join(f"{si(f, 'B')}:{x:.2g}x" for f, x in device.weight_reuse.points)
+        lines.append(clip(f"  weights read between runs, by model footprint, over DRAM's rate: {reuse}", TABLE_WIDTH))
+    if device.network_factor is not None:
+        lines.append(f"  network factor: x{device.network_factor.value:.3g} on every kernel run in a network")
     if device.ceilings:
         width = max(len("op class"), *(len(name) for name in device.ceilings))
         lines += ["", f"  {'op class':<{width}} {'compute efficiency (by FLOPs)':<36} memory efficiency (by bytes)"]

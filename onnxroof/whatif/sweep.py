@@ -80,7 +80,7 @@ def sweep(
     every device. An empty ``batches`` or ``sizes`` keeps the model's own; no precision and no rewrite analyzes
     the stored dtypes."""
     from onnxroof.api import analyze, get_device
-    from onnxroof.predict.analysis import check_precision
+    from onnxroof.predict.precision import check_precision
 
     targets = [get_device(d, threads) for d in devices]  # resolved (and a bad name refused) before any work
     for p in precisions:

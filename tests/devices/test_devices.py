@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from onnxroof.devices import (
     PRECISIONS,
     CacheLevel,
     Sourced,
+    WeightReuse,
     catalog,
     device_from_dict,
     load_device,
@@ -578,6 +580,10 @@ source = "calibrated: a batch-16 conv"
 value = 1.12
 source = "calibrated: the reference block"
 
+[weight_reuse]
+points = [[3.2e7, 1.0], [4e6, 2.5]]
+source = "calibrated: chains of MatMul back to back"
+
 [[caches]]
 level = "L2"
 size = 2097152
@@ -625,6 +631,24 @@ def test_a_profile_with_the_older_suites_reference_rate_reads_without_a_referenc
     assert calibration is not None and calibration.reference_time_s is None
 
 
+@pytest.mark.parametrize(
+    ("table", "says"),
+    [
+        ("points = [[4e6, 2.5]]", "missing required field 'source'"),
+        ('source = "x"', "needs 'points'"),
+        ('points = [[4e6, -1.0]]\nsource = "x"', "must be positive"),
+        ('points = [[4e6, 2.5], [4e6, 2.0]]\nsource = "x"', "two points at work 4e+06"),
+    ],
+)
+def test_a_bad_weight_reuse_table_is_refused(tmp_path: Path, table: str, says: str):
+    text = CALIBRATED_DEVICE.replace(
+        'points = [[3.2e7, 1.0], [4e6, 2.5]]\nsource = "calibrated: chains of MatMul back to back"', table
+    )
+    assert text != CALIBRATED_DEVICE
+    with pytest.raises(UserError, match=re.escape(says)):
+        load_device(_write(tmp_path, text))
+
+
 def test_calibrated_device_round_trip(tmp_path: Path):
     from onnxroof.devices import Calibration, Ceiling
 
@@ -633,6 +657,8 @@ def test_calibrated_device_round_trip(tmp_path: Path):
     assert device.run_overhead == Sourced(8e-6, "calibrated: a one-node graph")
     assert device.dram_overlap == Sourced(0.4, "calibrated: a batch-16 conv")
     assert device.network_factor == Sourced(1.12, "calibrated: the reference block")
+    # sorted by footprint like a ceiling's points
+    assert device.weight_reuse == WeightReuse(((4e6, 2.5), (3.2e7, 1.0)), "calibrated: chains of MatMul back to back")
     assert device.caches[0].bandwidth == 45e9
     assert device.calibration == Calibration(
         "cpu",
@@ -671,12 +697,14 @@ def test_calibrated_device_serializes_to_plain_json(tmp_path: Path):
     }
     assert data["calibration"]["warnings"] == ["timings varied between repeats"]
     assert data["run_overhead"]["value"] == 8e-6
+    assert data["weight_reuse"]["points"] == [[4e6, 2.5], [3.2e7, 1.0]]
     assert pickle.loads(pickle.dumps(device)) == device
 
 
 def test_datasheet_devices_have_no_engine_profile():
     for key, device in catalog().items():
         assert device.run_overhead is None and device.dram_overlap is None and device.network_factor is None, key
+        assert device.weight_reuse is None, key
         assert device.calibration is None, key
         assert dict(device.ceilings) == {}, key
         assert "[ceilings" not in device.to_toml() and "[calibration]" not in device.to_toml(), key

@@ -78,6 +78,19 @@ def test_the_reference_block_and_the_network_factor_predict_its_time(quick: Devi
     assert predicted == pytest.approx(median_ms / 1e3, rel=0.01) and predicted >= 0.99 * reference
 
 
+def test_the_weight_reuse_has_a_point_per_chain_of_the_suite(quick: Device):
+    reuse = quick.weight_reuse
+    assert reuse is not None and reuse.source.startswith("calibrated: chains of 4 MatMul")
+    # One point per chain, at its weights (the suite's fractions of the last level) and a few vectors more; the
+    # speedups at least 1 and never rising with the footprint.
+    sizes = QUICK.reuse_bytes(calibrate.cache_levels())
+    assert len(reuse.points) == len(sizes)
+    for (footprint, _), nbytes in zip(reuse.points, sorted(sizes), strict=True):
+        assert 0.9 * nbytes < footprint < 1.1 * nbytes
+    speedups = [x for _, x in reuse.points]
+    assert min(speedups) >= 1.0 and speedups == sorted(speedups, reverse=True)
+
+
 def test_the_quick_suite_sets_the_ceilings_it_declares(quick: Device):
     assert set(quick.ceilings) >= QUICK.measures
     for name, ceiling in quick.ceilings.items():
@@ -111,8 +124,8 @@ def test_calibrated_device_round_trips(quick: Device, tmp_path: Path):
 
 
 def test_progress_counts_every_set_up_step_and_pass_up_to_the_total(quick_run: QuickRun):
-    # One step per op-class benchmark, per cache level and per pass, and 9 for the others.
-    total = len(QUICK.benches) + len(calibrate.cache_levels()) + 9 + QUICK.passes
+    # One step per op-class benchmark, per cache level and per pass, and 10 for the others.
+    total = len(QUICK.benches) + len(calibrate.cache_levels()) + 10 + QUICK.passes
     assert {t for _, t in quick_run.progress} == {total}
     dones = [d for d, _ in quick_run.progress]
     assert dones == sorted(dones) and dones[-1] == total

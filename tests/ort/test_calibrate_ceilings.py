@@ -10,7 +10,7 @@ import pytest
 from onnxroof.api import analyze
 from onnxroof.costs import Cost
 from onnxroof.devices import FrozenMap, Peak
-from onnxroof.ort.calibrate import ceilings
+from onnxroof.ort.calibrate import ceilings, graphs
 from onnxroof.ort.calibrate.jobs import Sample
 from onnxroof.ort.reference import reference_model
 from tests.helpers import CONV, INT32, UINT8, T, W, calibrated_host, conv, make_node
@@ -157,6 +157,38 @@ def test_the_network_factor_is_the_reference_blocks_measured_work_over_its_predi
     # With the factor the device predicts the block at what it measured.
     scaled = analyze(reference_model(), replace(device, network_factor=factor))
     assert scaled.totals.predicted_time_s == pytest.approx(measured)
+
+
+def _gemv_chain_time(n: int, speedup: float) -> float:
+    """The hand-made host's prediction for graphs.gemv_chain's 4 products (1 x n) @ (n x n), memory-bound, their
+    weights read at ``speedup`` times DRAM's 10 GB/s: 5 us a run, and per node 1 us of dispatch plus its vector in
+    and out (each working set is past the 1 MiB L2, so at DRAM's 10 GB/s) and its weight."""
+    per_node = 1e-6 + (2 * 4 * n) / 10e9 + (4 * n * n) / (10e9 * speedup)
+    return 5e-6 + 4 * per_node
+
+
+def test_the_weight_reuse_speedup_is_the_one_at_which_a_chain_is_predicted_at_its_measured_time():
+    device = calibrated_host()
+    small, large = graphs.gemv_chain(4 * 2**20), graphs.gemv_chain(16 * 2**20)  # n = 512 and 1024
+    assert small[1]["x"].shape == (1, 512) and large[1]["x"].shape == (1, 1024)
+    reuse = ceilings.weight_reuse(
+        device, [(large[0], _gemv_chain_time(1024, 1.25)), (small[0], _gemv_chain_time(512, 2.0))], "test"
+    )
+    assert reuse is not None
+    (f_small, x_small), (f_large, x_large) = reuse.points
+    # Each point sits at its graph's footprint: its weights plus its peak activations (a few vectors).
+    assert 4 * 2**20 < f_small < 4 * 2**20 + 64 * 1024 and 16 * 2**20 < f_large < 16 * 2**20 + 64 * 1024
+    assert (x_small, x_large) == (2.0, 1.25)
+    assert reuse.source.startswith("calibrated: chains of 4 MatMul (1xN) @ (NxN) timed back to back")
+    # A larger model never keeps more of its weights: a faster large chain is held to the smaller one's speedup.
+    faster = ceilings.weight_reuse(
+        device, [(small[0], _gemv_chain_time(512, 2.0)), (large[0], _gemv_chain_time(1024, 3.0))], "test"
+    )
+    assert faster is not None and [x for _, x in faster.points] == [2.0, 2.0]
+    # A chain slower than its cold prediction gives 1, never less; no chains, no table.
+    slower = ceilings.weight_reuse(device, [(small[0], 2 * _gemv_chain_time(512, 1.0))], "test")
+    assert slower is not None and slower.points[0][1] == 1.0
+    assert ceilings.weight_reuse(device, [], "test") is None
 
 
 def test_dram_overlap_is_the_share_of_a_dram_conv_s_traffic_its_compute_hid():

@@ -339,3 +339,31 @@ def test_every_repeated_unsupported_node_is_counted():
         a = analyze(model, device="v100-sxm2")
     assert [(u.op_type, u.count) for u in a.unsupported] == [("NoSuchOp", 3)]
     assert all(not n.supported and n.cost.bytes_read == 2 * 8 * 4 for n in a.nodes)
+
+
+def test_an_engine_analysis_reads_weights_at_the_reuse_speedup_of_the_graphs_footprint():
+    from dataclasses import replace
+
+    from onnxroof.devices import WeightReuse
+    from onnxroof.load import load_graph
+    from onnxroof.predict.analysis import analyze_graph
+    from tests.helpers import calibrated_host
+
+    weight = numpy_helper.from_array(np.full((256, 256), 0.01, dtype=np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "gemv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 256])],
+        [weight],
+    )
+    loaded = load_graph(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    # One inference touches the 262,144-byte weight and its 1 KiB input and output, live together at its one step:
+    # 264,192 bytes. Halfway in log(footprint) between a point at half that (3x) and one at twice it (1x): 2x.
+    footprint = 256 * 256 * 4 + 2 * 256 * 4
+    reuse = WeightReuse(((footprint / 2, 3.0), (footprint * 2, 1.0)), "calibrated: test")
+    device = replace(calibrated_host(), weight_reuse=reuse)
+    note = analyze_graph(loaded, device, engine=True).nodes[0].engine
+    assert note is not None and note.weight_speedup == pytest.approx(2.0)
+    # The plain roofline of the graph as exported knows nothing of an engine's caches.
+    assert analyze_graph(loaded, device).nodes[0].engine is None

@@ -13,6 +13,7 @@ from onnxroof.devices import (
     CacheLevel,
     Ceiling,
     Sourced,
+    WeightReuse,
     load_device,
 )
 from onnxroof.predict import engine, op_classes, roofline
@@ -403,6 +404,35 @@ def test_the_network_factor_scales_a_kernels_work_but_not_its_dispatch():
     reshape = make_node("Reshape", [T((1, 64, 8, 8)), T((2,), INT64)], [T((64, 64))])
     flat, _ = engine.predict_engine(reshape, Cost(flops=0, bytes_read=0, bytes_written=0, kernels=1), "fp32", dev)
     assert flat.predicted_time_s == pytest.approx(1e-6)
+
+
+def test_a_small_models_weights_are_read_at_the_calibrated_reuse_speedup():
+    """Weights are charged at DRAM bandwidth times the device's weight-reuse speedup at the model's footprint; the
+    activations keep their level's bandwidth, and a node predicted without a footprint reads its weights cold."""
+    reuse = WeightReuse(((4e6, 2.5), (32e6, 1.0)), "calibrated: test")
+    dev = replace(calibrated_host(), weight_reuse=reuse)
+    # A 1 x 1024 by 1024 x 1024 MatMul: 2,097,152 FLOPs; reads 4 KiB of activation and 4 MiB of weight, writes
+    # 4 KiB. Its 4.2 MB working set is past L2: the activations go at DRAM's 10 GB/s too (no ceiling: eff 1).
+    gemv = make_node("MatMul", [T((1, 1024)), W((1024, 1024))], [T((1, 1024))])
+    weights = 1024 * 1024 * 4
+    cost = Cost(flops=2 * 1024 * 1024, bytes_read=4 * 1024 + weights, bytes_written=4 * 1024, kernels=1)
+    activations = 2 * 4 * 1024
+    # At a 16 MB footprint the speedup is interpolated in log(footprint): ln(16/4) / ln(32/4) = 2/3 of the way
+    # from 2.5 to 1.0, i.e. 1.5; the weights go at 1.5 x 10 GB/s.
+    pred, note = engine.predict_engine(gemv, cost, "fp32", dev, footprint=16e6)
+    assert note.weight_speedup == pytest.approx(1.5)
+    assert pred.memory_time_s == pytest.approx(activations / 10e9 + weights / 15e9)
+    assert "at 1.5x DRAM's rate" in note.describe()
+    # Below the first point the first speedup holds; beyond the last, the last (1: from DRAM).
+    assert engine.predict_engine(gemv, cost, "fp32", dev, footprint=1e6)[1].weight_speedup == 2.5
+    cold, cold_note = engine.predict_engine(gemv, cost, "fp32", dev, footprint=1e9)
+    assert cold.memory_time_s == pytest.approx((activations + weights) / 10e9) and "from DRAM" in cold_note.describe()
+    # No footprint, or no calibration of the reuse: cold weights.
+    assert engine.predict_engine(gemv, cost, "fp32", dev)[1].weight_speedup == 1.0
+    assert engine.predict_engine(gemv, cost, "fp32", calibrated_host(), footprint=1e6)[1].weight_speedup == 1.0
+    # A speedup is never below 1, whatever a table says.
+    slower = replace(dev, weight_reuse=WeightReuse(((4e6, 0.8),), "calibrated: test"))
+    assert engine.weight_speedup(slower, 4e6) == 1.0
 
 
 def test_memory_bound_elementwise_closed_form():

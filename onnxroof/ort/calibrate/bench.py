@@ -54,7 +54,9 @@ class Suite:
     cold benchmark reads ``flush_bytes`` before each timed run. ``matrix_size`` is n of the n x n x n int8 and
     fp16 matrix products. A cache level's working set is at most ``level_cap`` bytes; a shared level is timed
     again at ``probe_factors`` times its working set. The DRAM benchmark streams twice the last cache level,
-    within ``dram_bounds`` and at most ``dram_memory_share`` of the available memory (None: no such bound).
+    within ``dram_bounds`` and at most ``dram_memory_share`` of the available memory (None: no such bound). The
+    weights' reuse between back-to-back runs is timed on models whose weights total ``reuse_fractions`` of the last
+    cache level's reported size.
     """
 
     benches: tuple[Bench, ...]
@@ -71,6 +73,7 @@ class Suite:
     probe_factors: tuple[int, ...]
     dram_bounds: tuple[int, int]
     dram_memory_share: float | None
+    reuse_fractions: tuple[float, ...]
 
     def level_bytes(self, cache: ReportedCache, threads: int) -> int:
         """Working set of the bandwidth benchmark for a cache level: half of L1/L2 (over the threads' cores when
@@ -81,10 +84,20 @@ class Suite:
 
     def dram_bytes(self, caches: Sequence[ReportedCache]) -> int:
         """Size of the DRAM benchmark's streamed operand (see the class)."""
-        last = caches[-1].size if caches else 8 * MiB
+        last = _last_level_size(caches)
         lo, hi = self.dram_bounds
         size = min(max(2 * last, lo), hi)
         if self.dram_memory_share is None:
             return int(size)
         available = memory_available()
         return int(min(size, int(available * self.dram_memory_share)) if available else size)
+
+    def reuse_bytes(self, caches: Sequence[ReportedCache]) -> list[int]:
+        """Weights of the weight-reuse benchmarks: ``reuse_fractions`` of the last cache level's reported size."""
+        last = _last_level_size(caches)
+        return [int(fraction * last) for fraction in self.reuse_fractions]
+
+
+def _last_level_size(caches: Sequence[ReportedCache]) -> int:
+    """The last cache level's reported size; 8 MiB where none is reported."""
+    return caches[-1].size if caches else 8 * MiB

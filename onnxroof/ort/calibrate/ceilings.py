@@ -12,8 +12,12 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from dataclasses import replace
 
-from onnxroof.devices import CEILING_NAMES, Ceiling, Device, Sourced
+import onnx
+
+from onnxroof.devices import CEILING_NAMES, Ceiling, Device, Sourced, WeightReuse
+from onnxroof.ir import Graph
 from onnxroof.ort import sessions
 from onnxroof.ort.calibrate.classes import (
     COMPUTE_CLASSES,
@@ -27,6 +31,7 @@ from onnxroof.ort.measure import OTHERS_LOAD_BOUND, fast_estimate
 from onnxroof.ort.reference import reference_model
 from onnxroof.predict import engine, op_classes
 from onnxroof.predict.analysis import analyze_graph, node_precision
+from onnxroof.predict.memory import estimate_memory
 from onnxroof.units import binary_bytes
 
 __all__ = [
@@ -39,10 +44,12 @@ __all__ = [
     "effective_size",
     "matrix_rate",
     "network_factor",
+    "weight_reuse",
 ]
 
 HOLDS = 0.75  # a shared cache level serves a working set while its bandwidth there holds within this share
 STEAL_WARN = 0.05  # share of CPU time taken by the hypervisor above which the calibration says so
+_MAX_REUSE = 64.0  # the largest weight-reuse speedup the bisection looks for: far beyond any cache's over DRAM
 
 
 PEAK_MIN_S = 1e-4  # a kernel shorter than this is dominated by fixed costs: its rate says little of the peak
@@ -246,6 +253,48 @@ def network_factor(device: Device, reference_s: float, how: str) -> Sourced:
             f"calibrated: the reference block (onnxroof.ort.reference) ran {reference_s * 1e3:.3g} ms a run against "
             f"{predicted * 1e3:.3g} ms predicted from its kernels' ceilings; {how}"
         ),
+    )
+
+
+def weight_reuse(device: Device, loops: Sequence[tuple[onnx.ModelProto, float]], how: str) -> WeightReuse | None:
+    """How much faster than from DRAM weights come back between back-to-back runs, from graphs of matrix-vector
+    products timed that way (``loops``: each graph and its seconds a run), one point per graph at its footprint.
+
+    A graph's speedup is the one at which its prediction on ``device`` (which has no weight_reuse yet) equals its
+    measured time, found by bisection between 1 and ``_MAX_REUSE``: everything else in the prediction (the gemv
+    ceiling, read on cold weights, and the overheads) stays as it is, so the speedup is what a model's weights
+    gain by being read warm. The points do not rise with the footprint (a larger model cannot keep more of its
+    weights) and are at least 1. None without loops."""
+    points: list[tuple[float, float]] = []
+    for model, seconds in loops:
+        graph = sessions.engine_graph(model, device)
+        footprint = float(estimate_memory(graph).total_bytes)
+
+        def predicted(speedup: float, graph: Graph = graph, footprint: float = footprint) -> float:
+            trial = replace(device, weight_reuse=WeightReuse(((footprint, speedup),), ""))
+            return analyze_graph(graph, trial, engine=True).totals.predicted_time_s
+
+        lo, hi = 1.0, _MAX_REUSE
+        if predicted(lo) <= seconds:
+            hi = lo
+        elif predicted(hi) >= seconds:
+            lo = hi
+        for _ in range(40 if lo < hi else 0):  # in log space: the speedup's relative error falls below 1e-9
+            mid = math.sqrt(lo * hi)
+            lo, hi = (mid, hi) if predicted(mid) > seconds else (lo, mid)
+        points.append((footprint, lo))
+    if not points:
+        return None
+    points.sort()
+    kept = [points[0]]
+    for footprint, speedup in points[1:]:
+        kept.append((footprint, min(speedup, kept[-1][1])))
+    tidy = tuple((f, float(f"{max(x, 1.0):.3g}")) for f, x in kept)
+    shown = ", ".join(f"{x:.3g}x at {binary_bytes(int(f))}" for f, x in tidy)
+    return WeightReuse(
+        tidy,
+        f"calibrated: chains of 4 MatMul (1xN) @ (NxN) timed back to back read their weights at {shown} of the DRAM "
+        f"rate their prediction reads cold weights at; {how}",
     )
 
 

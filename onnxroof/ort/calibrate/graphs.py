@@ -32,6 +32,7 @@ __all__ = [
     "conv_integer",
     "fp16_matmul",
     "gemm",
+    "gemv_chain",
     "global_pool",
     "instancenorm_chain",
     "int8_matmul",
@@ -421,6 +422,22 @@ def reduce(rand: Rand, op: str, shape: Sequence[int], axes: Sequence[int]) -> Bu
 
 
 # ---------------------------------------------------------------------------------------------------- peaks, DRAM
+
+
+def gemv_chain(nbytes: int, nodes: int = 4) -> Built:
+    """``nodes`` MatMuls (1 x N) @ (N x N) in a row, each by a weight of its own, the weights about ``nbytes`` in
+    all: a model that reads that many bytes of weights an inference and little else."""
+    n = max(int((nbytes / (4 * nodes)) ** 0.5), 16)
+    rng = np.random.default_rng(4)
+    weights = {f"w{i}": (rng.standard_normal((n, n)) / n**0.5).astype(np.float32) for i in range(nodes)}
+    names = ["x", *(f"y{i}" for i in range(nodes))]
+    model = _model(
+        [helper.make_node("MatMul", [names[i], f"w{i}"], [names[i + 1]], name=f"gemv{i}") for i in range(nodes)],
+        {"x": ((1, n), FLOAT)},
+        [names[-1]],
+        weights,
+    )
+    return model, {"x": rng.standard_normal((1, n)).astype(np.float32)}
 
 
 def streaming_gemv(nbytes: int) -> Built:

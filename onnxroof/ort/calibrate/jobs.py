@@ -40,6 +40,7 @@ __all__ = [
     "EpiloguePair",
     "Flush",
     "Job",
+    "Loop",
     "Profiled",
     "Reference",
     "Runner",
@@ -262,6 +263,26 @@ class Reference:
     def run_pass(self, reps: int, flush: Flush) -> None:
         """``reps`` more samples of the block (it has no weights to read cold)."""
         self.sampler.sample(reps)
+
+
+class Loop:
+    """A graph timed as a user's loop times a model: runs back to back by the wall clock, nothing read between
+    them, so that each run finds in the caches what the run before it left there."""
+
+    def __init__(self, runner: Runner, label: str, built: Built) -> None:
+        self.model, self.feeds = built
+        self.label = label
+        self.sess, _ = runner.session(self.model)
+        self.times: list[float] = []
+
+    def run_pass(self, reps: int, flush: Flush) -> None:
+        """One untimed run (it brings the graph back after the other benchmarks), then ``reps`` timed ones."""
+        self.sess.run(None, self.feeds)
+        self.times.extend(_timed(self.sess, self.feeds) for _ in range(reps))
+
+    def time_s(self) -> float | None:
+        """Seconds per run (the fast estimate of the timed runs); None before the first."""
+        return fast_estimate(self.times) if self.times else None
 
 
 class Chain:

@@ -23,6 +23,7 @@ from onnxroof.ort.calibrate.ceilings import (
     matrix_rate,
     network_factor,
     peak_candidates,
+    weight_reuse,
 )
 from onnxroof.ort.calibrate.graphs import Rand
 from onnxroof.ort.calibrate.host import (
@@ -39,6 +40,7 @@ from onnxroof.ort.calibrate.jobs import (
     ClassJob,
     Flush,
     Job,
+    Loop,
     Profiled,
     Reference,
     Runner,
@@ -78,7 +80,7 @@ def calibrate(
     run = _Run(threads, "cpu", budget_s, time.perf_counter(), cpu_times(), time.process_time())
     chosen = QUICK if quick else FULL
     caches = cache_levels()
-    steps = _Progress(len(chosen.benches) + len(caches) + 9 + chosen.passes, progress)
+    steps = _Progress(len(chosen.benches) + len(caches) + 10 + chosen.passes, progress)
     with tempfile.TemporaryDirectory(prefix="onnxroof-calibrate-") as tmp:
         jobs = _set_up(chosen, caches, Runner(threads, run.provider, tmp), steps)
         passes = _time_passes(jobs.in_order(), chosen, run, steps)
@@ -147,6 +149,7 @@ class _Jobs:
     int8: Profiled | None
     fp16: Profiled | None
     classes: list[ClassJob]
+    reuse: list[Loop]  # matrix-vector chains timed back to back: how fast weights come back between runs
 
     def in_order(self) -> list[Job]:
         """The jobs in the order each pass times them."""
@@ -155,7 +158,7 @@ class _Jobs:
             order += [chain, *(wide for _, wide in self.probes.get(cache.level, []))]
         order += [self.dram, *self.peaks]
         order += [job for job in (self.batched, self.int8, self.fp16) if job is not None]
-        return order + list(self.classes)
+        return order + list(self.classes) + list(self.reuse)
 
 
 def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, steps: _Progress) -> _Jobs:
@@ -180,6 +183,8 @@ def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, step
         with contextlib.suppress(UserError):  # an op this onnxruntime build lacks leaves its class out
             classes.append(class_job(bench, runner, rand, chosen.chain_target_s))
         steps.advance()
+    reuse = _reuse_jobs(chosen, caches, runner)
+    steps.advance()
     return _Jobs(
         node_chain=node_chain,
         reshape_chain=reshape_chain,
@@ -194,6 +199,7 @@ def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, step
         int8=int8,
         fp16=fp16,
         classes=classes,
+        reuse=reuse,
     )
 
 
@@ -243,6 +249,15 @@ def _neg_over(n_floats: int) -> Callable[[int], graphs.Built]:
     """A builder of Neg chains over ``n_floats`` floats, each from its own Rand(2)."""
     rand = Rand(2)
     return lambda n: graphs.activation_chain(rand, n, "Neg", (n_floats,))
+
+
+def _reuse_jobs(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner) -> list[Loop]:
+    """Per fraction of the suite's ``reuse_fractions``, a chain of matrix-vector products whose weights total that
+    fraction of the last cache level's reported size, timed as a user's loop times a model."""
+    return [
+        Loop(runner, f"4 MatMul (1xN) @ (NxN), {binary_bytes(nbytes)} of weights", graphs.gemv_chain(nbytes))
+        for nbytes in chosen.reuse_bytes(caches)
+    ]
 
 
 def _dram_job(nbytes: int, runner: Runner) -> Profiled:
@@ -392,6 +407,8 @@ def _assemble(readings: _Readings, jobs: _Jobs, chosen: Suite, passes: int, run:
     device = replace(device, calibration=_record(readings, reference, run))
     if readings.batched_conv is not None:
         device = replace(device, dram_overlap=dram_overlap(readings.batched_conv, device, how))
+    loops = [(loop.model, seconds) for loop in jobs.reuse if (seconds := loop.time_s()) is not None]
+    device = replace(device, weight_reuse=weight_reuse(device, loops, how))
     # The block's median run, as a user's timing loop reports a model's time: the factor carries this machine's
     # usual run-to-run jitter into every prediction, which the ceilings' fast estimates set aside.
     typical = jobs.reference.sampler.typical_s()

@@ -45,7 +45,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      slower than the LayerNormalization whose ceiling it shared. Each recurrent benchmark is a point of its
 #      class's ceiling, and the largest ones run 64 steps (16 before: their cold weights' first read weighed on the
 #      rate of a step as it does not over a model's sequence).
-SUITE = 10
+#  11: the weights' reuse between back-to-back runs (weight_reuse), timed on chains of matrix-vector products whose
+#      weights total from an eighth to four times the last cache level.
+SUITE = 11
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
@@ -391,6 +393,7 @@ FULL = Suite(
     probe_factors=(2, 4),
     dram_bounds=(256 * MiB, 1024 * MiB),
     dram_memory_share=0.25,
+    reuse_fractions=(0.125, 0.25, 0.5, 0.75, 1.0, 2.0, 4.0),
 )
 
 QUICK = Suite(
@@ -417,4 +420,5 @@ QUICK = Suite(
     probe_factors=(),
     dram_bounds=(16 * MiB, 64 * MiB),
     dram_memory_share=None,
+    reuse_fractions=(0.125, 0.5),
 )
