@@ -51,6 +51,7 @@ from onnxroof.predict.roofline import Prediction
 from onnxroof.units import decimal_bytes
 
 __all__ = [
+    "COLD_WEIGHTS",
     "EngineNote",
     "epilogue_activation",
     "epilogue_bytes",
@@ -63,6 +64,11 @@ __all__ = [
     "weight_speedup",
     "working_set",
 ]
+
+# The calibration times a benchmark whose weights reach this many bytes on cold weights (a buffer larger than the
+# caches is read before each run) and one with fewer on warm weights: the ceilings of kernels with small weights
+# already carry warm reads, and only a node whose weights reach it reads them faster for being kept between runs.
+COLD_WEIGHTS = 2**20
 
 # Fused activations onnxruntime's convolution and Gemm kernels apply while writing the output; any other one is a
 # second pass over the output.
@@ -230,7 +236,8 @@ def predict_engine(
     NCHWc convolution, which skips those in the padding: ``op_classes.taps_inside``); ``memory = (activation bytes /
     bw_level + weight bytes / (bw_dram * reuse)) / eff_m`` where ``reuse`` is the device's weight-reuse speedup at
     ``footprint``, the bytes one inference of the node's model touches (1 without a footprint: weights read cold,
-    as the calibration's benchmarks read them), and ``eff_c``/``eff_m`` come from the node's class ceiling at its
+    as the calibration's benchmarks read them; 1 for weights under ``COLD_WEIGHTS``, which the ceilings were read
+    on warm), and ``eff_c``/``eff_m`` come from the node's class ceiling at its
     FLOPs/bytes (those of one product of a batched matmul, one group of a plain-layout grouped convolution, one time
     step of a recurrent op: ``op_classes.ceiling_work``) and ``bw_level`` is the bandwidth of the smallest memory
     level its working set fits in; ``overhead`` is one per-node overhead (every dispatched node pays it, shape-only
@@ -261,7 +268,7 @@ def predict_engine(
     # an NCHWc convolution computes only its taps inside the input; the plain roofline counts every tap
     inside = taps_inside(view) if ceiling is not None else 1.0
     compute = network * cost.flops * inside / (peak * eff_c)
-    reuse = weight_speedup(device, footprint)
+    reuse = weight_speedup(device, footprint) if weights >= COLD_WEIGHTS else 1.0
     memory = network * ((cost.bytes - weights) / bw + weights / (dram * reuse)) / eff_m
     overhead = device.launch_overhead.value
     effective_bw = cost.bytes / memory if memory > 0 else bw * eff_m / network

@@ -349,18 +349,18 @@ def test_an_engine_analysis_reads_weights_at_the_reuse_speedup_of_the_graphs_foo
     from onnxroof.predict.analysis import analyze_graph
     from tests.helpers import calibrated_host
 
-    weight = numpy_helper.from_array(np.full((256, 256), 0.01, dtype=np.float32), "w")
+    weight = numpy_helper.from_array(np.full((512, 512), 0.01, dtype=np.float32), "w")
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["x", "w"], ["y"])],
         "gemv",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 256])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 256])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 512])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 512])],
         [weight],
     )
     loaded = load_graph(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
-    # One inference touches the 262,144-byte weight and its 1 KiB input and output, live together at its one step:
-    # 264,192 bytes. Halfway in log(footprint) between a point at half that (3x) and one at twice it (1x): 2x.
-    footprint = 256 * 256 * 4 + 2 * 256 * 4
+    # One inference touches the 1 MiB weight and its 2 KiB input and output, live together at its one step:
+    # 1,052,672 bytes. Halfway in log(footprint) between a point at half that (3x) and one at twice it (1x): 2x.
+    footprint = 512 * 512 * 4 + 2 * 512 * 4
     reuse = WeightReuse(((footprint / 2, 3.0), (footprint * 2, 1.0)), "calibrated: test")
     device = replace(calibrated_host(), weight_reuse=reuse)
     note = analyze_graph(loaded, device, engine=True).nodes[0].engine

@@ -430,6 +430,10 @@ def test_a_small_models_weights_are_read_at_the_calibrated_reuse_speedup():
     # No footprint, or no calibration of the reuse: cold weights.
     assert engine.predict_engine(gemv, cost, "fp32", dev)[1].weight_speedup == 1.0
     assert engine.predict_engine(gemv, cost, "fp32", calibrated_host(), footprint=1e6)[1].weight_speedup == 1.0
+    # A node whose weights are under COLD_WEIGHTS (1 MiB) reads them as its ceiling was calibrated, warm: no speedup.
+    small = make_node("MatMul", [T((1, 256)), W((256, 256))], [T((1, 256))])
+    small_cost = Cost(flops=2 * 256 * 256, bytes_read=4 * 256 + 4 * 256 * 256, bytes_written=4 * 256, kernels=1)
+    assert engine.predict_engine(small, small_cost, "fp32", dev, footprint=1e6)[1].weight_speedup == 1.0
     # A speedup is never below 1, whatever a table says.
     slower = replace(dev, weight_reuse=WeightReuse(((4e6, 0.8),), "calibrated: test"))
     assert engine.weight_speedup(slower, 4e6) == 1.0

@@ -10,6 +10,7 @@ from typing import Any
 from onnxroof.ort.calibrate import graphs
 from onnxroof.ort.calibrate.graphs import Built, Rand
 from onnxroof.ort.calibrate.host import ReportedCache, memory_available
+from onnxroof.predict.engine import COLD_WEIGHTS
 
 __all__ = ["Bench", "MiB", "Suite"]
 
@@ -93,9 +94,11 @@ class Suite:
         return int(min(size, int(available * self.dram_memory_share)) if available else size)
 
     def reuse_bytes(self, caches: Sequence[ReportedCache]) -> list[int]:
-        """Weights of the weight-reuse benchmarks: ``reuse_fractions`` of the last cache level's reported size."""
+        """Weights of the weight-reuse benchmarks, four products each: ``reuse_fractions`` of the last cache level's
+        reported size, at least four times ``COLD_WEIGHTS`` (each product's weights then count as read cold, as
+        the ceilings have them), each size once, smallest first."""
         last = _last_level_size(caches)
-        return [int(fraction * last) for fraction in self.reuse_fractions]
+        return sorted({max(int(fraction * last), 4 * COLD_WEIGHTS) for fraction in self.reuse_fractions})
 
 
 def _last_level_size(caches: Sequence[ReportedCache]) -> int:

@@ -8,6 +8,7 @@ lengths and times the difference.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -426,8 +427,8 @@ def reduce(rand: Rand, op: str, shape: Sequence[int], axes: Sequence[int]) -> Bu
 
 def gemv_chain(nbytes: int, nodes: int = 4) -> Built:
     """``nodes`` MatMuls (1 x N) @ (N x N) in a row, each by a weight of its own, the weights about ``nbytes`` in
-    all: a model that reads that many bytes of weights an inference and little else."""
-    n = max(int((nbytes / (4 * nodes)) ** 0.5), 16)
+    all (no fewer): a model that reads that many bytes of weights an inference and little else."""
+    n = max(math.ceil((nbytes / (4 * nodes)) ** 0.5), 16)
     rng = np.random.default_rng(4)
     weights = {f"w{i}": (rng.standard_normal((n, n)) / n**0.5).astype(np.float32) for i in range(nodes)}
     names = ["x", *(f"y{i}" for i in range(nodes))]

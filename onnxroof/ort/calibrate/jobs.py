@@ -33,7 +33,6 @@ from onnxroof.ort.reference import ReferenceSampler
 from onnxroof.predict import engine, op_classes
 
 __all__ = [
-    "COLD_MIN_WEIGHTS",
     "MIN_PROFILED_S",
     "Chain",
     "ClassJob",
@@ -52,7 +51,6 @@ __all__ = [
 ]
 
 MIN_PROFILED_S = 8e-6  # profiled kernels shorter than this are too coarse (1 us resolution) to calibrate with
-COLD_MIN_WEIGHTS = 2**20  # weights below this are left hot: they cost little, and small models keep them cached
 
 
 @dataclass
@@ -159,7 +157,7 @@ class Profiled:
     ) -> None:
         model, self.feeds = built
         self.label, self.harvest = label, harvest
-        self.cold = _weight_bytes(model) >= COLD_MIN_WEIGHTS if cold is None else cold
+        self.cold = _weight_bytes(model) >= engine.COLD_WEIGHTS if cold is None else cold
         self.sess, self.opt = runner.session(model, profile=True)
         self.timed: list[bool] = []  # per run, in order: whether it was a timed one
         self._times: dict[str, list[float]] | None = None
