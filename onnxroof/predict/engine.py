@@ -232,8 +232,8 @@ def predict_engine(
 ) -> tuple[Prediction, EngineNote]:
     """The time onnxruntime's executor spends on one node, and why.
 
-    ``compute = flops / (peak[precision] * eff_c)`` (under a ceiling, the FLOPs of the taps inside the input for an
-    NCHWc convolution, which skips those in the padding: ``op_classes.taps_inside``); ``memory = (activation bytes /
+    ``compute = flops / (peak[precision] * eff_c)`` (the FLOPs of the taps inside the input for an NCHWc
+    convolution, which skips those in the padding: ``op_classes.taps_inside``); ``memory = (activation bytes /
     bw_level + weight bytes / (bw_dram * reuse)) / eff_m`` where ``reuse`` is the device's weight-reuse speedup at
     ``footprint``, the bytes one inference of the node's model touches (1 without a footprint: weights read cold,
     as the calibration's benchmarks read them; 1 for weights under ``COLD_WEIGHTS``, which the ceilings were read
@@ -265,8 +265,9 @@ def predict_engine(
     weights = weight_bytes(view, cost)
     dram = device.memory_bandwidth.value
     network = device.network_factor.value if device.network_factor is not None else 1.0
-    # an NCHWc convolution computes only its taps inside the input; the plain roofline counts every tap
-    inside = taps_inside(view) if ceiling is not None else 1.0
+    # An NCHWc convolution computes only its taps inside the input, with or without a ceiling: the calibration reads
+    # the conv ceilings on a device without them, and its own benchmarks must come out at their measured times.
+    inside = taps_inside(view)
     compute = network * cost.flops * inside / (peak * eff_c)
     reuse = weight_speedup(device, footprint) if weights >= COLD_WEIGHTS else 1.0
     memory = network * ((cost.bytes - weights) / bw + weights / (dram * reuse)) / eff_m

@@ -13,6 +13,7 @@ from onnxroof.devices import FrozenMap, Peak
 from onnxroof.ort.calibrate import ceilings, graphs
 from onnxroof.ort.calibrate.jobs import Sample
 from onnxroof.ort.reference import reference_model
+from onnxroof.predict import engine
 from tests.helpers import CONV, INT32, UINT8, T, W, calibrated_host, conv, make_node
 
 
@@ -157,6 +158,31 @@ def test_the_network_factor_is_the_reference_blocks_measured_work_over_its_predi
     # With the factor the device predicts the block at what it measured.
     scaled = analyze(reference_model(), replace(device, network_factor=factor))
     assert scaled.totals.predicted_time_s == pytest.approx(measured)
+
+
+def test_a_padded_nchwc_convolution_gives_back_its_measured_time():
+    """The ceiling read on a padded NCHWc convolution predicts that convolution at its measured time: both count the
+    taps inside the input only. 256 -> 256 channels, 3x3, pad 1, on 7x7: per axis 19 of the 21 (output, tap) pairs
+    read the input, (19/21)^2 = 0.819 of the taps."""
+    view = make_node(
+        "Conv",
+        [T((1, 256, 7, 7)), W((256, 256, 3, 3)), W((256,))],
+        [T((1, 256, 7, 7))],
+        domain="com.microsoft.nchwc",
+        kernel_shape=[3, 3],
+        pads=[1] * 4,
+    )
+    flops = 2 * 256 * 256 * 9 * 7 * 7
+    cost = Cost(flops=flops, bytes_read=4 * (256 * 49 + 256 * 256 * 9 + 256), bytes_written=4 * 256 * 49, kernels=1)
+    measured = 1e-3
+    bare = calibrated_host()
+    fitted = ceilings.class_ceilings([Sample(view, cost, measured, f"conv {i}") for i in range(3)], bare, 1)
+    # One point, at the inside FLOPs, of the roofline time of those FLOPs over the measured time (to 4 digits).
+    ((work, efficiency),) = fitted["conv_small"].compute
+    inside = flops * (19 / 21) ** 2
+    assert work == pytest.approx(inside, rel=1e-3) and efficiency == pytest.approx(inside / 100e9 / measured, rel=1e-3)
+    pred, _ = engine.predict_engine(view, cost, "fp32", replace(bare, ceilings=FrozenMap(fitted)))
+    assert pred.compute_time_s == pytest.approx(measured, rel=1e-3)
 
 
 def _gemv_chain_time(n: int, speedup: float) -> float:

@@ -608,6 +608,7 @@ def test_a_dilated_convolution_is_charged_the_taps_inside_its_input():
     pred, note = engine.predict_engine(view, cost, "fp32", dev)
     assert note.op_class == "conv_mid"
     assert pred.compute_time_s == pytest.approx(flops * (18 / 42) ** 2 / (100e9 * 0.6))
-    # The plain roofline (no ceiling) still charges every counted FLOP.
-    plain, _ = engine.predict_engine(view, cost, "fp32", calibrated_host())
-    assert plain.compute_time_s == pytest.approx(flops / 100e9)
+    # Without a ceiling (as the calibration reads one) the kernel still computes only those taps: a ceiling read
+    # there as the roofline time over the measured time gives back the measured time when it is applied.
+    bare, _ = engine.predict_engine(view, cost, "fp32", calibrated_host())
+    assert bare.compute_time_s == pytest.approx(flops * (18 / 42) ** 2 / 100e9)
