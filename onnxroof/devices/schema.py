@@ -29,6 +29,7 @@ OP_CLASSES: tuple[str, ...] = (
     "conv_stem",  # a stem: a 5x5 or wider kernel over a few input channels (an image's 3), on a large output
     "conv_mid",  # dense convolution on a mid-sized output (10x10 to 19x19 positions: a 14x14 stage)
     "conv_small",  # dense convolution on a small output (<= 9x9 positions) or with few channels
+    "conv_border",  # NCHWc dense convolution with most output columns' windows in the padding (dilated ASPP branches)
     "conv_grouped",  # grouped convolution in plain layout (not depthwise; a blocked NCHWc one is a dense class)
     "conv_grouped_narrow",  # the same with under 16 output channels per group (RegNet's, ResNeXt's narrow stages)
     "depthwise",  # one input channel per group, in onnxruntime's NCHWc layout
@@ -203,19 +204,20 @@ class Ceiling:
 @dataclass(frozen=True)
 class WeightReuse:
     """How many times faster than from DRAM a model's weights are read in back-to-back runs, by the bytes one
-    inference touches (its ``footprint``: weights plus peak activations). A model small enough finds its weights
-    where its previous run left them, in the last cache level; a large one streams them from DRAM every run.
+    inference moves (its ``traffic``: every kernel's inputs and outputs, weights included). A model that moves
+    little finds its weights where its previous run left them, in the last cache level; one that moves much
+    streams them from DRAM every run.
 
-    ``points`` are (footprint bytes, speedup) pairs sorted by footprint, interpolated linearly in log(footprint)
+    ``points`` are (traffic bytes, speedup) pairs sorted by traffic, interpolated linearly in log(traffic)
     and held constant beyond the measured range; a speedup is never below 1.
     """
 
     points: tuple[tuple[float, float], ...]
     source: str
 
-    def speedup(self, footprint: float) -> float:
-        """How many times DRAM's rate a model touching ``footprint`` bytes a run reads its weights at."""
-        return max(_interpolate(self.points, footprint), 1.0)
+    def speedup(self, traffic: float) -> float:
+        """How many times DRAM's rate a model moving ``traffic`` bytes a run reads its weights at."""
+        return max(_interpolate(self.points, traffic), 1.0)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from onnxroof.devices import Device
 from onnxroof.ir import Graph, InvalidNode, Node, Tensor, UnknownShape
 from onnxroof.predict import roofline
 from onnxroof.predict.engine import EngineNote, predict_engine
-from onnxroof.predict.memory import estimate_memory
+from onnxroof.predict.memory import bytes_moved
 from onnxroof.predict.precision import PRECISION_DTYPE, check_precision
 from onnxroof.predict.roofline import Prediction
 
@@ -389,10 +389,9 @@ def analyze_graph(
     ``precision`` (fp64 ... int8) asks "what if every float tensor were stored and computed at P" instead of
     following the tensors' own dtypes. With ``engine`` the graph is the one the device's engine runs (onnxruntime's
     optimized graph on a calibrated host): each node is predicted under its op class's calibrated ceiling and the
-    memory level its data fits in, its weights read as fast as the graph's footprint (weights plus peak
-    activations, ``estimate_memory``) lets them come back from the caches between runs, plus the engine's run
-    overhead once; without it each node gets the plain roofline of the device. ``progress(done, total)`` is
-    called while nodes are costed.
+    memory level its data fits in, its weights read as fast as the bytes the graph moves (``bytes_moved``) let them
+    come back from the caches between runs, plus the engine's run overhead once; without it each node gets the
+    plain roofline of the device. ``progress(done, total)`` is called while nodes are costed.
     """
     check_precision(precision)
     with collection_paused():
@@ -409,8 +408,8 @@ def _analyze_graph(
     if precision is not None:
         graph = _retype(graph, PRECISION_DTYPE[precision])
 
-    # The bytes one inference touches, which decide whether its weights stay in the caches between runs.
-    footprint = estimate_memory(graph).total_bytes if engine_mode and dev.weight_reuse is not None else None
+    # The bytes one inference moves, which decide whether its weights stay in the caches between runs.
+    traffic = bytes_moved(graph) if engine_mode and dev.weight_reuse is not None else None
     coster = _Coster()
     results: list[NodeResult] = []
     runtime = [n for n in graph.nodes if not n.folded]
@@ -439,7 +438,7 @@ def _analyze_graph(
                 cost = replace(cost, note="; ".join(n for n in (cost.note, RUN_NOTE) if n))
             prec = precision or node_precision(node.op_type, ins, outs)
             if engine_mode:
-                prediction, note = predict_engine(view, cost, prec, dev, footprint)
+                prediction, note = predict_engine(view, cost, prec, dev, traffic)
             else:
                 roof = roofs.get(prec) or roofs.setdefault(prec, roofline.roof_of(dev, prec))
                 prediction, note = roofline.predict_on(cost, roof), None

@@ -15,7 +15,7 @@ spends on one node of the graph it actually runs (``onnxroof.ort.sessions.optimi
   the activations it moves; weights are charged at DRAM bandwidth, because a weight is read once per inference
   and the rest of the model streams through the caches in between, unless the whole model is small enough that
   its weights come back from the caches between back-to-back runs: then at the DRAM bandwidth times the device's
-  calibrated ``weight_reuse`` speedup at the bytes one inference touches (the model's ``footprint``);
+  calibrated ``weight_reuse`` speedup at the bytes one inference of the model moves (its ``traffic``);
 - the per-node overhead (``device.launch_overhead``): what the executor spends dispatching one node;
 - the epilogue of a convolution or Gemm whose fused activation onnxruntime does not apply inside the kernel (every
   activation but Relu, e.g. MobileNet's Clip): a separate pass reading and writing the output at that level's
@@ -103,7 +103,7 @@ class EngineNote:
     epilogue_time_s: float = 0.0
     exposed_memory_s: float = 0.0  # DRAM traffic time the computation does not hide (see exposed_dram_time)
     network_factor: float = 1.0  # the device's: a kernel in a network takes this times its time alone
-    weight_speedup: float = 1.0  # the weights' rate over DRAM's, from the device's weight_reuse at the footprint
+    weight_speedup: float = 1.0  # the weights' rate over DRAM's, from the device's weight_reuse at the traffic
 
     def describe(self) -> str:
         """One line for a report: the class, the efficiencies applied and the memory level."""
@@ -228,14 +228,14 @@ def exposed_dram_time(device: Device, cls: str, level_bandwidth: float, compute_
 
 
 def predict_engine(
-    view: NodeView, cost: Cost, precision: str, device: Device, footprint: float | None = None
+    view: NodeView, cost: Cost, precision: str, device: Device, traffic: float | None = None
 ) -> tuple[Prediction, EngineNote]:
     """The time onnxruntime's executor spends on one node, and why.
 
     ``compute = flops / (peak[precision] * eff_c)`` (the FLOPs of the taps inside the input for an NCHWc
     convolution, which skips those in the padding: ``op_classes.taps_inside``); ``memory = (activation bytes /
     bw_level + weight bytes / (bw_dram * reuse)) / eff_m`` where ``reuse`` is the device's weight-reuse speedup at
-    ``footprint``, the bytes one inference of the node's model touches (1 without a footprint: weights read cold,
+    ``traffic``, the bytes one inference of the node's model moves (1 without a traffic: weights read cold,
     as the calibration's benchmarks read them; 1 for weights under ``COLD_WEIGHTS``, which the ceilings were read
     on warm), and ``eff_c``/``eff_m`` come from the node's class ceiling at its
     FLOPs/bytes (those of one product of a batched matmul, one group of a plain-layout grouped convolution, one time
@@ -269,7 +269,7 @@ def predict_engine(
     # the conv ceilings on a device without them, and its own benchmarks must come out at their measured times.
     inside = taps_inside(view)
     compute = network * cost.flops * inside / (peak * eff_c)
-    reuse = weight_speedup(device, footprint) if weights >= COLD_WEIGHTS else 1.0
+    reuse = weight_speedup(device, traffic) if weights >= COLD_WEIGHTS else 1.0
     memory = network * ((cost.bytes - weights) / bw + weights / (dram * reuse)) / eff_m
     overhead = device.launch_overhead.value
     effective_bw = cost.bytes / memory if memory > 0 else bw * eff_m / network
@@ -293,12 +293,12 @@ def predict_engine(
     return prediction, note
 
 
-def weight_speedup(device: Device, footprint: float | None) -> float:
-    """How many times DRAM's rate a model's weights are read at when one inference touches ``footprint`` bytes: the
-    device's calibrated weight-reuse speedup there; 1 without a footprint or without that calibration."""
-    if footprint is None or device.weight_reuse is None:
+def weight_speedup(device: Device, traffic: float | None) -> float:
+    """How many times DRAM's rate a model's weights are read at when one inference moves ``traffic`` bytes: the
+    device's calibrated weight-reuse speedup there; 1 without a traffic or without that calibration."""
+    if traffic is None or device.weight_reuse is None:
         return 1.0
-    return device.weight_reuse.speedup(footprint)
+    return device.weight_reuse.speedup(traffic)
 
 
 def model_time(node_times_s: list[float] | tuple[float, ...], device: Device) -> float:

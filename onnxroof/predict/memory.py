@@ -30,6 +30,7 @@ node produces, each its own buffer (no reuse, no views).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ __all__ = [
     "LiveTensor",
     "MemoryEstimate",
     "best_order",
+    "bytes_moved",
     "estimate_memory",
     "node_reads",
     "tensor_bytes",
@@ -408,6 +410,22 @@ def estimate_memory(
     if order is None:
         return _estimate(plan, range(len(plan.nodes)), "stored", precision)
     return _estimate(plan, _resolve(plan, graph, order), "given", precision)
+
+
+def bytes_moved(graph: Graph) -> float:
+    """The bytes one inference moves: every runtime node's inputs and outputs, weights included, counted each time a
+    node reads or writes them (tensors of unknown shape count 0), as the compulsory-traffic model counts a node's
+    bytes. It is what streams through the caches between two reads of one weight by back-to-back runs, and so
+    decides how much of its weights a model finds still cached (``onnxroof.devices.WeightReuse``)."""
+    total = 0.0
+    for node in graph.nodes:
+        if node.folded:
+            continue
+        for name in itertools.chain(node.inputs, node.outputs):
+            tensor = graph.tensor(name) if name else None
+            if tensor is not None and tensor.known:
+                total += tensor.nbytes
+    return total
 
 
 def _greedy(plan: _Plan) -> list[int]:

@@ -21,6 +21,7 @@ from onnxroof.ir import Tensor
 
 __all__ = [
     "ACTIVATION_CLASS_OF",
+    "BORDER_CONV_SHARE",
     "CLASS_FALLBACK",
     "NARROW_GROUP_CHANNELS",
     "NCHWC_DOMAIN",
@@ -29,6 +30,7 @@ __all__ = [
     "SHAPE",
     "SHORT_PRODUCT_ROWS",
     "Refinement",
+    "border_share",
     "ceiling_for",
     "ceiling_work",
     "op_class",
@@ -46,6 +48,7 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "conv_stem": "conv",
     "conv_mid": "conv",
     "conv_small": "conv",
+    "conv_border": "conv_mid",
     "conv_grouped": "conv_small",
     "conv_grouped_narrow": "conv_grouped",
     "depthwise_plain": "depthwise",
@@ -97,6 +100,12 @@ SMALL_CONV_OUT_CHANNELS = 32
 SMALL_STEM_KERNEL_AREA = 25
 WIDE_CONV_KERNEL_AREA = 25
 
+# onnxruntime's NCHWc convolution walks an output row in blocks of positions whose windows lie inside the input,
+# and takes every position whose window reaches into the left or right padding on its own, one at a time, with a
+# bounds check per tap. A dense convolution with at least this share of its output columns of that kind (a dilated
+# ASPP branch on a small map, a 3x3 window on a 2x2 map) runs at a rate of its own: conv_border.
+BORDER_CONV_SHARE = 0.5
+
 # A plain-layout grouped convolution with fewer output channels per group than this is a narrow one: each group's
 # product has too few rows for the kernel's row blocks, so it runs at a rate of its own (RegNet's groups of 8,
 # ResNeXt's of 4 and 8; docs/accuracy.md has the rates measured).
@@ -135,7 +144,8 @@ def _known(t: Tensor | None) -> tuple[int, ...] | None:
 def _conv_class(view: NodeView) -> str:
     """depthwise / batchnorm (a depthwise 1x1 conv is a per-channel scale and shift) / conv_grouped (or
     conv_grouped_narrow, under NARROW_GROUP_CHANNELS output channels per group) / depthwise_plain (a depthwise
-    convolution outside the NCHWc layout) / conv_small /
+    convolution outside the NCHWc layout) / conv_border (an NCHWc one with most output columns at the padding,
+    see BORDER_CONV_SHARE) / conv_small /
     conv_mid / conv_stem / conv_wide / conv1x1 / conv, from the weight's shape (or the attributes when it is
     unknown); a grouped convolution in onnxruntime's NCHWc layout takes the dense class of one group."""
     x, y = _known(view.input(0)), _known(view.output(0))
@@ -170,6 +180,8 @@ def _conv_class(view: NodeView) -> str:
         # and then runs every group as a dense convolution of its own channels: such a convolution runs at the
         # rate of the dense classes, not at that of the plain-layout grouped kernel (conv_grouped).
         c_in, c_out = per_group_in, (c_out // group if c_out is not None else None)
+    if view.domain == NCHWC_DOMAIN and border_share(view) >= BORDER_CONV_SHARE:
+        return "conv_border"
     positions = (prod(y[2:]) if not nhwc else prod(y[1:-1])) if y is not None and len(y) >= 3 else None
     stem = c_in is not None and c_in < SMALL_CONV_IN_CHANNELS and bool(kernel)
     if (
@@ -327,6 +339,7 @@ REFINEMENTS: Mapping[str, Refinement] = {
                 "conv_stem",
                 "conv_mid",
                 "conv_small",
+                "conv_border",
                 "conv_grouped",
                 "conv_grouped_narrow",
                 "depthwise",
@@ -431,11 +444,26 @@ def taps_inside(view: NodeView) -> float:
     position o reads taps ``o*S - P + j*D`` for j < K; the share is the product over the axes of the taps
     inside ``[0, I)`` over ``O*K``. It matters for a dilated convolution on a small map (DeepLab's rate-12 ASPP
     branch on a 14x14 map reads little but its centre tap) and, less, for any padded window on a small output."""
+    axes = _windows(view)
+    return prod(_inside_share(*axis) for axis in axes) if axes else 1.0
+
+
+def border_share(view: NodeView) -> float:
+    """The share of an NCHWc convolution's output columns (positions along its last axis) whose window reaches into
+    the padding (0 for any other node, and where the shapes or attributes do not say): the positions onnxruntime's
+    NCHWc kernel computes one at a time (see BORDER_CONV_SHARE)."""
+    axes = _windows(view)
+    return _border_share(*axes[-1]) if axes else 0.0
+
+
+def _windows(view: NodeView) -> list[tuple[int, int, int, int, int, int]] | None:
+    """Per spatial axis of an NCHWc convolution, (input size, output size, kernel, stride, dilation, leading pad);
+    None for any other node, and where the shapes or attributes do not give the output's size."""
     if view.domain != NCHWC_DOMAIN or view.op_type != "Conv":
-        return 1.0
+        return None
     x, y, w = _known(view.input(0)), _known(view.output(0)), _known(view.input(1))
     if x is None or y is None or w is None or len(x) != len(y) or len(w) != len(x) or len(x) < 3:
-        return 1.0
+        return None
     n = len(x) - 2
     kernel = tuple(int(k) for k in (view.attr("kernel_shape") or w[2:]))
     strides = tuple(int(v) for v in (view.attr("strides") or (1,) * n))
@@ -444,8 +472,8 @@ def taps_inside(view: NodeView) -> float:
     auto_pad = view.attr("auto_pad", b"NOTSET")
     auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad)
     if len(kernel) != n or len(strides) != n or len(dilations) != n or len(pads) != 2 * n:
-        return 1.0
-    share = 1.0
+        return None
+    axes = []
     for axis in range(n):
         size, out, k, s, d = x[axis + 2], y[axis + 2], kernel[axis], strides[axis], dilations[axis]
         lead, total = pads[axis], pads[axis] + pads[axis + n]
@@ -455,9 +483,18 @@ def taps_inside(view: NodeView) -> float:
         elif auto_pad == "VALID":
             lead = total = 0
         if s <= 0 or (size + total - d * (k - 1) - 1) // s + 1 != out:
-            return 1.0  # the attributes do not give this output: no window to follow
-        share *= _inside_share(size, out, k, s, d, lead)
-    return share
+            return None  # the attributes do not give this output: no window to follow
+        axes.append((size, out, k, s, d, lead))
+    return axes
+
+
+@lru_cache(maxsize=1024)
+def _border_share(size: int, out: int, k: int, stride: int, dilation: int, lead: int) -> float:
+    """Along one axis: the share of output positions with a tap outside ``[0, size)``."""
+    if out <= 0 or k <= 0:
+        return 0.0
+    border = sum(1 for o in range(out) if any(not 0 <= o * stride - lead + j * dilation < size for j in range(k)))
+    return border / out
 
 
 @lru_cache(maxsize=1024)

@@ -37,7 +37,7 @@ def calibration_table(device: Device, cached_at: Path | None = None) -> str:
         )
     if device.weight_reuse is not None:
         reuse = " ".join(f"{si(f, 'B')}:{x:.2g}x" for f, x in device.weight_reuse.points)
-        lines.append(clip(f"  weights read between runs, by model footprint, over DRAM's rate: {reuse}", TABLE_WIDTH))
+        lines.append(clip(f"  weights between runs, by the bytes a run moves, over DRAM's rate: {reuse}", TABLE_WIDTH))
     if device.network_factor is not None:
         lines.append(f"  network factor: x{device.network_factor.value:.3g} on every kernel run in a network")
     if device.ceilings:

@@ -657,7 +657,7 @@ def test_calibrated_device_round_trip(tmp_path: Path):
     assert device.run_overhead == Sourced(8e-6, "calibrated: a one-node graph")
     assert device.dram_overlap == Sourced(0.4, "calibrated: a batch-16 conv")
     assert device.network_factor == Sourced(1.12, "calibrated: the reference block")
-    # sorted by footprint like a ceiling's points
+    # sorted by traffic like a ceiling's points
     assert device.weight_reuse == WeightReuse(((4e6, 2.5), (3.2e7, 1.0)), "calibrated: chains of MatMul back to back")
     assert device.caches[0].bandwidth == 45e9
     assert device.calibration == Calibration(

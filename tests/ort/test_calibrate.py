@@ -82,11 +82,11 @@ def test_the_weight_reuse_has_a_point_per_chain_of_the_suite(quick: Device):
     reuse = quick.weight_reuse
     assert reuse is not None and reuse.source.startswith("calibrated: chains of 4 MatMul")
     # One point per chain, at its weights (the suite's fractions of the last level) and a few vectors more; the
-    # speedups at least 1 and never rising with the footprint.
+    # speedups at least 1 and never rising with the traffic.
     sizes = QUICK.reuse_bytes(calibrate.cache_levels())
     assert len(reuse.points) == len(sizes)
-    for (footprint, _), nbytes in zip(reuse.points, sorted(sizes), strict=True):
-        assert 0.9 * nbytes < footprint < 1.1 * nbytes
+    for (traffic, _), nbytes in zip(reuse.points, sorted(sizes), strict=True):
+        assert 0.9 * nbytes < traffic < 1.1 * nbytes
     speedups = [x for _, x in reuse.points]
     assert min(speedups) >= 1.0 and speedups == sorted(speedups, reverse=True)
 

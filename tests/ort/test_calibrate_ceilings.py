@@ -202,7 +202,7 @@ def test_the_weight_reuse_speedup_is_the_one_at_which_a_chain_is_predicted_at_it
     )
     assert reuse is not None
     (f_small, x_small), (f_large, x_large) = reuse.points
-    # Each point sits at its graph's footprint: its weights plus its peak activations (a few vectors).
+    # Each point sits at the bytes its graph moves a run: its weights, and each product's vector in and out.
     assert 4 * 2**20 < f_small < 4 * 2**20 + 64 * 1024 and 16 * 2**20 < f_large < 16 * 2**20 + 64 * 1024
     assert (x_small, x_large) == (2.0, 1.25)
     assert reuse.source.startswith("calibrated: chains of 4 MatMul (1xN) @ (NxN) timed back to back")
@@ -250,6 +250,20 @@ def test_the_peak_is_read_on_whole_kernels_never_on_an_epilogue_pass():
     int8 = Sample(_conv_integer(64, 64, 56), cost, 5e-4, "ConvInteger 64->64 3x3 @56x56")
     rates = ceilings.peak_candidates([whole, epilogue, short, int8])
     assert rates == [(pytest.approx(231211008 / 2.3e-3), "Conv 64->64 3x3 @56x56")]
+    # A padded NCHWc convolution computes only its taps inside the input: DeepLab's rate-24 branch on 14x14 (960 ->
+    # 256 channels, pad 24) reads only its centre tap, a ninth of the 867,141,632 FLOPs counted.
+    aspp = make_node(
+        "Conv",
+        [T((1, 960, 14, 14)), W((256, 960, 3, 3)), W((256,))],
+        [T((1, 256, 14, 14))],
+        domain="com.microsoft.nchwc",
+        kernel_shape=[3, 3],
+        pads=[24] * 4,
+        dilations=[24, 24],
+    )
+    counted = 2 * 960 * 256 * 9 * 14 * 14
+    dilated = Sample(aspp, Cost(flops=counted, bytes_read=1e7, bytes_written=2e5, kernels=1), 2e-3, "ASPP rate 24")
+    assert ceilings.peak_candidates([dilated]) == [(pytest.approx(counted / 9 / 2e-3), "ASPP rate 24")]
 
 
 def test_a_batched_matmul_gives_a_point_at_the_work_of_one_product():

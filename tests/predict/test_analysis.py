@@ -341,27 +341,30 @@ def test_every_repeated_unsupported_node_is_counted():
     assert all(not n.supported and n.cost.bytes_read == 2 * 8 * 4 for n in a.nodes)
 
 
-def test_an_engine_analysis_reads_weights_at_the_reuse_speedup_of_the_graphs_footprint():
+def test_an_engine_analysis_reads_weights_at_the_reuse_speedup_of_the_bytes_the_graph_moves():
     from dataclasses import replace
 
     from onnxroof.devices import WeightReuse
     from onnxroof.load import load_graph
     from onnxroof.predict.analysis import analyze_graph
+    from onnxroof.predict.memory import bytes_moved
     from tests.helpers import calibrated_host
 
     weight = numpy_helper.from_array(np.full((512, 512), 0.01, dtype=np.float32), "w")
     graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        [helper.make_node("MatMul", ["x", "w"], ["y"]), helper.make_node("Relu", ["y"], ["z"])],
         "gemv",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 512])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 512])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 512])],
         [weight],
     )
     loaded = load_graph(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
-    # One inference touches the 1 MiB weight and its 2 KiB input and output, live together at its one step:
-    # 1,052,672 bytes. Halfway in log(footprint) between a point at half that (3x) and one at twice it (1x): 2x.
-    footprint = 512 * 512 * 4 + 2 * 512 * 4
-    reuse = WeightReuse(((footprint / 2, 3.0), (footprint * 2, 1.0)), "calibrated: test")
+    # A run moves the MatMul's 2 KiB vector in, 1 MiB weight and 2 KiB vector out, and the Relu's 2 KiB in and
+    # out: 1 MiB + 8 KiB = 1,056,768 bytes. Halfway in log(traffic) between a point at half that (3x) and one at
+    # twice it (1x): 2x, for the MatMul's 1 MiB weight.
+    traffic = 512 * 512 * 4 + 4 * 512 * 4
+    assert bytes_moved(loaded) == traffic
+    reuse = WeightReuse(((traffic / 2, 3.0), (traffic * 2, 1.0)), "calibrated: test")
     device = replace(calibrated_host(), weight_reuse=reuse)
     note = analyze_graph(loaded, device, engine=True).nodes[0].engine
     assert note is not None and note.weight_speedup == pytest.approx(2.0)

@@ -66,6 +66,19 @@ CASES = [
     (conv(96, 256, 27, 5, group=2), "conv_wide"),
     (conv(384, 384, 13, 3, group=2), "conv_mid"),  # ... 169 positions a mid-sized one
     (conv(64, 64, 28, 3, group=4), "conv_small"),  # ... and 16 output channels per group a small one
+    # DeepLab's rate-12 ASPP branch on 14x14: every output column's window reaches into the padding
+    (
+        make_node(
+            "Conv",
+            [T((1, 960, 14, 14)), W((256, 960, 3, 3)), W((256,))],
+            [T((1, 256, 14, 14))],
+            domain=NCHWC,
+            kernel_shape=[3, 3],
+            pads=[12] * 4,
+            dilations=[12, 12],
+        ),
+        "conv_border",
+    ),
     (make_node("Gemm", [T((197, 768)), W((3072, 768)), W((3072,))], [T((197, 3072))], transB=1), "gemm"),
     (make_node("FusedGemm", [T((1, 9216)), W((4096, 9216)), W((4096,))], [T((1, 4096))], domain=MS), "gemv"),
     (make_node("Gemm", [T((8, 768)), W((768, 768)), W((768,))], [T((8, 768))], transB=1), "gemm_short"),
@@ -407,8 +420,9 @@ def test_the_network_factor_scales_a_kernels_work_but_not_its_dispatch():
 
 
 def test_a_small_models_weights_are_read_at_the_calibrated_reuse_speedup():
-    """Weights are charged at DRAM bandwidth times the device's weight-reuse speedup at the model's footprint; the
-    activations keep their level's bandwidth, and a node predicted without a footprint reads its weights cold."""
+    """Weights are charged at DRAM bandwidth times the device's weight-reuse speedup at the bytes the model moves a
+    run; the activations keep their level's bandwidth, and a node predicted without that traffic reads its weights
+    cold."""
     reuse = WeightReuse(((4e6, 2.5), (32e6, 1.0)), "calibrated: test")
     dev = replace(calibrated_host(), weight_reuse=reuse)
     # A 1 x 1024 by 1024 x 1024 MatMul: 2,097,152 FLOPs; reads 4 KiB of activation and 4 MiB of weight, writes
@@ -417,23 +431,23 @@ def test_a_small_models_weights_are_read_at_the_calibrated_reuse_speedup():
     weights = 1024 * 1024 * 4
     cost = Cost(flops=2 * 1024 * 1024, bytes_read=4 * 1024 + weights, bytes_written=4 * 1024, kernels=1)
     activations = 2 * 4 * 1024
-    # At a 16 MB footprint the speedup is interpolated in log(footprint): ln(16/4) / ln(32/4) = 2/3 of the way
+    # At a 16 MB traffic the speedup is interpolated in log(traffic): ln(16/4) / ln(32/4) = 2/3 of the way
     # from 2.5 to 1.0, i.e. 1.5; the weights go at 1.5 x 10 GB/s.
-    pred, note = engine.predict_engine(gemv, cost, "fp32", dev, footprint=16e6)
+    pred, note = engine.predict_engine(gemv, cost, "fp32", dev, traffic=16e6)
     assert note.weight_speedup == pytest.approx(1.5)
     assert pred.memory_time_s == pytest.approx(activations / 10e9 + weights / 15e9)
     assert "at 1.5x DRAM's rate" in note.describe()
     # Below the first point the first speedup holds; beyond the last, the last (1: from DRAM).
-    assert engine.predict_engine(gemv, cost, "fp32", dev, footprint=1e6)[1].weight_speedup == 2.5
-    cold, cold_note = engine.predict_engine(gemv, cost, "fp32", dev, footprint=1e9)
+    assert engine.predict_engine(gemv, cost, "fp32", dev, traffic=1e6)[1].weight_speedup == 2.5
+    cold, cold_note = engine.predict_engine(gemv, cost, "fp32", dev, traffic=1e9)
     assert cold.memory_time_s == pytest.approx((activations + weights) / 10e9) and "from DRAM" in cold_note.describe()
-    # No footprint, or no calibration of the reuse: cold weights.
+    # No traffic, or no calibration of the reuse: cold weights.
     assert engine.predict_engine(gemv, cost, "fp32", dev)[1].weight_speedup == 1.0
-    assert engine.predict_engine(gemv, cost, "fp32", calibrated_host(), footprint=1e6)[1].weight_speedup == 1.0
+    assert engine.predict_engine(gemv, cost, "fp32", calibrated_host(), traffic=1e6)[1].weight_speedup == 1.0
     # A node whose weights are under COLD_WEIGHTS (1 MiB) reads them as its ceiling was calibrated, warm: no speedup.
     small = make_node("MatMul", [T((1, 256)), W((256, 256))], [T((1, 256))])
     small_cost = Cost(flops=2 * 256 * 256, bytes_read=4 * 256 + 4 * 256 * 256, bytes_written=4 * 256, kernels=1)
-    assert engine.predict_engine(small, small_cost, "fp32", dev, footprint=1e6)[1].weight_speedup == 1.0
+    assert engine.predict_engine(small, small_cost, "fp32", dev, traffic=1e6)[1].weight_speedup == 1.0
     # A speedup is never below 1, whatever a table says.
     slower = replace(dev, weight_reuse=WeightReuse(((4e6, 0.8),), "calibrated: test"))
     assert engine.weight_speedup(slower, 4e6) == 1.0
@@ -606,7 +620,7 @@ def test_a_dilated_convolution_is_charged_the_taps_inside_its_input():
     flops = 2 * 256 * 960 * 9 * 14 * 14  # every tap, as counted
     cost = Cost(flops=flops, bytes_read=1e6, bytes_written=2e5, kernels=1)
     pred, note = engine.predict_engine(view, cost, "fp32", dev)
-    assert note.op_class == "conv_mid"
+    assert note.op_class == "conv_border" and note.ceiling == "conv_mid"  # a device without its class's ceiling
     assert pred.compute_time_s == pytest.approx(flops * (18 / 42) ** 2 / (100e9 * 0.6))
     # Without a ceiling (as the calibration reads one) the kernel still computes only those taps: a ceiling read
     # there as the roofline time over the measured time gives back the measured time when it is applied.

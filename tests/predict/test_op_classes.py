@@ -86,6 +86,10 @@ def views_of(domain: str, op_type: str) -> list[NodeView]:
             views.append(make_node(op_type, nhwc, out, domain=domain, group=group, kernel_shape=[k, k]))
     views += [
         make_node(op_type, [T(None), T(None), None], [T(None)], domain=domain, kernel_shape=[3, 3]),
+        # a conv_border in the NCHWc layout: a 3x3 window, pad 1, on a 2x2 map
+        make_node(
+            op_type, [T((1, 64, 2, 2)), W((64, 64, 3, 3)), W((64,))], [T((1, 64, 2, 2))], domain=domain, pads=[1] * 4
+        ),
         make_node(op_type, [T((1, 197, 768)), W((768, 768))], [T((1, 197, 768))], domain=domain),
         make_node(op_type, [T((1, 8, 768)), W((768, 768))], [T((1, 8, 768))], domain=domain),
         make_node(op_type, [T((1, 768)), W((768, 768))], [T((1, 768))], domain=domain),
@@ -161,6 +165,31 @@ def test_taps_inside_holds_only_for_a_consistent_nchwc_convolution():
     assert op_classes.taps_inside(_padded_conv(7, 7, 3, pad=1, domain="")) == 1.0
     # Attributes that do not give the output's size: nothing to follow.
     assert op_classes.taps_inside(_padded_conv(7, 9, 3, pad=1)) == 1.0
+
+
+def test_border_share_closed_form():
+    # 3x3, pad 1 on 7x7: output columns 0 and 6 read the padding, 2 of 7.
+    assert op_classes.border_share(_padded_conv(7, 7, 3, pad=1)) == pytest.approx(2 / 7)
+    # Dilation 4, pad 4 on 14x14: column o reads o-4, o and o+4; o-4 < 0 for o < 4, o+4 > 13 for o > 9: 8 of 14.
+    assert op_classes.border_share(_padded_conv(14, 14, 3, pad=4, dilation=4)) == pytest.approx(8 / 14)
+    # Dilation 12, pad 12 on 14x14: o-12 < 0 for o < 12 and o+12 > 13 for o > 1, so every column.
+    assert op_classes.border_share(_padded_conv(14, 14, 3, pad=12, dilation=12)) == 1.0
+    # Stride 2, pad 1 on 8x8 (output 4): only column 0 reads -1.
+    assert op_classes.border_share(_padded_conv(8, 4, 3, pad=1, stride=2)) == pytest.approx(1 / 4)
+    # No padding, the plain layout, or attributes that do not give the output: none.
+    assert op_classes.border_share(_padded_conv(9, 7, 3, pad=0)) == 0.0
+    assert op_classes.border_share(_padded_conv(7, 7, 3, pad=1, domain="")) == 0.0
+    assert op_classes.border_share(_padded_conv(7, 9, 3, pad=1)) == 0.0
+
+
+def test_a_dense_nchwc_convolution_with_most_columns_at_the_padding_is_a_border_convolution():
+    # BORDER_CONV_SHARE is half the columns: dilation 4 on 14x14 (8 of 14) is one, 3x3 pad 1 on 7x7 (2 of 7) is
+    # not, and a 3x3 window on a 2x2 map (both columns) is.
+    assert op_classes.op_class(_padded_conv(14, 14, 3, pad=4, dilation=4)) == "conv_border"
+    assert op_classes.op_class(_padded_conv(7, 7, 3, pad=1)) == "conv_small"
+    assert op_classes.op_class(_padded_conv(2, 2, 3, pad=1)) == "conv_border"
+    # The plain layout's im2col computes the padding's zeros like any other tap: no border class there.
+    assert op_classes.op_class(_padded_conv(14, 14, 3, pad=4, dilation=4, domain="")) == "conv_mid"
 
 
 def test_ceiling_work_is_that_of_one_product_or_one_time_step():

@@ -31,7 +31,7 @@ from onnxroof.ort.measure import OTHERS_LOAD_BOUND, fast_estimate
 from onnxroof.ort.reference import reference_model
 from onnxroof.predict import engine, op_classes
 from onnxroof.predict.analysis import analyze_graph, node_precision
-from onnxroof.predict.memory import estimate_memory
+from onnxroof.predict.memory import bytes_moved
 from onnxroof.units import binary_bytes
 
 __all__ = [
@@ -59,9 +59,10 @@ def peak_candidates(samples: Sequence[Sample]) -> list[tuple[float, str]]:
     """(FLOP/s, label) of the class benchmarks' kernels the fp32 peak may be read on: whole fp32 kernels of a
     compute class that ran at least PEAK_MIN_S. An epilogue sample is the time of a fused activation's pass alone,
     while its cost is the whole convolution's, so its rate is no kernel's and it is never a candidate; an 8-bit
-    kernel runs on the int8 peak, not the fp32 one."""
+    kernel runs on the int8 peak, not the fp32 one. A rate counts the FLOPs the kernel computes: an NCHWc
+    convolution's taps inside its input (``op_classes.taps_inside``), as predictions count them."""
     return [
-        (x.cost.flops / x.time_s, x.label)
+        (x.cost.flops * op_classes.taps_inside(x.view) / x.time_s, x.label)
         for x in samples
         if x.part == "node"
         and op_classes.op_class(x.view) in COMPUTE_CLASSES
@@ -258,20 +259,21 @@ def network_factor(device: Device, reference_s: float, how: str) -> Sourced:
 
 def weight_reuse(device: Device, loops: Sequence[tuple[onnx.ModelProto, float]], how: str) -> WeightReuse | None:
     """How much faster than from DRAM weights come back between back-to-back runs, from graphs of matrix-vector
-    products timed that way (``loops``: each graph and its seconds a run), one point per graph at its footprint.
+    products timed that way (``loops``: each graph and its seconds a run), one point per graph at the bytes it
+    moves a run (``bytes_moved``: its weights and a few vectors).
 
     A graph's speedup is the one at which its prediction on ``device`` (which has no weight_reuse yet) equals its
     measured time, found by bisection between 1 and ``_MAX_REUSE``: everything else in the prediction (the gemv
     ceiling, read on cold weights, and the overheads) stays as it is, so the speedup is what a model's weights
-    gain by being read warm. The points do not rise with the footprint (a larger model cannot keep more of its
+    gain by being read warm. The points do not rise with the traffic (a model moving more cannot keep more of its
     weights) and are at least 1. None without loops."""
     points: list[tuple[float, float]] = []
     for model, seconds in loops:
         graph = sessions.engine_graph(model, device)
-        footprint = float(estimate_memory(graph).total_bytes)
+        traffic = bytes_moved(graph)
 
-        def predicted(speedup: float, graph: Graph = graph, footprint: float = footprint) -> float:
-            trial = replace(device, weight_reuse=WeightReuse(((footprint, speedup),), ""))
+        def predicted(speedup: float, graph: Graph = graph, traffic: float = traffic) -> float:
+            trial = replace(device, weight_reuse=WeightReuse(((traffic, speedup),), ""))
             return analyze_graph(graph, trial, engine=True).totals.predicted_time_s
 
         lo, hi = 1.0, _MAX_REUSE
@@ -282,13 +284,13 @@ def weight_reuse(device: Device, loops: Sequence[tuple[onnx.ModelProto, float]],
         for _ in range(40 if lo < hi else 0):  # in log space: the speedup's relative error falls below 1e-9
             mid = math.sqrt(lo * hi)
             lo, hi = (mid, hi) if predicted(mid) > seconds else (lo, mid)
-        points.append((footprint, lo))
+        points.append((traffic, lo))
     if not points:
         return None
     points.sort()
     kept = [points[0]]
-    for footprint, speedup in points[1:]:
-        kept.append((footprint, min(speedup, kept[-1][1])))
+    for traffic, speedup in points[1:]:
+        kept.append((traffic, min(speedup, kept[-1][1])))
     tidy = tuple((f, float(f"{max(x, 1.0):.3g}")) for f, x in kept)
     shown = ", ".join(f"{x:.3g}x at {binary_bytes(int(f))}" for f, x in tidy)
     return WeightReuse(

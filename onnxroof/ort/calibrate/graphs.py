@@ -280,10 +280,11 @@ def conv(
     group: int = 1,
     batch: int = 1,
     activation: str = "Relu",
+    dilation: int = 1,
 ) -> Built:
     """Conv, followed by an activation that onnxruntime fuses into it: Relu (as in most CNNs) or Clip to [0, 6]
-    (MobileNet's ReLU6)."""
-    pad = k // 2
+    (MobileNet's ReLU6); padded to keep the output's size at stride 1, dilated by ``dilation``."""
+    pad = dilation * (k // 2)
     nodes = [
         helper.make_node(
             "Conv",
@@ -294,6 +295,7 @@ def conv(
             kernel_shape=[k, k],
             strides=[stride, stride],
             pads=[pad] * 4,
+            dilations=[dilation, dilation],
         )
     ]
     weights = {"w": rand.f(cout, cin // group, k, k), "b": rand.f(cout)}

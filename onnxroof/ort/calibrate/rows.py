@@ -31,6 +31,7 @@ __all__ = [
     "concats",
     "convs",
     "depthwise",
+    "dilated",
     "dims",
     "elementwise",
     "epilogues",
@@ -71,6 +72,20 @@ def convs(*rows: tuple[int, int, int, int, int]) -> list[Bench]:
     return [
         profile(f"Conv {cin}->{cout} {k}x{k}/{s} @{hw}x{hw}", graphs.conv, (cin, cout, hw, k, s), CONV_CLASSES)
         for cin, cout, hw, k, s in rows
+    ]
+
+
+def dilated(*rows: tuple[int, int, int, int]) -> list[Bench]:
+    """Dilated 3x3 convolutions (cin, cout, hw, dilation), padded to keep their size, NCHWc after optimization:
+    DeepLab's ASPP branches."""
+    return [
+        profile(
+            f"Conv {cin}->{cout} 3x3 dilation {d} @{hw}x{hw}",
+            graphs.conv,
+            (cin, cout, hw, 3, 1, 1, 1, "Relu", d),
+            CONV_CLASSES,
+        )
+        for cin, cout, hw, d in rows
     ]
 
 

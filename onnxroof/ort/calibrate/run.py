@@ -51,6 +51,7 @@ from onnxroof.ort.calibrate.jobs import (
 )
 from onnxroof.ort.calibrate.suite import FULL, QUICK, SUITE
 from onnxroof.ort.measure import fast_estimate
+from onnxroof.predict import op_classes
 from onnxroof.units import binary_bytes
 
 __all__ = ["calibrate", "host_device"]
@@ -340,7 +341,10 @@ def _read(jobs: _Jobs, matrix_size: int) -> _Readings:
     b = jobs.dram.feeds["b"]  # the streamed (K x N) operand; the (1 x K) vector and the (1 x N) result move too
     dram_bandwidth = 4.0 * (b.size + b.shape[0] + b.shape[1]) / max(fast_estimate(dram_times) - profiler_overhead, 1e-9)
     fp32_rates = [
-        (x.cost.flops / x.time_s, f"{x.label} ({x.view.domain or 'ai.onnx'}::{x.view.op_type})")
+        (
+            x.cost.flops * op_classes.taps_inside(x.view) / x.time_s,
+            f"{x.label} ({x.view.domain or 'ai.onnx'}::{x.view.op_type})",
+        )
         for job in jobs.peaks
         for x in job.samples(profiler_overhead)
     ]

@@ -47,7 +47,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      rate of a step as it does not over a model's sequence).
 #  11: the weights' reuse between back-to-back runs (weight_reuse), timed on chains of matrix-vector products whose
 #      weights total from an eighth to four times the last cache level.
-SUITE = 11
+#  12: convolutions with most output columns at the padding (conv_border), timed on dilated ASPP branches; every
+#      NCHWc convolution's ceiling is read on the taps inside its input, as predictions count them.
+SUITE = 12
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
@@ -107,6 +109,10 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         (16, 32, 28, 5, 1),
         (32, 96, 28, 5, 1),
     ),
+    # convolutions with most output columns at the padding (conv_border): DeepLab's ASPP branches at 1/16 of a 224
+    # input (dilations 6 to 24 on 14x14, the last reading only its centre tap) and at 1/8
+    *rows.dilated((960, 256, 14, 6), (960, 256, 14, 12), (960, 256, 14, 24), (512, 512, 14, 12)),
+    *rows.dilated((256, 256, 28, 12), (256, 256, 28, 24)),
     # depthwise: the strided ones; the stride-1 ones are the Relu twins of the epilogue pairs below
     *rows.depthwise((96, 112, 2), (144, 56, 2), (576, 14, 2)),
     # depthwise in plain layout, by the work of one channel: ShuffleNet's 58 channels, and others NCHWc leaves
@@ -400,12 +406,13 @@ QUICK = Suite(
     benches=_QUICK_BENCHES,
     peaks=_peaks(256, conv=False),
     batched_conv=None,
-    # no wide, stem, narrow grouped or plain depthwise convolution, per-channel chain, short product, activation
+    # no wide, stem, narrow grouped, plain depthwise or border convolution, per-channel chain, short product, activation
     # but Sigmoid, recurrent op but LSTM or DRAM-sized reorder is in it; onnxruntime runs its plain layout pool in
     # NCHWc, and its reorders and the quantization of its int8 convolutions' small inputs run shorter than the
     # profiler resolves
     measures=_MEASURED
-    - {"conv_wide", "conv_stem", "conv_grouped_narrow", "depthwise_plain", "pool_nchw", "broadcast", "reorder"}
+    - {"conv_wide", "conv_stem", "conv_grouped_narrow", "depthwise_plain", "conv_border"}
+    - {"pool_nchw", "broadcast", "reorder"}
     - {"reorder_short"}
     - {"quantize", "gemm_short"}
     - (ACTIVATION_CLASSES - {"activation_sigmoid"})
