@@ -109,10 +109,16 @@ def conv(
     domain: str = "com.microsoft.nchwc",
     out_hw: int | None = None,
     op: str = "Conv",
+    pad: int | None = None,
+    dilation: int | None = None,
 ) -> NodeView:
     """A convolution node (NCHWc by default): ``cin`` -> ``cout`` channels, a ``k`` x ``k`` kernel, ``hw`` x ``hw``
-    input, ``out_hw`` x ``out_hw`` output (``hw`` when not given)."""
+    input, ``out_hw`` x ``out_hw`` output (``hw`` when not given); ``pad`` on every side and ``dilation`` on both
+    axes where given (no such attribute otherwise)."""
     out_hw = out_hw or hw
+    window = {"pads": [pad] * 4} if pad is not None else {}
+    if dilation is not None:
+        window["dilations"] = [dilation] * 2
     return make_node(
         op,
         [T((1, cin, hw, hw)), W((cout, cin // group, k, k)), W((cout,))],
@@ -120,6 +126,7 @@ def conv(
         domain=domain,
         group=group,
         kernel_shape=[k, k],
+        **window,
     )
 
 

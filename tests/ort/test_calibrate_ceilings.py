@@ -164,14 +164,7 @@ def test_a_padded_nchwc_convolution_gives_back_its_measured_time():
     """The ceiling read on a padded NCHWc convolution predicts that convolution at its measured time: both count the
     taps inside the input only. 256 -> 256 channels, 3x3, pad 1, on 7x7: per axis 19 of the 21 (output, tap) pairs
     read the input, (19/21)^2 = 0.819 of the taps."""
-    view = make_node(
-        "Conv",
-        [T((1, 256, 7, 7)), W((256, 256, 3, 3)), W((256,))],
-        [T((1, 256, 7, 7))],
-        domain="com.microsoft.nchwc",
-        kernel_shape=[3, 3],
-        pads=[1] * 4,
-    )
+    view = conv(256, 256, 7, 3, pad=1)
     flops = 2 * 256 * 256 * 9 * 7 * 7
     cost = Cost(flops=flops, bytes_read=4 * (256 * 49 + 256 * 256 * 9 + 256), bytes_written=4 * 256 * 49, kernels=1)
     measured = 1e-3
@@ -252,15 +245,7 @@ def test_the_peak_is_read_on_whole_kernels_never_on_an_epilogue_pass():
     assert rates == [(pytest.approx(231211008 / 2.3e-3), "Conv 64->64 3x3 @56x56")]
     # A padded NCHWc convolution computes only its taps inside the input: DeepLab's rate-24 branch on 14x14 (960 ->
     # 256 channels, pad 24) reads only its centre tap, a ninth of the 867,141,632 FLOPs counted.
-    aspp = make_node(
-        "Conv",
-        [T((1, 960, 14, 14)), W((256, 960, 3, 3)), W((256,))],
-        [T((1, 256, 14, 14))],
-        domain="com.microsoft.nchwc",
-        kernel_shape=[3, 3],
-        pads=[24] * 4,
-        dilations=[24, 24],
-    )
+    aspp = conv(960, 256, 14, 3, pad=24, dilation=24)
     counted = 2 * 960 * 256 * 9 * 14 * 14
     dilated = Sample(aspp, Cost(flops=counted, bytes_read=1e7, bytes_written=2e5, kernels=1), 2e-3, "ASPP rate 24")
     assert ceilings.peak_candidates([dilated]) == [(pytest.approx(counted / 9 / 2e-3), "ASPP rate 24")]

@@ -68,15 +68,7 @@ CASES = [
     (conv(64, 64, 28, 3, group=4), "conv_small"),  # ... and 16 output channels per group a small one
     # DeepLab's rate-12 ASPP branch on 14x14: every output column's window reaches into the padding
     (
-        make_node(
-            "Conv",
-            [T((1, 960, 14, 14)), W((256, 960, 3, 3)), W((256,))],
-            [T((1, 256, 14, 14))],
-            domain=NCHWC,
-            kernel_shape=[3, 3],
-            pads=[12] * 4,
-            dilations=[12, 12],
-        ),
+        conv(960, 256, 14, 3, pad=12, dilation=12),
         "conv_border",
     ),
     (make_node("Gemm", [T((197, 768)), W((3072, 768)), W((3072,))], [T((197, 3072))], transB=1), "gemm"),
@@ -608,15 +600,7 @@ def test_a_dilated_convolution_is_charged_the_taps_inside_its_input():
     # kernel computes those only. A flat ceiling (0.6 of the 100 GFLOP/s peak) isolates the share.
     flat = Ceiling(compute=((1e6, 0.6), (1e10, 0.6)), memory=(), source="calibrated: test flat conv")
     dev = calibrated_host({"conv_mid": flat})
-    view = make_node(
-        "Conv",
-        [T((1, 960, 14, 14)), W((256, 960, 3, 3)), W((256,))],
-        [T((1, 256, 14, 14))],
-        domain="com.microsoft.nchwc",
-        kernel_shape=[3, 3],
-        pads=[12] * 4,
-        dilations=[12, 12],
-    )
+    view = conv(960, 256, 14, 3, pad=12, dilation=12)
     flops = 2 * 256 * 960 * 9 * 14 * 14  # every tap, as counted
     cost = Cost(flops=flops, bytes_read=1e6, bytes_written=2e5, kernels=1)
     pred, note = engine.predict_engine(view, cost, "fp32", dev)
