@@ -149,3 +149,12 @@ def test_one_line_per_family_with_its_models_within_10_percent_and_mean_error():
     assert text.mean_error == pytest.approx(-0.11)
     assert text.kernel_median == pytest.approx(0.30)
     assert "2 model(s),   1 within 10%, mean error  -11.0%, per-kernel median |error| 30.0%" in str(text)
+
+
+def test_a_rounds_loop_lasts_its_runs_and_its_seconds_whichever_is_longer():
+    # A run of 1/1024 s: one second holds 1024 of them, more than the 32 asked for.
+    assert accuracy.loop_runs(1 / 1024, 32, 1.0) == 1024
+    # A run of 1/8 s: one second holds 8, so the 32 runs asked for set the loop.
+    assert accuracy.loop_runs(0.125, 32, 1.0) == 32
+    # A run that lasted nothing measurable: the runs asked for.
+    assert accuracy.loop_runs(0.0, 32, 1.0) == 32

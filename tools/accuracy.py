@@ -9,15 +9,17 @@ bandwidth, for reference. Targets: model latency within 10% for at least 90% of 
 at 2, per-kernel Spearman >= 0.9 and median absolute error <= 15%. Nothing here is a test: the numbers are this
 machine's.
 
-Whole-model samples are taken in rounds: the first with each model's validation, the others cycling through
-all the models again, so that each model is measured at several moments minutes apart instead of in one window
-of seconds. "measured" is what a plain timing loop gives a user: the median of a round's samples, in the
-quietest round (the lowest of the rounds' medians); "error" compares the prediction with it. "rounds" is how far
-apart the rounds' medians lay ((max - min) / min), the measurement's own noise; "fast" is the median of the
-rounds' fast estimates (the mean of each round's fastest eighth), the machine's best moments.
+Each model is first validated (its prediction, and its kernels profiled against their predictions); then the
+whole model is timed in rounds cycling through all the models, so that each model is measured at several moments
+minutes apart instead of in one window of seconds. A round times a model as a user's own loop does: a fresh
+session with onnxruntime's defaults (its pool spinning between runs), a few warm-up runs, then back-to-back
+single runs, at least --repeat of them and at least --loop-seconds long. "measured" is the median of a round's
+runs in the quietest round (the lowest of the rounds' medians); "error" compares the prediction with it.
+"rounds" is how far apart the rounds' medians lay ((max - min) / min), the measurement's own noise; "fast" is the
+median of the rounds' fast estimates (the mean of each round's fastest eighth), the machine's best moments.
 
 A shared machine also drifts between its calibration and the measurements, in phases of minutes that move
-every model alike. The calibration's reference block is timed between every round's samples, so each round
+every model alike. The calibration's reference block is timed right after each model's loop, so each round
 has the machine's speed relative to its calibration ("speed", the median over rounds); "at cal." reads every
 round's median at the calibrated speed (times its speed) and takes their median, and the error beside it
 compares the prediction with that, as validate compares the prediction scaled to the measurement's speed.
@@ -30,7 +32,7 @@ absolute error. Targets for the set: 90% of the models within 10% at 1 thread, n
 +-7%, per-kernel median absolute error 15% or less.
 
 usage: python tools/accuracy.py [--threads 1,2] [--models zoo:resnet18,light:squeezenet,bench:gpt2] [--repeat 32]
-                               [--runs 10] [--spread 8] [--rounds 3] [--recalibrate] [--json FILE]
+                               [--loop-seconds 2] [--runs 10] [--spread 8] [--rounds 3] [--recalibrate] [--json FILE]
                                [--set default|benchmark|all] [--bench-dir DIR]
 """
 
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import warnings
@@ -58,6 +61,9 @@ LIGHT = (
     "vgg19",
     "zfnet512",
 )
+# Batches of the reference block timed after each model's loop (about 10 ms each): the fastest of them read the
+# machine's speed in that moment, as the calibration read the block.
+REFERENCE_BATCHES = 16
 # The family of each zoo and light model, as the benchmark set's manifest names them.
 FAMILIES = {
     "zoo:resnet18": "resnet",
@@ -249,10 +255,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--bench-dir", type=Path, default=None, help="the benchmark set's folder (default: benchmark-models/, cache)"
     )
-    # 32 samples over 8 s: the fastest eighth is four samples a quarter of a second apart or more, so that a
-    # slow phase of a shared machine lasting a few seconds cannot set a round's estimate alone.
-    parser.add_argument("--repeat", type=int, default=32, help="whole-model timing samples per model and round")
-    parser.add_argument("--spread", type=float, default=8.0, help="seconds each round's samples are spread over")
+    parser.add_argument(
+        "--repeat", type=int, default=32, help="back-to-back runs per model and round, at the least (default 32)"
+    )
+    parser.add_argument(
+        "--loop-seconds",
+        type=float,
+        default=2.0,
+        help="seconds each model's loop lasts in a round, at the least (default 2)",
+    )
+    parser.add_argument(
+        "--spread", type=float, default=8.0, help="seconds the validation's samples are spread over (default 8)"
+    )
     parser.add_argument(
         "--rounds", type=int, default=3, help="rounds of whole-model samples, cycling through the models"
     )
@@ -285,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         cpu = calibration.cpu if calibration is not None else "unknown CPU"
         print(
             f"\n{device.name} [{device.key}], {threads} thread(s), onnxruntime optimization level all, "
-            f"{args.rounds} round(s) of {args.repeat} samples over {args.spread:g} s"
+            f"{args.rounds} round(s) of a plain loop (at least {args.repeat} runs and {args.loop_seconds:g} s a model)"
         )
         print(f"CPU: {cpu}; calibrated {calibration.date if calibration is not None else 'never'}")
         _print_table(rows)
@@ -327,8 +341,14 @@ def row_dict(row: Row) -> dict[str, Any]:
     }
 
 
+def loop_runs(run_s: float, repeat: int, seconds: float) -> int:
+    """How many back-to-back runs a round's loop takes for a model whose run lasts ``run_s``: at least ``repeat``
+    and enough to last ``seconds``, so that a small model's median is not read on a window of milliseconds."""
+    return max(repeat, math.ceil(seconds / run_s)) if run_s > 0 else repeat
+
+
 def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, args: argparse.Namespace) -> list[Row]:
-    """Validate every model (round one), then time them all again, round after round."""
+    """Validate every model, then time them all in plain loops, round after round."""
     from onnxroof.api import analyze
     from onnxroof.ort.measure import measure
     from onnxroof.ort.reference import ReferenceSampler
@@ -337,7 +357,7 @@ def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, ar
 
     rows: list[Row] = []
     for label, source in sources:
-        _say(f"{threads} thread(s), round 1/{args.rounds}: validating {label}")
+        _say(f"{threads} thread(s): validating {label}")
         try:
             v = validate(source, device, threads=threads, repeat=args.repeat, runs=args.runs, spread_s=args.spread)
         except Exception as exc:  # a model this onnxruntime cannot run: say so and go on
@@ -346,23 +366,24 @@ def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, ar
         plain = compare(
             analyze(source, device, as_exported=True), v.profile, engine_graph=False, speed=v.machine_speed or 1.0
         )
-        rows.append(Row(label, source, v, plain, [list(v.measurement.samples_s)], [v.machine_speed]))
+        rows.append(Row(label, source, v, plain))
     runnables: dict[str, Any] = {}
     calibrated_time = device.calibration.reference_time_s if device.calibration is not None else None
-    for round_no in range(2, args.rounds + 1):
+    for round_no in range(1, args.rounds + 1):
         for row in rows:
             _say(f"{threads} thread(s), round {round_no}/{args.rounds}: timing {row.label}")
             runnable = runnables.setdefault(row.label, runnable_model(row.source))
-            reference = ReferenceSampler(threads) if calibrated_time else None
-            timing = measure(
-                runnable,
-                threads=threads,
-                repeat=args.repeat,
-                spread_s=args.spread,
-                between=reference.sample if reference is not None else None,
-            )
+            runs = loop_runs(row.validation.measurement.median_s, args.repeat, args.loop_seconds)
+            # A plain loop: onnxruntime's default session, single runs back to back. Its session is gone when
+            # measure returns, so no pool thread of it spins while the reference is timed after it.
+            timing = measure(runnable, threads=threads, repeat=runs, batch=1)
             row.rounds.append(list(timing.samples_s))
-            row.speeds.append(reference.speed(calibrated_time) if reference is not None and calibrated_time else None)
+            speed = None
+            if calibrated_time:
+                reference = ReferenceSampler(threads)
+                reference.sample(REFERENCE_BATCHES)
+                speed = reference.speed(calibrated_time)
+            row.speeds.append(speed)
     return rows
 
 
