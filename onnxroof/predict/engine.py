@@ -24,7 +24,11 @@ spends on one node of the graph it actually runs (``onnxroof.ort.sessions.optimi
 - for a compute-bound convolution whose working set is served at DRAM bandwidth (a batched one, larger than
   every faster cache), the DRAM traffic its computation does not hide: ``(1 - dram_overlap) * memory``, the
   share the calibration measured on such a convolution (its ceilings come from kernels whose data sits in a
-  cache).
+  cache);
+- for a compute-bound matrix product by weights of ``COLD_WEIGHTS`` or more (class gemm), the time its weights
+  take to arrive, in full: its kernel runs each prepacked panel of the weight over the rows of the input and
+  waits for the next one, so a product with a few dozen rows (speech encoders' 50 frames) runs its arithmetic
+  plus its weights' time, not the larger of the two (:func:`exposed_weight_time`).
 
 ``time = combine(overlap, flops / (peak * eff_c), (activation bytes / bw_level + weight bytes / bw_dram) / eff_m,
 per-node overhead) + epilogue + exposed DRAM time``, i.e. ``max(compute, memory) + epilogue + exposed + overhead``
@@ -57,6 +61,7 @@ __all__ = [
     "epilogue_bytes",
     "epilogue_time",
     "exposed_dram_time",
+    "exposed_weight_time",
     "memory_level",
     "model_time",
     "predict_engine",
@@ -101,7 +106,7 @@ class EngineNote:
     weight_bytes: float
     epilogue: str | None = None  # the fused activation applied in a second pass over the output, if any
     epilogue_time_s: float = 0.0
-    exposed_memory_s: float = 0.0  # DRAM traffic time the computation does not hide (see exposed_dram_time)
+    exposed_memory_s: float = 0.0  # memory time the computation does not hide (exposed_dram_time, exposed_weight_time)
     network_factor: float = 1.0  # the device's: a kernel in a network takes this times its time alone
     weight_speedup: float = 1.0  # the weights' rate over DRAM's, from the device's weight_reuse at the traffic
 
@@ -215,8 +220,8 @@ def exposed_dram_time(device: Device, cls: str, level_bandwidth: float, compute_
     compute-bound convolution whose working set is served at DRAM bandwidth (it fits no faster level), the share
     of its memory time that the device's calibrated ``dram_overlap`` says compute does not hide. The figure is
     read on a batched convolution, whose activations stream through it; a matrix product by a weight streams its
-    prepacked panels in order, which the prefetchers hide. Zero for any other kernel (its ceiling was calibrated
-    with ``max``), and on a device without that figure."""
+    prepacked panels in order (see :func:`exposed_weight_time`). Zero for any other kernel (its ceiling was
+    calibrated with ``max``), and on a device without that figure."""
     if (
         device.dram_overlap is None
         or cls not in _DRAM_OVERLAP_CLASSES
@@ -225,6 +230,18 @@ def exposed_dram_time(device: Device, cls: str, level_bandwidth: float, compute_
     ):
         return 0.0
     return (1.0 - device.dram_overlap.value) * memory_s
+
+
+def exposed_weight_time(cls: str, weights: float, weight_s: float, compute_s: float, memory_s: float) -> float:
+    """The time a compute-bound matrix product by a weight (class gemm) waits for its weights on top of its
+    arithmetic: all of ``weight_s``, the weights' read at the rate they come at (DRAM's, times the model's reuse
+    between runs). onnxruntime's kernel multiplies the rows of its input by one prepacked panel of the weight after
+    another, and a panel read from memory is not hidden behind the arithmetic on the one before it. Zero for weights
+    under ``COLD_WEIGHTS``, whose warm reads the ceilings already carry (the calibration reads them warm), for any
+    other class, and for a product bound by its memory time (the roofline's ``max`` counts the weights there)."""
+    if cls != "gemm" or weights < COLD_WEIGHTS or compute_s < memory_s:
+        return 0.0
+    return weight_s
 
 
 def predict_engine(
@@ -244,7 +261,8 @@ def predict_engine(
     ones included). They combine under the device's overlap: ``max(compute, memory) + overhead`` for a calibrated
     (serial) host profile, plus the epilogue of a fused activation applied in a second pass
     (:func:`epilogue_activation`, ``Prediction.epilogue_time_s``) and the DRAM traffic a compute-bound convolution
-    does not hide (:func:`exposed_dram_time`). Compute, memory, epilogue and exposed times are multiplied by the
+    does not hide (:func:`exposed_dram_time`) and the weights' time a compute-bound product waits for
+    (:func:`exposed_weight_time`). Compute, memory, epilogue and exposed times are multiplied by the
     device's ``network_factor``, what the ceilings read on kernels run alone miss of a network's kernels run one
     after the other (calibrated on the reference block). The Prediction's ``peak_flops_s`` and ``bandwidth_bytes_s``
     are the node's own ceilings (peak x eff_c, the effective bandwidth), so its ridge point and attainable FLOP/s
@@ -270,12 +288,15 @@ def predict_engine(
     inside = taps_inside(view)
     compute = network * cost.flops * inside / (peak * eff_c)
     reuse = weight_speedup(device, traffic) if weights >= COLD_WEIGHTS else 1.0
-    memory = network * ((cost.bytes - weights) / bw + weights / (dram * reuse)) / eff_m
+    weight_s = network * weights / (dram * reuse) / eff_m
+    memory = network * (cost.bytes - weights) / bw / eff_m + weight_s
     overhead = device.launch_overhead.value
     effective_bw = cost.bytes / memory if memory > 0 else bw * eff_m / network
     epilogue = epilogue_activation(view)
     epilogue_s = network * epilogue_time(view, device)
-    exposed = exposed_dram_time(device, cls, bw, compute, memory)
+    exposed = exposed_dram_time(device, cls, bw, compute, memory) + exposed_weight_time(
+        cls, weights, weight_s, compute, memory
+    )
     prediction = Prediction(
         compute_time_s=compute,
         memory_time_s=memory,

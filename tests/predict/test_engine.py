@@ -379,14 +379,48 @@ def test_a_conv_served_from_dram_adds_the_traffic_its_compute_does_not_hide():
     same_speed = replace(dev, caches=(*dev.caches[:2], slow_l3))
     _, via_l3 = engine.predict_engine(view, cost, "fp32", same_speed)
     assert via_l3.level == "L3" and via_l3.exposed_memory_s == pytest.approx(300e-6)
-    # A compute-bound product by a weight in DRAM streams its prepacked panels: the figure, read on a
-    # convolution, does not apply to it. 128 x 768 by 768 x 3072 (GPT-2's MLP): 604 MFLOP, 9.4 MB of weights.
+    # The figure, read on a convolution, does not apply to a compute-bound product by a weight in DRAM: it waits
+    # for its weights in full instead (exposed_weight_time). 128 x 768 by 768 x 3072 (GPT-2's MLP): 604 MFLOP,
+    # 768 * 3072 * 4 + 3072 * 4 = 9,449,472 B of weights at 10 GB/s = 944.9 us, not 0.75 of its traffic.
     gemm = make_node("Gemm", [T((128, 768)), W((768, 3072)), W((3072,))], [T((128, 3072))])
     gemm_cost = Cost(
         flops=2 * 128 * 768 * 3072, bytes_read=4 * (128 * 768 + 768 * 3072 + 3072), bytes_written=4 * 128 * 3072
     )
     _, gemm_note = engine.predict_engine(gemm, gemm_cost, "fp32", dev)
-    assert gemm_note.level == "DRAM" and gemm_note.exposed_memory_s == 0.0
+    assert gemm_note.level == "DRAM" and gemm_note.exposed_memory_s == pytest.approx(9_449_472 / 10e9)
+
+
+def test_a_compute_bound_product_waits_for_its_cold_weights_on_top_of_its_arithmetic():
+    """A Gemm of 50 rows by a 768 x 768 weight (a speech encoder's projection over 50 frames) runs its arithmetic
+    plus its weights' read: the two add up instead of overlapping."""
+    dev = calibrated_host()
+    gemm = make_node("Gemm", [T((50, 768)), W((768, 768)), W((768,))], [T((50, 768))], transB=1)
+    weights = 4 * (768 * 768 + 768)  # 2,362,368 B, past COLD_WEIGHTS (1 MiB)
+    cost = Cost(flops=2 * 50 * 768 * 768, bytes_read=4 * 50 * 768 + weights, bytes_written=4 * 50 * 768, kernels=1)
+    pred, note = engine.predict_engine(gemm, cost, "fp32", dev)
+    # compute = 58,982,400 FLOPs / 100 GFLOP/s = 589.8 us; the 2.67 MB working set is past L2 (1 MiB), so every
+    # byte goes at DRAM's 10 GB/s: memory = 2,669,568 / 10e9 = 267.0 us, of which the weights 236.2 us.
+    # time = max(589.8, 267.0) + 236.2 + 1 us of dispatch = 827.0 us.
+    assert pred.compute_time_s == pytest.approx(58_982_400 / 100e9)
+    assert note.exposed_memory_s == pytest.approx(weights / 10e9)
+    assert pred.predicted_time_s == pytest.approx(58_982_400 / 100e9 + weights / 10e9 + 1e-6)
+    # Weights kept between runs (a reuse of 2x at the model's traffic) arrive in half the time.
+    reused = replace(dev, weight_reuse=WeightReuse(((1e6, 2.0),), "calibrated: test"))
+    assert engine.predict_engine(gemm, cost, "fp32", reused, traffic=1e6)[1].exposed_memory_s == pytest.approx(
+        weights / 20e9
+    )
+    # Under COLD_WEIGHTS the ceiling carries the weights' read (calibrated warm): nothing is added.
+    small = make_node("Gemm", [T((50, 256)), W((256, 256)), W((256,))], [T((50, 256))], transB=1)
+    small_weights = 4 * (256 * 256 + 256)
+    small_cost = Cost(
+        flops=2 * 50 * 256 * 256, bytes_read=4 * 50 * 256 + small_weights, bytes_written=4 * 50 * 256, kernels=1
+    )
+    assert engine.predict_engine(small, small_cost, "fp32", dev)[1].exposed_memory_s == 0.0
+    # A product of one row is bound by its weight's read, which max() counts already; so is any memory-bound one.
+    gemv = make_node("Gemm", [T((1, 768)), W((768, 768)), W((768,))], [T((1, 768))], transB=1)
+    gemv_cost = Cost(flops=2 * 768 * 768, bytes_read=4 * 768 + weights, bytes_written=4 * 768, kernels=1)
+    assert engine.exposed_weight_time("gemm", weights, 236e-6, 10e-6, 240e-6) == 0.0
+    assert engine.predict_engine(gemv, gemv_cost, "fp32", dev)[1].exposed_memory_s == 0.0
 
 
 def test_the_network_factor_scales_a_kernels_work_but_not_its_dispatch():

@@ -111,7 +111,8 @@ def _memory_point(cls: str, compute_s: float, memory_s: float) -> bool:
 
 
 def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dict[str, Ceiling]:
-    """Per class, (work, efficiency) points: the roofline time on the bare device over the measured time.
+    """Per class, (work, efficiency) points: the roofline time on the bare device over the measured time (less
+    the time the prediction adds to a compute-bound kernel's arithmetic: the weights a matrix product waits for).
     The work is the node's FLOPs or bytes, or those of one unit its kernel repeats (``op_classes.ceiling_work``:
     one product of a batched matmul, one group of a plain-layout grouped convolution, one time step of a
     recurrent op), as the prediction reads them.
@@ -133,12 +134,15 @@ def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dic
         if cls not in COMPUTE_CLASSES and cls not in MEMORY_CLASSES:
             continue
         precision = node_precision(s.view.op_type, s.view.inputs, s.view.outputs)
-        pred, _ = engine.predict_engine(s.view, s.cost, precision, bare)
+        pred, note = engine.predict_engine(s.view, s.cost, precision, bare)
         flops, nbytes = op_classes.ceiling_work(s.view, s.cost, cls)
         if cls in COMPUTE_CLASSES and not _memory_point(cls, pred.compute_time_s, pred.memory_time_s):
-            if flops <= 0:
+            # The arithmetic's share of the measured time: what the prediction adds to it (a product's cold
+            # weights, engine.exposed_weight_time) is not the kernel's rate.
+            arithmetic_s = s.time_s - note.exposed_memory_s
+            if flops <= 0 or arithmetic_s <= 0:
                 continue
-            by_class.setdefault(cls, []).append((flops, pred.compute_time_s / s.time_s))
+            by_class.setdefault(cls, []).append((flops, pred.compute_time_s / arithmetic_s))
         else:
             if nbytes <= 0:
                 continue

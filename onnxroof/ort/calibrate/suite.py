@@ -49,7 +49,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      weights total from an eighth to four times the last cache level.
 #  12: convolutions with most output columns at the padding (conv_border), timed on dilated ASPP branches; every
 #      NCHWc convolution's ceiling is read on the taps inside its input, as predictions count them.
-SUITE = 12
+#  13: a matrix product's ceiling is read on its arithmetic's share of its time, its cold weights' read taken off
+#      (predictions add it back: engine.exposed_weight_time); products of 50 rows by speech encoders' weights.
+SUITE = 13
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
@@ -143,6 +145,8 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         (197, 3072, 768),
         (197, 768, 2304),
         (50, 512, 512),
+        (50, 384, 1536),
+        (50, 768, 3072),
         (128, 1024, 1024),
         (16, 256, 256),
         (197, 192, 192),
