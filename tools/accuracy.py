@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 import warnings
@@ -343,8 +342,11 @@ def row_dict(row: Row) -> dict[str, Any]:
 
 def loop_runs(run_s: float, repeat: int, seconds: float) -> int:
     """How many back-to-back runs a round's loop takes for a model whose run lasts ``run_s``: at least ``repeat``
-    and enough to last ``seconds``, so that a small model's median is not read on a window of milliseconds."""
-    return max(repeat, math.ceil(seconds / run_s)) if run_s > 0 else repeat
+    and enough to last ``seconds`` (measure's batch sizing, over the loop), so that a small model's median is not
+    read on a window of milliseconds."""
+    from onnxroof.ort.measure import runs_per_sample
+
+    return max(repeat, runs_per_sample(run_s, seconds)) if run_s > 0 else repeat
 
 
 def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, args: argparse.Namespace) -> list[Row]:
