@@ -66,7 +66,9 @@ OP_CLASSES: tuple[str, ...] = (
     "transpose_generic",  # a Transpose that moves more than one axis: onnxruntime's element-by-element kernel
     "reorder",  # onnxruntime's NCHW <-> NCHWc layout conversions
     "reorder_short",  # NCHWc -> NCHW onto a small output (under 20x20 positions): short rows, slower per byte
-    "resize",  # Resize, Upsample
+    "resize",  # nearest-neighbour Resize and Upsample (a copy per output element), GridSample, AffineGrid
+    "resize_linear",  # an interpolating (linear, cubic) Upsample in onnxruntime's NCHWc layout
+    "resize_linear_nchw",  # an interpolating Resize in plain layout: one channel at a time, slower per element
     "reduce",  # ReduceSum/Mean/Max/..., ArgMax/ArgMin
     "cast",  # Cast, CastLike: a dtype conversion (fp32 <-> fp16 around a kernel without fp16 support, int32 -> fp32)
     "quantize",  # DynamicQuantizeLinear: a min/max pass over a float tensor, then its conversion to uint8

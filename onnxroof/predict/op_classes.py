@@ -77,6 +77,8 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "reorder": "movement",
     "reorder_short": "reorder",
     "resize": "movement",
+    "resize_linear": "resize",
+    "resize_linear_nchw": "resize_linear",
     "epilogue": "elementwise",
     "cast": "elementwise",
     "transpose_generic": "transpose",
@@ -296,6 +298,20 @@ def _reorder_class(view: NodeView) -> str:
     return "reorder_short" if prod(out[2:]) < MID_CONV_POSITIONS else "reorder"
 
 
+def _resize_class(view: NodeView) -> str:
+    """resize for nearest-neighbour Resize and Upsample (a copy per output element), resize_linear for an
+    interpolating one (linear or cubic) in onnxruntime's NCHWc layout, resize_linear_nchw for an interpolating one
+    in plain layout: per output element an interpolation weighs several inputs, several times a copy's time, and
+    the plain-layout kernel walks one channel at a time where the NCHWc one interpolates a block of channels at
+    once. Other ops of the base class (GridSample, AffineGrid) stay resize."""
+    if view.op_type not in ("Resize", "Upsample"):
+        return "resize"
+    mode = view.text("mode", "nearest").lower()
+    if "linear" not in mode and "cubic" not in mode:
+        return "resize"
+    return "resize_linear" if view.domain == NCHWC_DOMAIN else "resize_linear_nchw"
+
+
 def _transpose_class(view: NodeView) -> str:
     """transpose_generic for a Transpose that moves more than one axis (dims of size 1 aside), which onnxruntime
     runs element by element; transpose for one that moves a single axis (a head split, a channel shuffle in NCHW, a
@@ -370,6 +386,7 @@ REFINEMENTS: Mapping[str, Refinement] = {
     "elementwise": Refinement(_elementwise_class, frozenset({"elementwise", "broadcast"})),
     "reorder": Refinement(_reorder_class, frozenset({"reorder", "reorder_short"})),
     "transpose": Refinement(_transpose_class, frozenset({"transpose", "transpose_generic"})),
+    "resize": Refinement(_resize_class, frozenset({"resize", "resize_linear", "resize_linear_nchw"})),
 }
 
 
@@ -380,8 +397,8 @@ def op_class(view: NodeView) -> str:
     an op without one); :data:`REFINEMENTS` splits convolutions by their weight's shape and the output's size,
     integer convolutions (ConvInteger, QLinearConv) into grouped or depthwise ones and the rest, matrix products
     by their second operand and rows, activations by their function, pooling windows by layout (NCHWc or plain),
-    elementwise ops by whether they broadcast along the innermost axis, and NCHWc output reorders by the size of
-    the planes they write.
+    elementwise ops by whether they broadcast along the innermost axis, NCHWc output reorders by the size of
+    the planes they write, and resizes by whether they interpolate and in which layout.
     """
     base = engine_class(view.domain, view.op_type) or OTHER
     refinement = REFINEMENTS.get(base)

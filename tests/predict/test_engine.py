@@ -166,6 +166,17 @@ CASES = [
     ),
     (make_node("Upsample", [T((1, 64, 32, 32))], [T((1, 64, 64, 64))], domain=NCHWC, scales=[2, 2]), "resize"),
     (make_node("Resize", [T((1, 64, 32, 32)), None, W((4,))], [T((1, 64, 64, 64))]), "resize"),
+    # an interpolating resize weighs several inputs per output element: NCHWc and plain layout apart
+    (
+        make_node("Upsample", [T((1, 24, 28, 28))], [T((1, 24, 224, 224))], domain=NCHWC, scales=[8, 8], mode="linear"),
+        "resize_linear",
+    ),
+    (
+        make_node("Resize", [T((1, 128, 14, 14)), None, W((4,))], [T((1, 128, 28, 28))], mode="linear"),
+        "resize_linear_nchw",
+    ),
+    (make_node("Resize", [T((1, 3, 32, 32)), None, W((4,))], [T((1, 3, 64, 64))], mode="cubic"), "resize_linear_nchw"),
+    (make_node("GridSample", [T((1, 3, 32, 32)), T((1, 16, 16, 2))], [T((1, 3, 16, 16))], mode="linear"), "resize"),
     (make_node("ReduceMean", [T((1, 197, 768))], [T((1, 197, 1))], axes=[2]), "reduce"),
     (make_node("Reshape", [T((1, 197, 768)), W((2,), INT64)], [T((197, 768))]), op_classes.SHAPE),
     (make_node("Flatten", [T((1, 512, 1, 1))], [T((1, 512))]), op_classes.SHAPE),

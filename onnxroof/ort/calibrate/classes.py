@@ -15,6 +15,7 @@ __all__ = [
     "PRODUCT_CLASSES",
     "RECURRENT_CLASSES",
     "REORDER_CLASSES",
+    "RESIZE_CLASSES",
 ]
 
 # The convolution classes, each a compute class: a convolution benchmark keeps its conv node whichever of them
@@ -41,14 +42,19 @@ TRANSPOSE_CLASSES: frozenset[str] = REFINEMENTS["transpose"].classes
 # onnxruntime's NCHW <-> NCHWc layout conversions, which it inserts around NCHWc kernels.
 REORDER_CLASSES: frozenset[str] = REFINEMENTS["reorder"].classes
 
+# Resizes: nearest-neighbour copies, and interpolations in NCHWc and plain layout.
+RESIZE_CLASSES: frozenset[str] = REFINEMENTS["resize"].classes
+
 # Which term of the roofline a ceiling corrects: compute classes are timed against FLOPs / peak, memory classes
-# (and the epilogue pass) against bytes / level bandwidth. The other term keeps efficiency 1.
+# (and the epilogue pass) against bytes / level bandwidth. An interpolating resize is a compute class: its time
+# per output element holds at every size, as its FLOPs per element do. The other term keeps efficiency 1.
 COMPUTE_CLASSES: frozenset[str] = (
     CONV_CLASSES
     | INT8_CONV_CLASSES
     | PRODUCT_CLASSES
     | ACTIVATION_CLASSES
     | RECURRENT_CLASSES
+    | (RESIZE_CLASSES - {"resize"})
     | frozenset({"lrn", "softmax", "layernorm", "skip_layernorm", "instancenorm"})
 )
 MEMORY_CLASSES: frozenset[str] = REORDER_CLASSES | frozenset(

@@ -402,10 +402,15 @@ def transpose(rand: Rand, shape: Sequence[int], perm: Sequence[int], elem_type: 
     return model, {"x": sessions.random_array(tuple(shape), elem_type, rand.rng)}
 
 
-def resize(rand: Rand, c: int, hw: int, after_conv: bool) -> Built:
-    """Nearest 2x upsampling as PyTorch exports it; after a conv onnxruntime runs it as an NCHWc Upsample."""
+def resize(rand: Rand, c: int, hw: int, after_conv: bool, mode: str = "nearest") -> Built:
+    """2x upsampling as PyTorch exports it: nearest (``mode`` "nearest") or bilinear without aligned corners
+    ("linear"); after a conv onnxruntime runs it as an NCHWc Upsample."""
     scales = np.array([1, 1, 2, 2], dtype=np.float32)
-    attrs = dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    attrs = (
+        dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+        if mode == "nearest"
+        else dict(mode=mode, coordinate_transformation_mode="half_pixel")
+    )
     if not after_conv:
         node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize", **attrs)
         return _model([node], {"x": ((1, c, hw, hw), FLOAT)}, ["y"], {"scales": scales}), {"x": rand.f(1, c, hw, hw)}

@@ -17,6 +17,7 @@ from onnxroof.ort.calibrate.classes import (
     PRODUCT_CLASSES,
     RECURRENT_CLASSES,
     REORDER_CLASSES,
+    RESIZE_CLASSES,
     TRANSPOSE_CLASSES,
 )
 from onnxroof.ort.calibrate.graphs import Built
@@ -249,9 +250,18 @@ def transposes(*rows: tuple[tuple[int, ...], tuple[int, ...]], elem_type: int = 
     ]
 
 
-def resizes(*rows: tuple[int, int, bool]) -> list[Bench]:
-    """Nearest 2x upsampling (channels, hw, after a conv)."""
-    return [profile(f"Resize x2 {c} @{hw}x{hw}", graphs.resize, (c, hw, nchwc), {"resize"}) for c, hw, nchwc in rows]
+def resizes(*rows: tuple[int, int, bool], mode: str = "nearest") -> list[Bench]:
+    """2x upsampling (channels, hw, after a conv) by ``mode``: nearest ones sample resize, interpolating ones
+    resize_linear after a conv (NCHWc) and resize_linear_nchw without."""
+    return [
+        profile(
+            f"Resize {mode} x2 {c} @{hw}x{hw} ({'NCHWc' if nchwc else 'NCHW'})",
+            graphs.resize,
+            (c, hw, nchwc, mode),
+            RESIZE_CLASSES,
+        )
+        for c, hw, nchwc in rows
+    ]
 
 
 def reduces(*rows: tuple[str, tuple[int, ...], tuple[int, ...]]) -> list[Bench]:

@@ -19,6 +19,7 @@ from onnxroof.ort.calibrate.classes import (
     PRODUCT_CLASSES,
     RECURRENT_CLASSES,
     REORDER_CLASSES,
+    RESIZE_CLASSES,
 )
 
 __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
@@ -51,7 +52,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      NCHWc convolution's ceiling is read on the taps inside its input, as predictions count them.
 #  13: a matrix product's ceiling is read on its arithmetic's share of its time, its cold weights' read taken off
 #      (predictions add it back: engine.exposed_weight_time); products of 50 rows by speech encoders' weights.
-SUITE = 13
+#  14: interpolating resizes (resize_linear in NCHWc layout, resize_linear_nchw in plain layout), timed on
+#      bilinear upsampling: per output element they run several times a nearest-neighbour copy's time.
+SUITE = 14
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
@@ -273,6 +276,8 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         elem_type=TensorProto.INT8,
     ),
     *rows.resizes((64, 32, True), (128, 16, True), (32, 64, True), (256, 8, True)),
+    *rows.resizes((64, 32, True), (128, 14, True), (24, 56, True), mode="linear"),
+    *rows.resizes((64, 32, False), (128, 14, False), (24, 56, False), mode="linear"),
     *rows.reduces(
         ("ReduceMean", (1, 197, 768), (2,)),
         ("ReduceSum", (1, 256, 56, 56), (2, 3)),
@@ -327,6 +332,7 @@ _QUICK_BENCHES: tuple[Bench, ...] = (
     *rows.transposes(((1, 64, 56, 56), (0, 2, 3, 1))),  # 1.6 MB moved: well above MIN_PROFILED_S on a fast core too
     *rows.transposes(((1, 14, 14, 2, 116), (0, 4, 3, 1, 2)), elem_type=TensorProto.INT8),
     *rows.resizes((32, 28, True)),
+    *rows.resizes((32, 28, True), (32, 28, False), mode="linear"),
     *rows.reduces(("ReduceMean", (1, 256, 28, 28), (2, 3))),
     *rows.casts((1, 64, 56, 56)),
     *rows.int8_convs(graphs.conv_integer, "ConvInteger", (32, 32, 28, 3, 1), (64, 64, 14, 3, 64)),
@@ -379,7 +385,7 @@ _MEASURED = (
         "transpose_generic",
         "reorder",
         "reorder_short",
-        "resize",
+        *RESIZE_CLASSES,
         "reduce",
         "epilogue",
         "cast",
