@@ -34,6 +34,7 @@ OP_CLASSES: tuple[str, ...] = (
     "conv_grouped_narrow",  # the same with under 16 output channels per group (RegNet's, ResNeXt's narrow stages)
     "depthwise",  # one input channel per group, in onnxruntime's NCHWc layout
     "depthwise_plain",  # the same outside it (channel counts NCHWc does not block): a one-row product per channel
+    "depthwise_border",  # an NCHWc depthwise one with most output columns' windows in the padding (dilated, small maps)
     "conv_integer",  # ConvInteger (dynamic int8 quantization): im2col and an integer product per group, plain layout
     "conv_integer_grouped",  # a depthwise ConvInteger: one im2col and integer product per channel
     "qconv",  # QLinearConv (static int8 quantization, fused from QDQ), channels-last after optimization

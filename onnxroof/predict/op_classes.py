@@ -52,6 +52,7 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "conv_grouped": "conv_small",
     "conv_grouped_narrow": "conv_grouped",
     "depthwise_plain": "depthwise",
+    "depthwise_border": "depthwise",
     "conv_integer": "conv",
     "conv_integer_grouped": "conv_integer",
     "qconv": "conv",
@@ -105,7 +106,8 @@ WIDE_CONV_KERNEL_AREA = 25
 # onnxruntime's NCHWc convolution walks an output row in blocks of positions whose windows lie inside the input,
 # and takes every position whose window reaches into the left or right padding on its own, one at a time, with a
 # bounds check per tap. A dense convolution with at least this share of its output columns of that kind (a dilated
-# ASPP branch on a small map, a 3x3 window on a 2x2 map) runs at a rate of its own: conv_border.
+# ASPP branch on a small map, a 3x3 window on a 2x2 map) runs at a rate of its own: conv_border; a depthwise one
+# (the dilated 5x5 depthwise layers of a segmentation backbone at 1/16 of its input) depthwise_border.
 BORDER_CONV_SHARE = 0.5
 
 # A plain-layout grouped convolution with fewer output channels per group than this is a narrow one: each group's
@@ -146,8 +148,8 @@ def _known(t: Tensor | None) -> tuple[int, ...] | None:
 def _conv_class(view: NodeView) -> str:
     """depthwise / batchnorm (a depthwise 1x1 conv is a per-channel scale and shift) / conv_grouped (or
     conv_grouped_narrow, under NARROW_GROUP_CHANNELS output channels per group) / depthwise_plain (a depthwise
-    convolution outside the NCHWc layout) / conv_border (an NCHWc one with most output columns at the padding,
-    see BORDER_CONV_SHARE) / conv_small /
+    convolution outside the NCHWc layout) / depthwise_border and conv_border (an NCHWc depthwise or dense one with
+    most output columns at the padding, see BORDER_CONV_SHARE) / conv_small /
     conv_mid / conv_stem / conv_wide / conv1x1 / conv, from the weight's shape (or the attributes when it is
     unknown); a grouped convolution in onnxruntime's NCHWc layout takes the dense class of one group."""
     x, y = _known(view.input(0)), _known(view.output(0))
@@ -170,7 +172,9 @@ def _conv_class(view: NodeView) -> str:
         if pointwise:
             return "batchnorm"
         # outside the NCHWc layout (channel counts it does not block) each channel is an im2col and a one-row product
-        return "depthwise" if view.domain == NCHWC_DOMAIN else "depthwise_plain"
+        if view.domain != NCHWC_DOMAIN:
+            return "depthwise_plain"
+        return "depthwise_border" if border_share(view) >= BORDER_CONV_SHARE else "depthwise"
     c_out = (y[1] if not nhwc else y[-1]) if y is not None and len(y) >= 3 else None
     if group > 1 and view.domain != NCHWC_DOMAIN:
         # one im2col and product per group, one after the other: with few output channels per group the product
@@ -360,6 +364,7 @@ REFINEMENTS: Mapping[str, Refinement] = {
                 "conv_grouped_narrow",
                 "depthwise",
                 "depthwise_plain",
+                "depthwise_border",
                 "batchnorm",  # a depthwise 1x1 convolution: the per-channel scale and shift of a folded BatchNorm
             }
         ),

@@ -71,6 +71,10 @@ CASES = [
         conv(960, 256, 14, 3, pad=12, dilation=12),
         "conv_border",
     ),
+    # LR-ASPP's 5x5 depthwise with dilation 2 on 14x14: 8 of 14 output columns reach into the padding
+    (conv(960, 960, 14, 5, group=960, pad=4, dilation=2), "depthwise_border"),
+    (conv(960, 960, 7, 5, group=960, pad=2), "depthwise_border"),  # 5x5 on 7x7: 4 of 7 columns
+    (conv(960, 960, 14, 5, group=960, pad=2), "depthwise"),  # 5x5 on 14x14: 4 of 14 columns
     (make_node("Gemm", [T((197, 768)), W((3072, 768)), W((3072,))], [T((197, 3072))], transB=1), "gemm"),
     (make_node("FusedGemm", [T((1, 9216)), W((4096, 9216)), W((4096,))], [T((1, 4096))], domain=MS), "gemv"),
     (make_node("Gemm", [T((8, 768)), W((768, 768)), W((768,))], [T((8, 768))], transB=1), "gemm_short"),

@@ -90,6 +90,15 @@ def views_of(domain: str, op_type: str) -> list[NodeView]:
         make_node(
             op_type, [T((1, 64, 2, 2)), W((64, 64, 3, 3)), W((64,))], [T((1, 64, 2, 2))], domain=domain, pads=[1] * 4
         ),
+        # and a depthwise_border: the same window over one channel per group
+        make_node(
+            op_type,
+            [T((1, 64, 2, 2)), W((64, 1, 3, 3)), W((64,))],
+            [T((1, 64, 2, 2))],
+            domain=domain,
+            group=64,
+            pads=[1] * 4,
+        ),
         make_node(op_type, [T((1, 197, 768)), W((768, 768))], [T((1, 197, 768))], domain=domain),
         make_node(op_type, [T((1, 8, 768)), W((768, 768))], [T((1, 8, 768))], domain=domain),
         make_node(op_type, [T((1, 768)), W((768, 768))], [T((1, 768))], domain=domain),

@@ -98,6 +98,20 @@ def depthwise(*rows: tuple[int, int, int]) -> list[Bench]:
     ]
 
 
+def border_depthwise(*rows: tuple[int, int, int, int]) -> list[Bench]:
+    """Depthwise convolutions (channels, hw, k, dilation) at stride 1, padded to keep their size, whose windows reach
+    into the padding from most output columns (depthwise_border): a segmentation backbone's dilated 5x5 layers."""
+    return [
+        profile(
+            f"depthwise Conv {c} {k}x{k} dilation {d} @{hw}x{hw}",
+            graphs.conv,
+            (c, c, hw, k, 1, c, 1, "Relu", d),
+            CONV_CLASSES,
+        )
+        for c, hw, k, d in rows
+    ]
+
+
 def epilogues(*rows: tuple[int, int, int, int, int]) -> list[Bench]:
     """Convolutions (cin, cout, hw, k, group) timed with Relu and with Clip."""
     return [

@@ -54,7 +54,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      (predictions add it back: engine.exposed_weight_time); products of 50 rows by speech encoders' weights.
 #  14: interpolating resizes (resize_linear in NCHWc layout, resize_linear_nchw in plain layout), timed on
 #      bilinear upsampling: per output element they run several times a nearest-neighbour copy's time.
-SUITE = 14
+#  15: depthwise convolutions with most output columns at the padding (depthwise_border), timed on dilated 5x5 and
+#      3x3 ones and 5x5 ones on 7x7 maps.
+SUITE = 15
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
@@ -120,6 +122,9 @@ _FULL_BENCHES: tuple[Bench, ...] = (
     *rows.dilated((256, 256, 28, 12), (256, 256, 28, 24)),
     # depthwise: the strided ones; the stride-1 ones are the Relu twins of the epilogue pairs below
     *rows.depthwise((96, 112, 2), (144, 56, 2), (576, 14, 2)),
+    # depthwise with most output columns at the padding: LR-ASPP's and DeepLabV3's MobileNetV3 backbone at 1/16 of a
+    # 224 input (5x5, dilation 2), a 3x3 one dilated further, and MobileNetV3's and EfficientNet's 5x5 ones on 7x7
+    *rows.border_depthwise((672, 14, 5, 2), (960, 14, 5, 2), (480, 14, 3, 4), (576, 7, 5, 1), (1152, 7, 5, 1)),
     # depthwise in plain layout, by the work of one channel: ShuffleNet's 58 channels, and others NCHWc leaves
     *rows.depthwise((58, 28, 1), (58, 56, 2), (30, 56, 1), (90, 14, 1)),
     # MobileNet's ReLU6 (Clip) is applied in a pass over the output after the kernel: its depthwise convolutions
@@ -416,12 +421,12 @@ QUICK = Suite(
     benches=_QUICK_BENCHES,
     peaks=_peaks(256, conv=False),
     batched_conv=None,
-    # no wide, stem, narrow grouped, plain depthwise or border convolution, per-channel chain, short product, activation
-    # but Sigmoid, recurrent op but LSTM or DRAM-sized reorder is in it; onnxruntime runs its plain layout pool in
-    # NCHWc, and its reorders and the quantization of its int8 convolutions' small inputs run shorter than the
-    # profiler resolves
+    # no wide, stem, narrow grouped, plain depthwise or border (dense or depthwise) convolution, per-channel chain,
+    # short product, activation but Sigmoid, recurrent op but LSTM or DRAM-sized reorder is in it; onnxruntime runs
+    # its plain layout pool in NCHWc, and its reorders and the quantization of its int8 convolutions' small inputs
+    # run shorter than the profiler resolves
     measures=_MEASURED
-    - {"conv_wide", "conv_stem", "conv_grouped_narrow", "depthwise_plain", "conv_border"}
+    - {"conv_wide", "conv_stem", "conv_grouped_narrow", "depthwise_plain", "conv_border", "depthwise_border"}
     - {"pool_nchw", "broadcast", "reorder"}
     - {"reorder_short"}
     - {"quantize", "gemm_short"}
