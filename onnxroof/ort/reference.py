@@ -19,6 +19,10 @@ from onnx import ModelProto, TensorProto, helper, numpy_helper
 from onnxroof.ort.measure import fast_estimate, time_runs
 
 DRIFT_BOUND = 0.10  # a speed more than this far from 1.0 is reported
+# A timed stretch of a shared machine runs in one of its phases: the reference's typical run is read as a model's
+# measured time is defined, the median of a round of runs in the quietest of a few rounds, each round one of this
+# many consecutive stretches of its samples.
+QUIET_STRETCHES = 3
 # The block's width and input: the size of a ResNet's first stage (64 channels at 56 x 56), small enough to time
 # between a measurement's samples without stretching it.
 CHANNELS = 64
@@ -104,10 +108,15 @@ class ReferenceSampler:
         fast estimate); None before the first."""
         return fast_estimate(self.samples) if self.samples else None
 
-    def typical_s(self) -> float | None:
-        """Seconds per run of the reference as a user's timing loop reports it: the median of the samples taken
-        so far (None before the first). Unlike the fast estimate, it carries the jitter this machine always has."""
-        return statistics.median(self.samples) if self.samples else None
+    def typical_s(self, stretches: int = QUIET_STRETCHES) -> float | None:
+        """Seconds per run of the reference as a user's timing loop reports it, in the quietest of ``stretches``
+        consecutive stretches of the samples taken so far: each stretch's median, the lowest of them (None before
+        the first sample). Unlike the fast estimate, it carries the run-to-run jitter this machine always has;
+        unlike the median of every sample, not a phase in which a neighbour slowed the whole machine down."""
+        if not self.samples:
+            return None
+        size = -(-len(self.samples) // max(stretches, 1))  # ceiling division: at most ``stretches`` stretches
+        return min(statistics.median(self.samples[i : i + size]) for i in range(0, len(self.samples), size))
 
     def speed(self, calibrated_s: float) -> float | None:
         """The machine's speed relative to its calibration: the block's time then (``calibrated_s``) over its time

@@ -59,6 +59,18 @@ def test_the_reference_on_this_machine_reads_the_fastest_of_its_samples():
     assert sampler.speed(seconds) == 1.0 and sampler.speed(2 * seconds) == pytest.approx(2.0)
 
 
+def test_the_typical_run_is_the_median_of_the_quietest_stretch():
+    # Nine samples in three stretches of three: medians 5, 2 (of 1, 2, 3) and 9; the quietest stretch's is 2, where
+    # the median of all nine would be 5 (a slow phase would set it).
+    sampler = ReferenceSampler(1)
+    sampler.samples = [5.0, 4.0, 6.0, 1.0, 3.0, 2.0, 9.0, 9.0, 9.0]
+    assert sampler.typical_s() == 2.0
+    assert sampler.typical_s(stretches=1) == 5.0  # one stretch: the median of every sample
+    # Four samples in three stretches: ceil(4 / 3) = 2 a stretch, medians 1.5 and 5.5
+    sampler.samples = [1.0, 2.0, 5.0, 6.0]
+    assert sampler.typical_s() == 1.5
+
+
 def test_drift_is_reported_beyond_the_bound_only():
     assert drift_warning(1.0, 1) is None
     assert drift_warning(1.0 - DRIFT_BOUND / 2, 1) is None

@@ -51,6 +51,7 @@ from onnxroof.ort.calibrate.jobs import (
 )
 from onnxroof.ort.calibrate.suite import FULL, QUICK, SUITE
 from onnxroof.ort.measure import fast_estimate
+from onnxroof.ort.reference import QUIET_STRETCHES
 from onnxroof.predict import op_classes
 from onnxroof.units import binary_bytes
 
@@ -414,16 +415,14 @@ def _assemble(readings: _Readings, jobs: _Jobs, chosen: Suite, passes: int, run:
     loops = [(loop.model, seconds) for loop in jobs.reuse if (seconds := loop.time_s()) is not None]
     device = replace(device, weight_reuse=weight_reuse(device, loops, how))
     # The block's median run, as a user's timing loop reports a model's time: the factor carries this machine's
-    # usual run-to-run jitter into every prediction, which the ceilings' fast estimates set aside.
+    # usual run-to-run jitter into every prediction, which the ceilings' fast estimates set aside. The median is
+    # that of the quietest third of the calibration, as a model's measured time is that of its quietest round.
     typical = jobs.reference.sampler.typical_s()
     if typical is None:
         return device
-    return replace(
-        device,
-        network_factor=network_factor(
-            device, typical, f"the median of {len(jobs.reference.sampler.samples)} runs; {how}"
-        ),
-    )
+    samples = len(jobs.reference.sampler.samples)
+    what = f"the median of its runs in the quietest of {QUIET_STRETCHES} stretches of {samples} runs; {how}"
+    return replace(device, network_factor=network_factor(device, typical, what))
 
 
 def _bare_device(readings: _Readings, jobs: _Jobs, chosen: Suite, run: _Run, how: str) -> Device:
