@@ -55,7 +55,8 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #  14: interpolating resizes (resize_linear in NCHWc layout, resize_linear_nchw in plain layout), timed on
 #      bilinear upsampling: per output element they run several times a nearest-neighbour copy's time.
 #  15: depthwise convolutions with most output columns at the padding (depthwise_border), timed on dilated 5x5 and
-#      3x3 ones and 5x5 ones on 7x7 maps.
+#      3x3 ones and 5x5 ones on 7x7 maps; the network factor reads the reference block's median in the quietest
+#      third of the calibration.
 SUITE = 15
 
 # ---------------------------------------------------------------------------------------------------- the suites
