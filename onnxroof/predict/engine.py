@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, engine_class
 from onnxroof.devices import Device
 from onnxroof.predict import roofline
-from onnxroof.predict.op_classes import REFINEMENTS, ceiling_for, ceiling_work, op_class, taps_inside
+from onnxroof.predict.op_classes import REFINEMENTS, ceiling_for, ceiling_work, op_class, repeats, taps_inside
 from onnxroof.predict.roofline import Prediction
 from onnxroof.units import decimal_bytes
 
@@ -282,7 +282,7 @@ def predict_engine(
     level, bw = memory_level(device, ws)
     weights = weight_bytes(view, cost)
     dram = device.memory_bandwidth.value
-    network = device.network_factor.value if device.network_factor is not None else 1.0
+    network = step_network_factor(device.network_factor.value if device.network_factor is not None else 1.0, view, cls)
     # An NCHWc convolution computes only its taps inside the input, with or without a ceiling: the calibration reads
     # the conv ceilings on a device without them, and its own benchmarks must come out at their measured times.
     inside = taps_inside(view)
@@ -312,6 +312,16 @@ def predict_engine(
         cls, ceiling_name, eff_c, eff_m, level, bw, ws, weights, epilogue, epilogue_s, exposed, network, reuse
     )
     return prediction, note
+
+
+def step_network_factor(factor: float, view: NodeView, cls: str) -> float:
+    """The network factor a node's work takes: ``factor``, but for a recurrent op, whose time steps run one after
+    the other on the state and weights the step before left in the caches, as its class's benchmarks run them:
+    only its first step follows the kernels before it, and the factor's excess over 1 is spread over its steps,
+    ``1 + (factor - 1) / steps`` (an LSTM tagger's 128 steps ran at their benchmark's rate in a model)."""
+    if cls not in REFINEMENTS["recurrent"].classes:
+        return factor
+    return 1.0 + (factor - 1.0) / max(repeats(view, cls), 1)
 
 
 def weight_speedup(device: Device, traffic: float | None) -> float:

@@ -438,6 +438,20 @@ def test_a_compute_bound_product_waits_for_its_cold_weights_on_top_of_its_arithm
     assert engine.predict_engine(gemv, gemv_cost, "fp32", dev)[1].exposed_memory_s == 0.0
 
 
+def test_a_recurrent_op_takes_the_network_factor_on_its_first_step_only():
+    # 128 steps under a factor of 1.5: 1 + 0.5 / 128 on the whole op; any other class takes 1.5 as is.
+    lstm = make_node("LSTM", [T((128, 1, 256)), W((1, 1024, 256)), W((1, 1024, 256))], [T((128, 1, 1, 256))])
+    assert engine.step_network_factor(1.5, lstm, "lstm") == pytest.approx(1 + 0.5 / 128)
+    assert engine.step_network_factor(1.5, conv(64, 64, 56, 3), "conv") == 1.5
+    dev = replace(calibrated_host({"lstm": CONV}), network_factor=Sourced(1.5, "calibrated: test"))
+    flops = 128 * 2 * 4 * 256 * (256 + 256)  # per step: four gates' products by the input and the hidden state
+    cost = Cost(flops=flops, bytes_read=4e6, bytes_written=1e5, kernels=1)
+    pred, note = engine.predict_engine(lstm, cost, "fp32", dev)
+    alone, _ = engine.predict_engine(lstm, cost, "fp32", replace(dev, network_factor=None))
+    assert pred.compute_time_s == pytest.approx(alone.compute_time_s * (1 + 0.5 / 128))
+    assert note.network_factor == pytest.approx(1 + 0.5 / 128)
+
+
 def test_the_network_factor_scales_a_kernels_work_but_not_its_dispatch():
     """A factor f multiplies compute, memory and the traffic not hidden; the per-node overhead is paid as is."""
     dev = replace(
