@@ -49,6 +49,7 @@ __all__ = [
     "cumsum",
     "data_movement",
     "gather",
+    "interpolation_mode",
     "multinomial",
     "nonzero",
     "resize",
@@ -351,7 +352,7 @@ def gather(node: NodeView) -> Cost:
     return _movement(node, index_read + out.numel * data.itemsize, written)
 
 
-def _mode(node: NodeView) -> str:
+def interpolation_mode(node: NodeView) -> str:
     """Resize/Upsample interpolation mode, lower-case (default nearest)."""
     return node.text("mode", "nearest").lower()
 
@@ -372,7 +373,7 @@ def resize(node: NodeView) -> Cost:
     if len(in_shape) != len(out_shape):
         raise UnknownShape(f"{node.name}: input rank {len(in_shape)} != output rank {len(out_shape)}")
     k = sum(a != b for a, b in zip(in_shape, out_shape))
-    mode = _mode(node)
+    mode = interpolation_mode(node)
     if "cubic" in mode:
         per_element = CUBIC_TAPS_PER_AXIS**k * CUBIC_TAP_FLOPS
     elif "linear" in mode:

@@ -16,6 +16,7 @@ from itertools import pairwise
 from math import prod
 
 from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, engine_class
+from onnxroof.costs.movement import interpolation_mode
 from onnxroof.devices import Ceiling, Device
 from onnxroof.ir import Tensor
 
@@ -310,7 +311,7 @@ def _resize_class(view: NodeView) -> str:
     once. Other ops of the base class (GridSample, AffineGrid) stay resize."""
     if view.op_type not in ("Resize", "Upsample"):
         return "resize"
-    mode = view.text("mode", "nearest").lower()
+    mode = interpolation_mode(view)
     if "linear" not in mode and "cubic" not in mode:
         return "resize"
     return "resize_linear" if view.domain == NCHWC_DOMAIN else "resize_linear_nchw"
