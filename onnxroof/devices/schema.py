@@ -29,6 +29,7 @@ OP_CLASSES: tuple[str, ...] = (
     "conv_stem",  # a stem: a 5x5 or wider kernel over a few input channels (an image's 3), on a large output
     "conv_mid",  # dense convolution on a mid-sized output (10x10 to 19x19 positions: a 14x14 stage)
     "conv_small",  # dense convolution on a small output (<= 9x9 positions) or with few channels
+    "conv_vector",  # a dense one with a single output position (squeeze-and-excitation): a matrix-vector product
     "conv_border",  # NCHWc dense convolution with most output columns' windows in the padding (dilated ASPP branches)
     "conv_grouped",  # grouped convolution in plain layout (not depthwise; a blocked NCHWc one is a dense class)
     "conv_grouped_narrow",  # the same with under 16 output channels per group (RegNet's, ResNeXt's narrow stages)

@@ -49,6 +49,7 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "conv_stem": "conv",
     "conv_mid": "conv",
     "conv_small": "conv",
+    "conv_vector": "conv_small",
     "conv_border": "conv_mid",
     "conv_grouped": "conv_small",
     "conv_grouped_narrow": "conv_grouped",
@@ -97,6 +98,9 @@ CLASS_FALLBACK: Mapping[str, str] = {
 # Past the stem, a 5x5 or wider kernel (AlexNet's and ZFNet's second layers, Inception's 5x5 branches) runs at
 # a rate per FLOP of its own, different from a 3x3 one's on the same output: a class of its own, so that neither
 # skews the other's ceiling.
+# A dense convolution with a single output position (a squeeze-and-excitation block's two 1x1 convolutions on the
+# pooled vector) is a matrix-vector product through the convolution kernel: a few microseconds of setup and a
+# pass over the weight for a few thousand FLOPs, a rate per FLOP far below any spatial convolution's (conv_vector).
 SMALL_CONV_POSITIONS = 100
 MID_CONV_POSITIONS = 400
 SMALL_CONV_IN_CHANNELS = 16
@@ -150,7 +154,7 @@ def _conv_class(view: NodeView) -> str:
     """depthwise / batchnorm (a depthwise 1x1 conv is a per-channel scale and shift) / conv_grouped (or
     conv_grouped_narrow, under NARROW_GROUP_CHANNELS output channels per group) / depthwise_plain (a depthwise
     convolution outside the NCHWc layout) / depthwise_border and conv_border (an NCHWc depthwise or dense one with
-    most output columns at the padding, see BORDER_CONV_SHARE) / conv_small /
+    most output columns at the padding, see BORDER_CONV_SHARE) / conv_vector (one output position) / conv_small /
     conv_mid / conv_stem / conv_wide / conv1x1 / conv, from the weight's shape (or the attributes when it is
     unknown); a grouped convolution in onnxruntime's NCHWc layout takes the dense class of one group."""
     x, y = _known(view.input(0)), _known(view.output(0))
@@ -190,6 +194,8 @@ def _conv_class(view: NodeView) -> str:
     if view.domain == NCHWC_DOMAIN and border_share(view) >= BORDER_CONV_SHARE:
         return "conv_border"
     positions = (prod(y[2:]) if not nhwc else prod(y[1:-1])) if y is not None and len(y) >= 3 else None
+    if positions == 1:
+        return "conv_vector"
     stem = c_in is not None and c_in < SMALL_CONV_IN_CHANNELS and bool(kernel)
     if (
         (positions is not None and positions < SMALL_CONV_POSITIONS)
@@ -360,6 +366,7 @@ REFINEMENTS: Mapping[str, Refinement] = {
                 "conv_stem",
                 "conv_mid",
                 "conv_small",
+                "conv_vector",
                 "conv_border",
                 "conv_grouped",
                 "conv_grouped_narrow",

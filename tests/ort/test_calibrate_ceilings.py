@@ -93,6 +93,17 @@ def test_an_int8_convolution_is_timed_against_the_int8_peak_and_a_weight_bound_o
     assert "int8 peak" in out["conv_integer"].source and "weight-bound" in out["conv_integer"].source
 
 
+def test_a_weight_bound_single_position_convolution_gives_a_memory_point():
+    # A squeeze-and-excitation product, 1152 -> 48 by a 1x1 kernel on a 1x1 map: its 48 * 1152 * 4 = 221,184 B of
+    # weight at the DRAM's 10 GB/s take 22.1 us, its 2 * 1152 * 48 = 110,592 FLOPs 1.1 us at the 100 GFLOP/s peak:
+    # weight-bound. Measured 44.2 us, it reaches half the bandwidth its weight streams at.
+    view = make_node("Conv", [T((1, 1152, 1, 1)), W((48, 1152, 1, 1))], [T((1, 48, 1, 1))], kernel_shape=[1, 1])
+    cost = Cost(flops=110592, bytes_read=221184, bytes_written=0, kernels=1)
+    out = ceilings.class_ceilings([Sample(view, cost, 2 * 221184 / 10e9, "SE")], calibrated_host(), 1)
+    assert out["conv_vector"].compute == () and out["conv_vector"].memory == ((2.212e5, 0.5),)
+    assert "weight-bound conv_vector kernel(s)" in out["conv_vector"].source
+
+
 def test_the_epilogue_ceiling_is_the_level_bandwidth_over_the_clip_s_extra_time():
     bare = calibrated_host()
     clip = make_node(

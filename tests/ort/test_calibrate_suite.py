@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from onnxroof.devices import CEILING_NAMES, OP_CLASSES
-from onnxroof.ort.calibrate import bench, graphs, suite
+from onnxroof.ort.calibrate import bench, graphs, jobs, suite
 from onnxroof.ort.calibrate.host import ReportedCache
+from onnxroof.predict import op_classes
 from onnxroof.predict.op_classes import CLASS_FALLBACK
 
 MiB = 2**20
@@ -43,6 +44,16 @@ def test_a_row_builds_its_graph_from_its_arguments():
     # An epilogue row takes the activation.
     model, _ = pair.build(graphs.Rand(0), activation="Clip")
     assert [n.op_type for n in model.graph.node] == ["Conv", "Clip", "Neg"]
+
+
+def test_a_squeeze_and_excitation_chain_alternates_its_products_each_with_a_weight_of_its_own():
+    model, feeds = graphs.vector_conv_chain(graphs.Rand(0), 3, 96, 4)
+    weights = {t.name: tuple(t.dims) for t in model.graph.initializer}
+    # 96 -> 4, 4 -> 96, 96 -> 4 on a 1x1 map: three weights, none shared (a network reads each once a run)
+    assert [weights[n.input[1]] for n in model.graph.node] == [(4, 96, 1, 1), (96, 4, 1, 1), (4, 96, 1, 1)]
+    assert len({n.input[1] for n in model.graph.node}) == 3 and feeds["x"].shape == (1, 96, 1, 1)
+    # every node is the class the chain calibrates: one output position
+    assert {op_classes.op_class(view) for view, _ in jobs.views(model).values()} == {"conv_vector"}
 
 
 def test_the_same_rand_builds_the_same_graph():

@@ -55,6 +55,12 @@ CASES = [
     (conv(48, 128, 7, 5), "conv_small"),
     (conv(3, 32, 224, 3, out_hw=112), "conv_small"),  # a stem with a 3x3 kernel does not
     (conv(64, 16, 56, 1), "conv_small"),  # 16 output channels
+    # one output position: a squeeze-and-excitation product on its pooled vector, in either layout, and a 7x7
+    # kernel over a 7x7 map without padding (a classifier written as a convolution)
+    (conv(1152, 48, 1, 1), "conv_vector"),
+    (conv(48, 12, 1, 1, domain="", op="Conv"), "conv_vector"),
+    (conv(512, 4096, 7, 7, out_hw=1), "conv_vector"),
+    (conv(1152, 48, 2, 1), "conv_small"),  # four positions: a spatial convolution again
     (conv(144, 144, 56, 3, group=144), "depthwise"),
     (conv(58, 58, 28, 3, group=58, domain=""), "depthwise_plain"),
     (conv(256, 256, 56, 1, group=256), "batchnorm"),  # a BatchNormalization onnxruntime turned into a 1x1 dw conv

@@ -69,6 +69,7 @@ def views_of(domain: str, op_type: str) -> list[NodeView]:
         (64, 64, 56, 3, 1, 56),  # conv
         (256, 64, 56, 1, 1, 56),  # conv1x1
         (512, 512, 7, 3, 1, 7),  # conv_small
+        (1152, 48, 1, 1, 1, 1),  # conv_vector
         (256, 256, 14, 3, 1, 14),  # conv_mid
         (3, 64, 224, 7, 1, 112),  # conv_stem
         (64, 192, 27, 5, 1, 27),  # conv_wide

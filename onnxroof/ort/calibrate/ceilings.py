@@ -103,11 +103,12 @@ def bin_points(
 
 
 def _memory_point(cls: str, compute_s: float, memory_s: float) -> bool:
-    """Whether a sample of a compute class gives a point of its class's memory ceiling: a matrix product or a
-    ConvInteger whose data takes longer to stream than its products take at the peak (a product by a weight read
-    cold with a few rows, a deep int8 layer on a small output: their time grows with their weight). Its compute
-    ceiling then stays that of the products whose arithmetic bounds them."""
-    return (cls in PRODUCT_CLASSES or cls == "conv_integer") and memory_s > compute_s
+    """Whether a sample of a compute class gives a point of its class's memory ceiling: a matrix product, a
+    ConvInteger or a single-position convolution whose data takes longer to stream than its products take at the
+    peak (a product by a weight read cold with a few rows, a deep int8 layer on a small output, a
+    squeeze-and-excitation product: their time grows with their weight). Its compute ceiling then stays that of
+    the products whose arithmetic bounds them."""
+    return (cls in PRODUCT_CLASSES or cls in {"conv_integer", "conv_vector"}) and memory_s > compute_s
 
 
 def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dict[str, Ceiling]:

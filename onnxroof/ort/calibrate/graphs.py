@@ -188,6 +188,20 @@ def lrn_chain(rand: Rand, n: int, c: int, hw: int) -> Built:
     return _chain("LRN", (1, c, hw, hw), n, rand, size=5, alpha=1e-4, beta=0.75, bias=1.0)
 
 
+def vector_conv_chain(rand: Rand, n: int, c: int, squeezed: int) -> Built:
+    """``n`` 1x1 convolutions on a 1x1 map alternating ``c`` -> ``squeezed`` and back (a squeeze-and-excitation
+    block's two products, each with a bias), every one with a weight of its own: as in a network, the weights
+    stream in from memory, where one product repeated would find its weight in cache."""
+    nodes, inits, prev = [], {}, "x"
+    for i in range(n):
+        cin, cout = (c, squeezed) if i % 2 == 0 else (squeezed, c)
+        out = "y" if i == n - 1 else f"t{i}"
+        inits[f"w{i}"], inits[f"b{i}"] = rand.f(cout, cin, 1, 1), rand.f(cout)
+        nodes.append(helper.make_node("Conv", [prev, f"w{i}", f"b{i}"], [out], name=f"Conv_{i}", kernel_shape=[1, 1]))
+        prev = out
+    return _model(nodes, {"x": ((1, c, 1, 1), FLOAT)}, ["y"], inits), {"x": rand.f(1, c, 1, 1)}
+
+
 def batchnorm_chain(rand: Rand, n: int, c: int, hw: int) -> Built:
     """``n`` BatchNormalization on 1 x c x hw x hw, in plain layout (no convolution in front)."""
     weights = {"s": rand.positive(c), "b": rand.f(c), "m": rand.f(c), "v": rand.positive(c)}

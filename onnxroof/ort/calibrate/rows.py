@@ -76,6 +76,13 @@ def convs(*rows: tuple[int, int, int, int, int]) -> list[Bench]:
     ]
 
 
+def vector_convs(*rows: tuple[int, int]) -> list[Bench]:
+    """Chains of 1x1 convolutions on a 1x1 map (channels, squeezed), NCHWc after optimization: a
+    squeeze-and-excitation block's two products on its pooled vector (conv_vector), timed by the wall clock
+    (most run shorter than the profiler resolves), each with a weight of its own as in a network."""
+    return [chain(f"Conv {c}->{s}->{c} 1x1 @1x1", graphs.vector_conv_chain, c, s) for c, s in rows]
+
+
 def dilated(*rows: tuple[int, int, int, int]) -> list[Bench]:
     """Dilated 3x3 convolutions (cin, cout, hw, dilation), padded to keep their size, NCHWc after optimization:
     DeepLab's ASPP branches."""

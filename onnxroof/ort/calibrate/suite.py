@@ -57,7 +57,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #  15: depthwise convolutions with most output columns at the padding (depthwise_border), timed on dilated 5x5 and
 #      3x3 ones and 5x5 ones on 7x7 maps; the network factor reads the reference block's median in the quietest
 #      third of the calibration.
-SUITE = 15
+#  16: convolutions with a single output position (conv_vector), timed on chains of squeeze-and-excitation
+#      blocks' 1x1 convolutions on their pooled vectors.
+SUITE = 16
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
@@ -117,6 +119,10 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         (16, 32, 28, 5, 1),
         (32, 96, 28, 5, 1),
     ),
+    # one output position (conv_vector): the squeeze-and-excitation products of EfficientNet-B0's blocks,
+    # MobileNetV3-Large's last stage and RegNetY-400MF's last stage
+    *rows.vector_convs((32, 8), (96, 4), (144, 6), (240, 10), (480, 20), (672, 28), (1152, 48), (960, 240)),
+    *rows.vector_convs((440, 110)),
     # convolutions with most output columns at the padding (conv_border): DeepLab's ASPP branches at 1/16 of a 224
     # input (dilations 6 to 24 on 14x14, the last reading only its centre tap) and at 1/8
     *rows.dilated((960, 256, 14, 6), (960, 256, 14, 12), (960, 256, 14, 24), (512, 512, 14, 12)),
@@ -422,12 +428,13 @@ QUICK = Suite(
     benches=_QUICK_BENCHES,
     peaks=_peaks(256, conv=False),
     batched_conv=None,
-    # no wide, stem, narrow grouped, plain depthwise or border (dense or depthwise) convolution, per-channel chain,
-    # short product, activation but Sigmoid, recurrent op but LSTM or DRAM-sized reorder is in it; onnxruntime runs
-    # its plain layout pool in NCHWc, and its reorders and the quantization of its int8 convolutions' small inputs
-    # run shorter than the profiler resolves
+    # no wide, stem, narrow grouped, plain depthwise, border (dense or depthwise) or single-position convolution,
+    # per-channel chain, short product, activation but Sigmoid, recurrent op but LSTM or DRAM-sized reorder is in
+    # it; onnxruntime runs its plain layout pool in NCHWc, and its reorders and the quantization of its int8
+    # convolutions' small inputs run shorter than the profiler resolves
     measures=_MEASURED
     - {"conv_wide", "conv_stem", "conv_grouped_narrow", "depthwise_plain", "conv_border", "depthwise_border"}
+    - {"conv_vector"}
     - {"pool_nchw", "broadcast", "reorder"}
     - {"reorder_short"}
     - {"quantize", "gemm_short"}
