@@ -99,8 +99,8 @@ CLASS_FALLBACK: Mapping[str, str] = {
 # a rate per FLOP of its own, different from a 3x3 one's on the same output: a class of its own, so that neither
 # skews the other's ceiling.
 # A dense convolution with a single output position (a squeeze-and-excitation block's two 1x1 convolutions on the
-# pooled vector) is a matrix-vector product through the convolution kernel: a few microseconds of setup and a
-# pass over the weight for a few thousand FLOPs, a rate per FLOP far below any spatial convolution's (conv_vector).
+# pooled vector) is a matrix-vector product through the convolution kernel: its time is a pass over its weight, a
+# rate per FLOP far below any spatial convolution's (conv_vector).
 SMALL_CONV_POSITIONS = 100
 MID_CONV_POSITIONS = 400
 SMALL_CONV_IN_CHANNELS = 16
