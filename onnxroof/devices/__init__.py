@@ -37,6 +37,12 @@ sits in::
     [weight_reuse]                 # optional: how much faster than from DRAM weights come back between runs
     points = [[4.2e6, 2.5], [3.4e7, 1.0]]   # [bytes one inference touches, speedup over DRAM]
     source = "calibrated: ..."
+    [softmax_underflow]            # optional: seconds a Softmax element whose exp underflows adds
+    value = 1.7e-08
+    source = "calibrated: ..."
+    [subnormal_product]            # optional: seconds a multiply-add with a subnormal operand adds
+    value = 2.8e-09
+    source = "calibrated: ..."
     [calibration]                  # how the numbers were measured (metadata, no sources needed)
     provider = "cpu"
     threads = 1

@@ -52,6 +52,8 @@ _OPTIONAL = (
     "dram_overlap",
     "network_factor",
     "weight_reuse",
+    "softmax_underflow",
+    "subnormal_product",
 )
 _FIELDS = _REQUIRED + _OPTIONAL
 _SCHEMA_HINT = "see the device file format in the onnxroof.devices docstring, or copy an entry of `onnxroof devices`"
@@ -313,6 +315,12 @@ def device_from_dict(key: str, data: Mapping[str, Any], *, origin: str | None = 
         dram_overlap=_share(data, "dram_overlap", where) if "dram_overlap" in data else None,
         network_factor=_sourced(data, "network_factor", where) if "network_factor" in data else None,
         weight_reuse=_weight_reuse(data["weight_reuse"], where) if "weight_reuse" in data else None,
+        softmax_underflow=_sourced(data, "softmax_underflow", where, allow_zero=True)
+        if "softmax_underflow" in data
+        else None,
+        subnormal_product=_sourced(data, "subnormal_product", where, allow_zero=True)
+        if "subnormal_product" in data
+        else None,
     )
 
 

@@ -305,7 +305,9 @@ class Device:
     it), ``network_factor``: how many times their predictions a network's kernels take when they run one
     after the other in a model, where each ceiling was read on a kernel run alone (absent: 1), and
     ``weight_reuse``: how much faster than from DRAM a small model's weights come back between back-to-back runs
-    (see :class:`WeightReuse`; absent: never); datasheet devices have none of them.
+    (see :class:`WeightReuse`; absent: never), ``softmax_underflow``: seconds a Softmax element whose exp falls
+    below the normal float range adds, and ``subnormal_product``: seconds a multiply-add with a subnormal operand
+    adds (see :mod:`onnxroof.predict.subnormal`; absent: none); datasheet devices have none of them.
     """
 
     key: str
@@ -324,6 +326,8 @@ class Device:
     dram_overlap: Sourced | None = None
     network_factor: Sourced | None = None
     weight_reuse: WeightReuse | None = None
+    softmax_underflow: Sourced | None = None
+    subnormal_product: Sourced | None = None
 
     def resolve_precision(self, precision: str) -> str:
         """The precision whose peak is used for ``precision`` on this device (see FALLBACK)."""
@@ -398,6 +402,8 @@ class Device:
             "run_overhead",
             "dram_overlap",
             "network_factor",
+            "softmax_underflow",
+            "subnormal_product",
         ):
             item = getattr(self, fname)
             if item is not None:

@@ -26,6 +26,7 @@ from onnxroof.predict.engine import EngineNote, predict_engine
 from onnxroof.predict.memory import bytes_moved
 from onnxroof.predict.precision import PRECISION_DTYPE, check_precision
 from onnxroof.predict.roofline import Prediction
+from onnxroof.predict.subnormal import subnormal_work
 
 _FLOAT_PRECISION: dict[int, str] = {
     TensorProto.FLOAT: "fp32",
@@ -410,6 +411,8 @@ def _analyze_graph(
 
     # The bytes one inference moves, which decide whether its weights stay in the caches between runs.
     traffic = bytes_moved(graph) if engine_mode and dev.weight_reuse is not None else None
+    # Masked attention's Softmax and product on subnormal floats: a node with such work is costed on its own.
+    slow_path = subnormal_work(graph) if engine_mode else {}
     coster = _Coster()
     results: list[NodeResult] = []
     runtime = [n for n in graph.nodes if not n.folded]
@@ -428,6 +431,9 @@ def _analyze_graph(
         ran = bool(from_run) and _computes_any(node, from_run)
         if ran and key is not None:
             key = (key, RUN_NOTE)  # its note sets it apart from an equal node whose shapes inference found
+        subnormal = slow_path.get(node.name)
+        if subnormal is not None and key is not None:
+            key = (key, subnormal)
         group = memo.get(key) if key is not None else None
         if group is None:
             ins = tuple(map(graph.tensor, node.inputs))
@@ -438,7 +444,7 @@ def _analyze_graph(
                 cost = replace(cost, note="; ".join(n for n in (cost.note, RUN_NOTE) if n))
             prec = precision or node_precision(node.op_type, ins, outs)
             if engine_mode:
-                prediction, note = predict_engine(view, cost, prec, dev, traffic)
+                prediction, note = predict_engine(view, cost, prec, dev, traffic, subnormal)
             else:
                 roof = roofs.get(prec) or roofs.setdefault(prec, roofline.roof_of(dev, prec))
                 prediction, note = roofline.predict_on(cost, roof), None

@@ -28,11 +28,14 @@ spends on one node of the graph it actually runs (``onnxroof.ort.sessions.optimi
 - for a compute-bound matrix product by weights of ``COLD_WEIGHTS`` or more (class gemm), the time its weights
   take to arrive, in full: its kernel runs each prepacked panel of the weight over the rows of the input and
   waits for the next one, so a product with a few dozen rows (speech encoders' 50 frames) runs its arithmetic
-  plus its weights' time, not the larger of the two (:func:`exposed_weight_time`).
+  plus its weights' time, not the larger of the two (:func:`exposed_weight_time`);
+- for a Softmax behind a constant attention mask of large negative scores and the product that reads its output,
+  the time its elements on the slow path of subnormal floats take (``onnxroof.predict.subnormal``), at the
+  device's calibrated ``softmax_underflow`` and ``subnormal_product``.
 
 ``time = combine(overlap, flops / (peak * eff_c), (activation bytes / bw_level + weight bytes / bw_dram) / eff_m,
-per-node overhead) + epilogue + exposed DRAM time``, i.e. ``max(compute, memory) + epilogue + exposed + overhead``
-on a calibrated (serial) host profile.
+per-node overhead) + epilogue + exposed DRAM time + subnormal time``, i.e. ``max(compute, memory) + epilogue +
+exposed + subnormal + overhead`` on a calibrated (serial) host profile.
 
 Every node the executor runs pays the per-node overhead, shape-only nodes (Reshape, Flatten, Squeeze, ...) too:
 they cost no FLOPs and no bytes (their output aliases their input), and the calibration measures the per-node
@@ -52,6 +55,7 @@ from onnxroof.devices import Device
 from onnxroof.predict import roofline
 from onnxroof.predict.op_classes import REFINEMENTS, ceiling_for, ceiling_work, op_class, repeats, taps_inside
 from onnxroof.predict.roofline import Prediction
+from onnxroof.predict.subnormal import SubnormalWork, subnormal_time
 from onnxroof.units import decimal_bytes
 
 __all__ = [
@@ -109,6 +113,7 @@ class EngineNote:
     exposed_memory_s: float = 0.0  # memory time the computation does not hide (exposed_dram_time, exposed_weight_time)
     network_factor: float = 1.0  # the device's: a kernel in a network takes this times its time alone
     weight_speedup: float = 1.0  # the weights' rate over DRAM's, from the device's weight_reuse at the traffic
+    subnormal_time_s: float = 0.0  # the slow path of subnormal floats: an underflowing Softmax, its product
 
     def describe(self) -> str:
         """One line for a report: the class, the efficiencies applied and the memory level."""
@@ -136,8 +141,13 @@ class EngineNote:
             if self.exposed_memory_s
             else ""
         )
+        subnormal = (
+            f"; {self.subnormal_time_s * 1e6:.3g} us on subnormal floats (masked attention)"
+            if self.subnormal_time_s
+            else ""
+        )
         network = f"; x{self.network_factor:.3g} in a network" if self.network_factor != 1.0 else ""
-        return f"{head}; {data}{weights}{epilogue}{exposed}{network}"
+        return f"{head}; {data}{weights}{epilogue}{exposed}{subnormal}{network}"
 
 
 # ------------------------------------------------------------------------------------------------ memory
@@ -245,7 +255,12 @@ def exposed_weight_time(cls: str, weights: float, weight_s: float, compute_s: fl
 
 
 def predict_engine(
-    view: NodeView, cost: Cost, precision: str, device: Device, traffic: float | None = None
+    view: NodeView,
+    cost: Cost,
+    precision: str,
+    device: Device,
+    traffic: float | None = None,
+    subnormal: SubnormalWork | None = None,
 ) -> tuple[Prediction, EngineNote]:
     """The time onnxruntime's executor spends on one node, and why.
 
@@ -261,12 +276,13 @@ def predict_engine(
     ones included). They combine under the device's overlap: ``max(compute, memory) + overhead`` for a calibrated
     (serial) host profile, plus the epilogue of a fused activation applied in a second pass
     (:func:`epilogue_activation`, ``Prediction.epilogue_time_s``) and the DRAM traffic a compute-bound convolution
-    does not hide (:func:`exposed_dram_time`) and the weights' time a compute-bound product waits for
-    (:func:`exposed_weight_time`). Compute, memory, epilogue and exposed times are multiplied by the
-    device's ``network_factor``, what the ceilings read on kernels run alone miss of a network's kernels run one
-    after the other (calibrated on the reference block). The Prediction's ``peak_flops_s`` and ``bandwidth_bytes_s``
-    are the node's own ceilings (peak x eff_c, the effective bandwidth), so its ridge point and attainable FLOP/s
-    read against the roof it actually runs under.
+    does not hide (:func:`exposed_dram_time`), the weights' time a compute-bound product waits for
+    (:func:`exposed_weight_time`) and the time of the node's ``subnormal`` work, its elements on the slow path of
+    subnormal floats (:func:`onnxroof.predict.subnormal.subnormal_time`). Compute, memory, epilogue, exposed and
+    subnormal times are multiplied by the device's ``network_factor``, what the ceilings read on kernels run alone
+    miss of a network's kernels run one after the other (calibrated on the reference block). The Prediction's
+    ``peak_flops_s`` and ``bandwidth_bytes_s`` are the node's own ceilings (peak x eff_c, the effective
+    bandwidth), so its ridge point and attainable FLOP/s read against the roof it actually runs under.
 
     The device's ``run_overhead`` is not included: it is paid once per ``session.run``, so callers add it once
     per model (see :func:`model_time`).
@@ -297,11 +313,12 @@ def predict_engine(
     exposed = exposed_dram_time(device, cls, bw, compute, memory) + exposed_weight_time(
         cls, weights, weight_s, compute, memory
     )
+    slow_path = network * subnormal_time(device, subnormal)
     prediction = Prediction(
         compute_time_s=compute,
         memory_time_s=memory,
         overhead_time_s=overhead,
-        predicted_time_s=roofline.combine(device.overlap, compute, memory, overhead) + epilogue_s + exposed,
+        predicted_time_s=roofline.combine(device.overlap, compute, memory, overhead) + epilogue_s + exposed + slow_path,
         bound=roofline.bound_of(compute, memory, overhead),
         peak_flops_s=peak * eff_c / network,
         bandwidth_bytes_s=effective_bw,
@@ -309,7 +326,20 @@ def predict_engine(
         epilogue_time_s=epilogue_s,
     )
     note = EngineNote(
-        cls, ceiling_name, eff_c, eff_m, level, bw, ws, weights, epilogue, epilogue_s, exposed, network, reuse
+        cls,
+        ceiling_name,
+        eff_c,
+        eff_m,
+        level,
+        bw,
+        ws,
+        weights,
+        epilogue,
+        epilogue_s,
+        exposed,
+        network,
+        reuse,
+        slow_path,
     )
     return prediction, note
 

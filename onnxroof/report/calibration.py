@@ -40,6 +40,11 @@ def calibration_table(device: Device, cached_at: Path | None = None) -> str:
         lines.append(clip(f"  weights between runs, by the bytes a run moves, over DRAM's rate: {reuse}", TABLE_WIDTH))
     if device.network_factor is not None:
         lines.append(f"  network factor: x{device.network_factor.value:.3g} on every kernel run in a network")
+    if device.softmax_underflow is not None and device.subnormal_product is not None:
+        lines.append(
+            f"  subnormal floats: {seconds(device.softmax_underflow.value)} per Softmax element whose exp underflows, "
+            f"{seconds(device.subnormal_product.value)} per multiply-add on one"
+        )
     if device.ceilings:
         width = max(len("op class"), *(len(name) for name in device.ceilings))
         lines += ["", f"  {'op class':<{width}} {'compute efficiency (by FLOPs)':<36} memory efficiency (by bytes)"]

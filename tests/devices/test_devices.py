@@ -580,6 +580,14 @@ source = "calibrated: a batch-16 conv"
 value = 1.12
 source = "calibrated: the reference block"
 
+[softmax_underflow]
+value = 1.7e-8
+source = "calibrated: a masked attention block"
+
+[subnormal_product]
+value = 0
+source = "calibrated: a masked attention block"
+
 [weight_reuse]
 points = [[3.2e7, 1.0], [4e6, 2.5]]
 source = "calibrated: chains of MatMul back to back"
@@ -657,6 +665,8 @@ def test_calibrated_device_round_trip(tmp_path: Path):
     assert device.run_overhead == Sourced(8e-6, "calibrated: a one-node graph")
     assert device.dram_overlap == Sourced(0.4, "calibrated: a batch-16 conv")
     assert device.network_factor == Sourced(1.12, "calibrated: the reference block")
+    assert device.softmax_underflow == Sourced(1.7e-8, "calibrated: a masked attention block")
+    assert device.subnormal_product == Sourced(0.0, "calibrated: a masked attention block")  # 0: no slow path
     # sorted by traffic like a ceiling's points
     assert device.weight_reuse == WeightReuse(((4e6, 2.5), (3.2e7, 1.0)), "calibrated: chains of MatMul back to back")
     assert device.caches[0].bandwidth == 45e9
