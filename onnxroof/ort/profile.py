@@ -281,7 +281,7 @@ def _profile_session(
     """Run the profiled session with its files in ``tmp``: (the saved engine graph, the trace's events, the
     provider that ran)."""
     from onnxroof.ort.measure import checked_run
-    from onnxroof.ort.sessions import make_session
+    from onnxroof.ort.sessions import inline_added_constants, make_session
 
     engine_path = os.path.join(tmp, "engine.onnx")
     session, actual = make_session(
@@ -303,7 +303,9 @@ def _profile_session(
         trace_path = session.end_profiling()
         del session
     events = json.loads(Path(trace_path).read_text(encoding="utf-8"))
-    return onnx.load(engine_path, load_external_data=False), events, actual
+    engine_model = onnx.load(engine_path, load_external_data=False)
+    inline_added_constants(engine_model, tmp)  # the attention masks' values, which decide subnormal work
+    return engine_model, events, actual
 
 
 def _name_unnamed(model: ModelProto) -> list[tuple[NodeProto, bool]]:

@@ -313,6 +313,11 @@ def make_session(
     return session, actual
 
 
+# The largest constant whose values are read back from an optimized graph's side file for its masks (64 MiB of
+# float32): an attention mask is a few hundred thousand elements, a weight larger than this is no mask.
+MAX_MASK_ELEMENTS = 1 << 24
+
+
 def optimized_model(model: ModelProto, provider: str = "cpu", threads: int = 1, opt_level: str = "all") -> ModelProto:
     """The graph onnxruntime runs after its optimizations (fusions, NCHWc layout), without weight bytes.
 
@@ -320,9 +325,41 @@ def optimized_model(model: ModelProto, provider: str = "cpu", threads: int = 1, 
     the result is analyzed like any model whose weights are absent.
     """
     with tempfile.TemporaryDirectory(prefix="onnxroof-opt-") as tmp:
-        path = os.path.join(tmp, "optimized.onnx")
-        make_session(model, provider, threads, opt_level, allow_fallback=True, optimized_path=path)
-        return onnx.load(path, load_external_data=False)
+        return onnx.load(_save_optimized(model, provider, threads, opt_level, tmp), load_external_data=False)
+
+
+def _save_optimized(model: ModelProto, provider: str, threads: int, opt_level: str, folder: str) -> str:
+    """Write onnxruntime's optimized graph into ``folder`` (large weights in a side file next to it); its path."""
+    path = os.path.join(folder, "optimized.onnx")
+    make_session(model, provider, threads, opt_level, allow_fallback=True, optimized_path=path)
+    return path
+
+
+def inline_added_constants(model: ModelProto, folder: str) -> None:
+    """Read into ``model`` the values of its initializers that an Add node adds (an attention mask among them),
+    from the side file in ``folder`` where they were saved: the folder is temporary, and
+    :func:`with_softmax_masks` reads the masks' values later. Initializers of over ``MAX_MASK_ELEMENTS`` are
+    left out."""
+    added = {name for node in model.graph.node if node.op_type == "Add" and node.domain == "" for name in node.input}
+    for init in model.graph.initializer:
+        external = onnx.external_data_helper.uses_external_data(init)
+        if init.name in added and external and prod(init.dims) <= MAX_MASK_ELEMENTS:
+            onnx.external_data_helper.load_external_data_for_tensor(init, folder)
+
+
+def with_softmax_masks(graph: Graph, model: ModelProto) -> Graph:
+    """``graph`` (loaded from ``model``) with the values of the constant masks added to its Softmax inputs, where
+    ``model`` holds them inline (:func:`inline_added_constants`): the loader keeps only small constants' values, and
+    the masks decide which of the Softmax's elements underflow (``onnxroof.predict.subnormal``)."""
+    from onnxroof.predict.subnormal import mask_candidates
+
+    wanted = mask_candidates(graph)
+    values = {
+        init.name: numpy_helper.to_array(init)
+        for init in model.graph.initializer
+        if init.name in wanted and not onnx.external_data_helper.uses_external_data(init)
+    }
+    return dataclasses.replace(graph, constants={**graph.constants, **values}) if values else graph
 
 
 def engine_graph(
@@ -332,12 +369,17 @@ def engine_graph(
     dims: Mapping[str, int] | None = None,
 ) -> Graph:
     """The graph onnxruntime runs for ``model`` on this machine, with the calibrated profile's provider and
-    threads (weights absent from disk are filled at random only to let onnxruntime build it)."""
+    threads (weights absent from disk are filled at random only to let onnxruntime build it). The constant masks
+    added to a Softmax's input keep their values (``onnxroof.predict.subnormal``): where they send exp below the
+    normal float range, the Softmax and the product after it run on subnormal floats."""
     runnable = runnable_model(model, inputs, dims)
     calibration = device.calibration
     provider = "cuda" if calibration is not None and calibration.provider.lower().startswith("cuda") else "cpu"
     threads = calibration.threads if calibration is not None else 1
     from onnxroof.ort.run_shapes import shapes_from_run  # it imports this module
 
-    graph = load_graph(optimized_model(runnable.model, provider, threads, "all"), shape_run=shapes_from_run)
+    with tempfile.TemporaryDirectory(prefix="onnxroof-opt-") as tmp:
+        optimized = onnx.load(_save_optimized(runnable.model, provider, threads, "all", tmp), load_external_data=False)
+        inline_added_constants(optimized, tmp)
+    graph = with_softmax_masks(load_graph(optimized, shape_run=shapes_from_run), optimized)
     return dataclasses.replace(graph, name=runnable.name)

@@ -23,7 +23,7 @@ from onnxroof.ort.calibrate import host_device
 from onnxroof.ort.measure import Measurement, measure
 from onnxroof.ort.profile import NodeProfile, profile_nodes
 from onnxroof.ort.reference import ReferenceSampler, drift_warning
-from onnxroof.ort.sessions import runnable_model
+from onnxroof.ort.sessions import runnable_model, with_softmax_masks
 from onnxroof.predict.analysis import Analysis, NodeResult, analyze_graph
 
 WORST = 5  # how many of the worst mispredictions are named
@@ -236,7 +236,8 @@ def validate(
     say("predicting")
     engine_mode = dev.engine == "onnxruntime" and not as_exported
     if engine_mode:
-        analysis = analyze_graph(load_graph(profile.engine_model), dev, engine=True)
+        ran = with_softmax_masks(load_graph(profile.engine_model), profile.engine_model)
+        analysis = analyze_graph(ran, dev, engine=True)
         analysis = _renamed(analysis, timing.model)
     else:
         analysis = analyze_graph(load_graph(model, inputs=inputs, dims=dims), dev)
