@@ -310,3 +310,20 @@ def test_each_recurrent_benchmark_is_a_point_of_its_own():
     out = ceilings.class_ceilings(samples, calibrated_host(), 1)
     steps = [2 * 4 * h * 2 * h for h in (64, 256, 512)]  # 65,536, 1,048,576 and 4,194,304 FLOPs a step
     assert out["lstm"].compute == tuple((float(f"{s:.4g}"), e) for s, e in zip(steps, (0.5, 0.35, 0.38)))
+
+
+def test_subnormal_costs_are_the_masked_blocks_extra_time_per_element():
+    # The masked block's Softmax ran 400 us against 100 us unmasked over 18,816 underflowing elements: 15.9 ns
+    # each; its product 2,000 us against 300 us over 602,112 multiply-adds on subnormal operands: 2.82 ns each.
+    plain = {"softmax": [100e-6, 101e-6, 100e-6], "context": [300e-6] * 3, "mask": [50e-6] * 3}
+    masked = {"softmax": [400e-6] * 3, "context": [2000e-6, 2100e-6, 2000e-6], "mask": [50e-6] * 3}
+    underflow, product = ceilings.subnormal_costs(plain, masked, 18816, 602112, "test")
+    # (the figures are kept to 3 significant digits)
+    assert underflow is not None and underflow.value == pytest.approx(300e-6 / 18816, rel=5e-3)
+    assert product is not None and product.value == pytest.approx(1700e-6 / 602112, rel=5e-3)
+    assert "18816 elements whose exp underflows" in underflow.source
+    # A CPU without a slow path times both alike (or the masked one faster): 0, not a negative time.
+    same, faster = ceilings.subnormal_costs(plain, {"softmax": [99e-6], "context": [300e-6]}, 18816, 602112, "test")
+    assert same is not None and same.value == 0.0 and faster is not None and faster.value == 0.0
+    # A node the profile lacks gives no figure.
+    assert ceilings.subnormal_costs(plain, {"context": [2e-3]}, 18816, 602112, "test")[0] is None

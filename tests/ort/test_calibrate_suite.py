@@ -3,6 +3,7 @@ benchmarks."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from onnxroof.devices import CEILING_NAMES, OP_CLASSES
@@ -54,6 +55,29 @@ def test_a_squeeze_and_excitation_chain_alternates_its_products_each_with_a_weig
     assert len({n.input[1] for n in model.graph.node}) == 3 and feeds["x"].shape == (1, 96, 1, 1)
     # every node is the class the chain calibrates: one output position
     assert {op_classes.op_class(view) for view, _ in jobs.views(model).values()} == {"conv_vector"}
+
+
+def test_the_swin_mask_masks_the_token_pairs_from_different_regions_of_a_shifted_window():
+    # A 7x7 window shifted by 3: a window on the map's last row (not its corner) holds two regions, 4 rows of 7
+    # tokens and 3 rows, and masks every pair across them, 2 * 28 * 21 = 1,176 (the last column alike); the
+    # corner window holds four, 16, 12, 12 and 9 tokens: 49^2 - (16^2 + 12^2 + 12^2 + 9^2) = 1,776. Over P x P
+    # windows: 2 (P - 1) * 1,176 + 1,776, torchvision's Swin-T masks 18,240, 8,832 and 4,128 at P = 8, 4, 2.
+    for size, expected in ((56, 18240), (28, 8832), (14, 4128)):
+        mask = graphs.swin_mask(size, 7, -100.0)
+        assert mask.shape == ((size // 7) ** 2, 1, 49, 49) and int((mask == -100.0).sum()) == expected
+        assert set(np.unique(mask)) == {0.0, -100.0}
+    assert (graphs.swin_mask(28, 7, -100.0)[0] == 0).all()  # the first window holds one region
+
+
+def test_the_masked_attention_block_adds_the_mask_before_its_softmax_and_product():
+    model, feeds = graphs.masked_attention(graphs.Rand(0), 28, 7, 3, 32, -100.0)
+    assert [(n.name, n.op_type) for n in model.graph.node] == [
+        ("mask", "Add"),
+        ("softmax", "Softmax"),
+        ("context", "MatMul"),
+    ]
+    assert feeds["scores"].shape == (16, 3, 49, 49) and feeds["v"].shape == (16, 3, 49, 32)
+    assert suite.FULL.masked_attention == (28, 7, 3, 32)
 
 
 def test_the_same_rand_builds_the_same_graph():

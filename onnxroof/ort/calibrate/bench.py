@@ -57,7 +57,8 @@ class Suite:
     again at ``probe_factors`` times its working set. The DRAM benchmark streams twice the last cache level,
     within ``dram_bounds`` and at most ``dram_memory_share`` of the available memory (None: no such bound). The
     weights' reuse between back-to-back runs is timed on models whose weights total ``reuse_fractions`` of the last
-    cache level's reported size.
+    cache level's reported size. ``masked_attention`` sizes the block on which subnormal floats' costs are timed
+    (map size, window, heads, d of ``graphs.masked_attention``; None: not timed).
     """
 
     benches: tuple[Bench, ...]
@@ -75,6 +76,7 @@ class Suite:
     dram_bounds: tuple[int, int]
     dram_memory_share: float | None
     reuse_fractions: tuple[float, ...]
+    masked_attention: tuple[int, int, int, int] | None = None
 
     def level_bytes(self, cache: ReportedCache, threads: int) -> int:
         """Working set of the bandwidth benchmark for a cache level: half of L1/L2 (over the threads' cores when

@@ -1,6 +1,6 @@
 """From samples to a device's figures: the per-class ceilings (binned efficiency points), the size a shared cache
-level serves at its bandwidth, the matrix products' rates, ``dram_overlap``, ``network_factor``, and the
-calibration's warnings.
+level serves at its bandwidth, the matrix products' rates, ``dram_overlap``, ``network_factor``, the costs of
+subnormal floats, and the calibration's warnings.
 
 Efficiencies are computed with the functions the prediction uses (``onnxroof.predict.engine.predict_engine`` on
 the optimized graph's node, on a device without ceilings), so a calibrated point predicts back its measured
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import onnx
@@ -44,6 +44,7 @@ __all__ = [
     "effective_size",
     "matrix_rate",
     "network_factor",
+    "subnormal_costs",
     "weight_reuse",
 ]
 
@@ -259,6 +260,37 @@ def network_factor(device: Device, reference_s: float, how: str) -> Sourced:
             f"calibrated: the reference block (onnxroof.ort.reference) ran {reference_s * 1e3:.3g} ms a run against "
             f"{predicted * 1e3:.3g} ms predicted from its kernels' ceilings; {how}"
         ),
+    )
+
+
+def subnormal_costs(
+    plain: Mapping[str, Sequence[float]],
+    masked: Mapping[str, Sequence[float]],
+    underflows: int,
+    products: int,
+    how: str,
+) -> tuple[Sourced | None, Sourced | None]:
+    """(``softmax_underflow``, ``subnormal_product``): the seconds one Softmax element whose exp underflows and one
+    multiply-add with a subnormal operand add, from the kernel times of a masked attention block
+    (``graphs.masked_attention``, nodes ``softmax`` and ``context``) with its mask at -100 (``masked``) and at 0
+    (``plain``): each node's fast time masked less unmasked, over the block's ``underflows`` masked elements and
+    ``products`` multiply-adds on them. Each is None where a node's times are missing; 0 where masking does not
+    slow it down (a CPU that handles subnormals in hardware)."""
+
+    def per_element(node: str, count: int, what: str) -> Sourced | None:
+        if not plain.get(node) or not masked.get(node) or count <= 0:
+            return None
+        slow, fast = fast_estimate(masked[node]), fast_estimate(plain[node])
+        value = max(slow - fast, 0.0) / count
+        return Sourced(
+            float(f"{value:.3g}"),
+            f"calibrated: attention's {node} node ran {slow * 1e6:.4g} us masked against {fast * 1e6:.4g} us unmasked, "
+            f"over {count} {what}; {how}",
+        )
+
+    return (
+        per_element("softmax", underflows, "elements whose exp underflows"),
+        per_element("context", products, "multiply-adds with a subnormal operand"),
     )
 
 

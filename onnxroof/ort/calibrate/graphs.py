@@ -338,6 +338,36 @@ def matmul_act(rand: Rand, heads: int, m: int, k: int, n: int) -> Built:
     return _single("MatMul", {"a": rand.f(1, heads, m, k), "b": rand.f(1, heads, k, n)}, order=["a", "b"])
 
 
+def swin_mask(size: int, window: int, value: float) -> np.ndarray:
+    """The attention mask of Swin's shifted windows over a ``size`` x ``size`` map, as torchvision builds it: the
+    map shifted by half a window is cut into regions where the shift wrapped around, and each window's token pair
+    from different regions gets ``value`` (0 elsewhere); (windows, 1, window^2, window^2), shared by the heads."""
+    shift = window // 2
+    regions = np.zeros((size, size), np.int64)
+    cuts = (slice(0, -window), slice(-window, -shift), slice(-shift, None))
+    for i, (rows, cols) in enumerate((r, c) for r in cuts for c in cuts):
+        regions[rows, cols] = i
+    per_window = size // window
+    ids = regions.reshape(per_window, window, per_window, window).transpose(0, 2, 1, 3).reshape(-1, window * window)
+    mask = np.where(ids[:, None, :] != ids[:, :, None], value, 0.0).astype(np.float32)
+    return mask[:, None]
+
+
+def masked_attention(rand: Rand, size: int, window: int, heads: int, d: int, value: float) -> Built:
+    """Attention's Softmax and second product in Swin's shifted windows over a ``size`` x ``size`` map, the
+    :func:`swin_mask` at ``value`` added first: nodes ``mask``, ``softmax`` and ``context`` (``d``-wide values)."""
+    mask = swin_mask(size, window, value)
+    windows, n = mask.shape[0], window * window
+    nodes = [
+        helper.make_node("Add", ["scores", "mask"], ["masked"], name="mask"),
+        helper.make_node("Softmax", ["masked"], ["p"], name="softmax", axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["y"], name="context"),
+    ]
+    inputs = {"scores": ((windows, heads, n, n), FLOAT), "v": ((windows, heads, n, d), FLOAT)}
+    model = _model(nodes, inputs, ["y"], {"mask": mask})
+    return model, {"scores": rand.f(windows, heads, n, n), "v": rand.f(windows, heads, n, d)}
+
+
 def recurrent(rand: Rand, op: str, steps: int, input_size: int, hidden: int) -> Built:
     """One LSTM, GRU or RNN layer over ``steps`` time steps at batch 1 with bias, as PyTorch exports them (GRU with
     ``linear_before_reset``): X ``[steps, 1, input_size]``."""

@@ -23,6 +23,7 @@ from onnxroof.ort.calibrate.ceilings import (
     matrix_rate,
     network_factor,
     peak_candidates,
+    subnormal_costs,
     weight_reuse,
 )
 from onnxroof.ort.calibrate.graphs import Rand
@@ -56,6 +57,8 @@ from onnxroof.predict import op_classes
 from onnxroof.units import binary_bytes
 
 __all__ = ["calibrate", "host_device"]
+
+MASK_VALUE = -100.0  # the subnormal benchmark's mask, Swin's: exp of a score this far down is a subnormal float
 
 
 def calibrate(
@@ -152,6 +155,7 @@ class _Jobs:
     fp16: Profiled | None
     classes: list[ClassJob]
     reuse: list[Loop]  # matrix-vector chains timed back to back: how fast weights come back between runs
+    subnormal: tuple[Profiled, Profiled] | None  # a masked attention block, with its mask at 0 and at -100
 
     def in_order(self) -> list[Job]:
         """The jobs in the order each pass times them."""
@@ -160,7 +164,7 @@ class _Jobs:
             order += [chain, *(wide for _, wide in self.probes.get(cache.level, []))]
         order += [self.dram, *self.peaks]
         order += [job for job in (self.batched, self.int8, self.fp16) if job is not None]
-        return order + list(self.classes) + list(self.reuse)
+        return order + list(self.classes) + list(self.reuse) + list(self.subnormal or ())
 
 
 def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, steps: _Progress) -> _Jobs:
@@ -186,6 +190,7 @@ def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, step
             classes.append(class_job(bench, runner, rand, chosen.chain_target_s))
         steps.advance()
     reuse = _reuse_jobs(chosen, caches, runner)
+    subnormal = _subnormal_jobs(chosen.masked_attention, runner, rand)
     steps.advance()
     return _Jobs(
         node_chain=node_chain,
@@ -202,7 +207,23 @@ def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, step
         fp16=fp16,
         classes=classes,
         reuse=reuse,
+        subnormal=subnormal,
     )
+
+
+def _subnormal_jobs(
+    sizes: tuple[int, int, int, int] | None, runner: Runner, rand: Rand
+) -> tuple[Profiled, Profiled] | None:
+    """The masked attention block of ``sizes`` (map size, window, heads, d) with its mask at 0 and at -100
+    (Swin's), the same scores and values in both; None where the suite has no such block."""
+    if sizes is None:
+        return None
+    size, window, heads, d = sizes
+    plain = graphs.masked_attention(rand, size, window, heads, d, 0.0)
+    masked_model, _ = graphs.masked_attention(rand, size, window, heads, d, MASK_VALUE)
+    label = f"Softmax + MatMul in Swin's shifted {window}x{window} windows over {size}x{size}, {heads} heads"
+    slowed = Profiled(runner, f"{label}, mask at {MASK_VALUE:g}", (masked_model, plain[1]))
+    return Profiled(runner, f"{label}, mask at 0", plain), slowed
 
 
 def _overhead_jobs(lengths: tuple[int, int], runner: Runner) -> tuple[Chain, Chain, Chain, Profiled]:
@@ -325,6 +346,7 @@ class _Readings:
     fp16_rate: float | None
     samples: list[Sample]  # the op-class samples
     batched_conv: Sample | None  # the convolution whose data is larger than any cache
+    subnormal_times: tuple[dict[str, list[float]], dict[str, list[float]]] | None  # per node: unmasked, masked
 
 
 def _read(jobs: _Jobs, matrix_size: int) -> _Readings:
@@ -357,6 +379,7 @@ def _read(jobs: _Jobs, matrix_size: int) -> _Readings:
         for x in (job.samples(node_overhead) if isinstance(job, Chain) else job.samples(profiler_overhead))
     ]
     batched_conv = conv_sample(jobs.batched, profiler_overhead) if jobs.batched is not None else None
+    subnormal_times = (jobs.subnormal[0].kernel_times(), jobs.subnormal[1].kernel_times()) if jobs.subnormal else None
     return _Readings(
         node_overhead=node_overhead,
         reshape_cost=reshape_cost,
@@ -370,6 +393,7 @@ def _read(jobs: _Jobs, matrix_size: int) -> _Readings:
         fp16_rate=fp16_rate,
         samples=samples,
         batched_conv=batched_conv,
+        subnormal_times=subnormal_times,
     )
 
 
@@ -412,6 +436,12 @@ def _assemble(readings: _Readings, jobs: _Jobs, chosen: Suite, passes: int, run:
     device = replace(device, calibration=_record(readings, reference, run))
     if readings.batched_conv is not None:
         device = replace(device, dram_overlap=dram_overlap(readings.batched_conv, device, how))
+    if readings.subnormal_times is not None and chosen.masked_attention is not None:
+        size, window, heads, d = chosen.masked_attention
+        # every masked score of every head, each a subnormal probability at -100, read by d multiply-adds
+        underflows = int(graphs.swin_mask(size, window, MASK_VALUE).astype(bool).sum()) * heads
+        underflow, product = subnormal_costs(*readings.subnormal_times, underflows, underflows * d, how)
+        device = replace(device, softmax_underflow=underflow, subnormal_product=product)
     loops = [(loop.model, seconds) for loop in jobs.reuse if (seconds := loop.time_s()) is not None]
     device = replace(device, weight_reuse=weight_reuse(device, loops, how))
     # The block's median run, as a user's timing loop reports a model's time: the factor carries this machine's

@@ -59,7 +59,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      third of the calibration.
 #  16: convolutions with a single output position (conv_vector), timed on chains of squeeze-and-excitation
 #      blocks' 1x1 convolutions on their pooled vectors.
-SUITE = 16
+#  17: the costs of subnormal floats (softmax_underflow, subnormal_product), timed on a masked attention block
+#      against the same block unmasked.
+SUITE = 17
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
@@ -422,6 +424,8 @@ FULL = Suite(
     dram_bounds=(256 * MiB, 1024 * MiB),
     dram_memory_share=0.25,
     reuse_fractions=(0.125, 0.25, 0.5, 0.75, 1.0, 2.0, 4.0),
+    # subnormal floats: Swin-T's second stage's shifted windows (7x7 over 28x28) at its first stage's 3 heads
+    masked_attention=(28, 7, 3, 32),
 )
 
 QUICK = Suite(
