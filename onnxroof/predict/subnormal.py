@@ -102,7 +102,7 @@ def mask_candidates(graph: Graph) -> set[str]:
 def _counts(mask: np.ndarray, out_elements: int) -> tuple[int, int]:
     """(elements whose exp underflows, of which subnormal) of an Add's ``out_elements`` outputs, the constant
     ``mask`` broadcast over them (each of its values repeats ``out_elements / mask.size`` times)."""
-    values = np.asarray(mask, dtype=np.float64)
+    values = np.asarray(mask)
     if values.size == 0 or out_elements % values.size:
         return 0, 0
     repeat = out_elements // values.size
