@@ -142,7 +142,7 @@ class EngineNote:
             else ""
         )
         subnormal = (
-            f"; {self.subnormal_time_s * 1e6:.3g} us on subnormal floats (masked attention)"
+            f"; {self.subnormal_time_s * 1e6:,.0f} us on subnormal floats (masked attention)"
             if self.subnormal_time_s
             else ""
         )
