@@ -124,7 +124,10 @@ CASES = [
     (make_node("Gelu", [T((1, 197, 3072))], [T((1, 197, 3072))], approximate="tanh"), "activation_fastgelu"),
     (make_node("FastGelu", [T((1, 197, 3072))], [T((1, 197, 3072))], domain=MS), "activation_fastgelu"),
     (make_node("Sigmoid", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))]), "activation_sigmoid"),
-    (make_node("QuickGelu", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))], domain=MS), "activation_sigmoid"),
+    # QuickGelu with alpha 1 is SiLU as onnxruntime fuses it; its default alpha (1.702) a pass more
+    (make_node("QuickGelu", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))], domain=MS, alpha=1.0), "activation_sigmoid"),
+    (make_node("QuickGelu", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))], domain=MS), "activation_quickgelu"),
+    (make_node("QuickGelu", [T((1, 197, 768))], [T((1, 197, 768))], domain=MS, alpha=1.702), "activation_quickgelu"),
     (make_node("Exp", [T((1, 12, 197, 197))], [T((1, 12, 197, 197))]), "activation_exp"),
     (make_node("Tanh", [T((1, 197, 768))], [T((1, 197, 768))]), "activation_tanh"),
     (make_node("Erf", [T((1, 197, 768))], [T((1, 197, 768))]), "activation_erf"),

@@ -170,9 +170,11 @@ def tailed(built: Built) -> Built:
 _HALVING_ACTIVATIONS = frozenset({"Gelu", "FastGelu", "QuickGelu", "Swish"})
 
 
-def activation_chain(rand: Rand, n: int, op: str, shape: Sequence[int], domain: str = "") -> Built:
-    """``n`` of a one-input op without attributes (Neg, Relu, Sigmoid, Tanh, Erf, com.microsoft's Gelu)."""
-    model, feeds = _chain(op, shape, n, rand, domain=domain)
+def activation_chain(rand: Rand, n: int, op: str, shape: Sequence[int], domain: str = "", alpha: Any = None) -> Built:
+    """``n`` of a one-input op (Neg, Relu, Sigmoid, Tanh, Erf, com.microsoft's Gelu and QuickGelu), its ``alpha``
+    set where given."""
+    attrs: dict[str, Any] = {} if alpha is None else {"alpha": float(alpha)}
+    model, feeds = _chain(op, shape, n, rand, domain=domain, **attrs)
     if op in _HALVING_ACTIVATIONS:
         feeds = {"x": (rand.positive(*shape) + 3.5).astype(np.float32)}
     return model, feeds
@@ -339,12 +341,10 @@ def matmul_act(rand: Rand, heads: int, m: int, k: int, n: int) -> Built:
 
 
 def swin_mask(size: int, window: int, value: float) -> np.ndarray:
-    """The attention mask of Swin's shifted windows over a ``size`` x ``size`` map, as torchvision builds it: the
-    map shifted by half a window is cut into regions where the shift wrapped around, and each window's token pair
-    from different regions gets ``value`` (0 elsewhere); (windows, 1, window^2, window^2), shared by the heads."""
-    shift = window // 2
+    """Swin's shifted-window attention mask over a ``size`` x ``size`` map, as torchvision builds it: ``value`` on
+    each window's token pairs from different regions of the shifted map, 0 elsewhere; (windows, 1, n, n)."""
     regions = np.zeros((size, size), np.int64)
-    cuts = (slice(0, -window), slice(-window, -shift), slice(-shift, None))
+    cuts = (slice(0, -window), slice(-window, -(window // 2)), slice(-(window // 2), None))
     for i, (rows, cols) in enumerate((r, c) for r in cuts for c in cuts):
         regions[rows, cols] = i
     per_window = size // window

@@ -240,6 +240,14 @@ def activations(*rows: tuple[str, tuple[int, ...]]) -> list[Bench]:
     ]
 
 
+def quick_gelus(*rows: tuple[float, tuple[int, ...]]) -> list[Bench]:
+    """Chains of com.microsoft's QuickGelu (alpha, shape): alpha 1 is SiLU as onnxruntime fuses it."""
+    return [
+        chain(f"QuickGelu alpha={alpha:g} {dims(s)}", graphs.activation_chain, "QuickGelu", s, "com.microsoft", alpha)
+        for alpha, s in rows
+    ]
+
+
 def recurrent(*rows: tuple[str, int, int, int]) -> list[Bench]:
     """One-layer LSTM, GRU or RNN (op, time steps, input size, hidden size) at batch 1, as PyTorch exports them."""
     return [
