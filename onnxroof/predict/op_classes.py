@@ -103,10 +103,6 @@ CLASS_FALLBACK: Mapping[str, str] = {
 # pooled vector) is a matrix-vector product through the convolution kernel: its time is a pass over its weight, a
 # rate per FLOP far below any spatial convolution's (conv_vector).
 SMALL_CONV_POSITIONS = 100
-# QuickGelu's alpha where the node does not set it (com.microsoft's definition). onnxruntime fuses SiLU into a
-# QuickGelu with alpha 1, which runs as Sigmoid and a product in one pass; another alpha scales the input in a pass
-# of its own first (twice SiLU's time per element on the Xeon of 2026-11-27), a class of its own.
-QUICKGELU_ALPHA = 1.702
 MID_CONV_POSITIONS = 400
 SMALL_CONV_IN_CHANNELS = 16
 SMALL_CONV_OUT_CHANNELS = 32
@@ -274,6 +270,12 @@ def _recurrent_class(view: NodeView) -> str:
     return "gru" if view.op_type == "GRU" else "recurrent"
 
 
+# QuickGelu's alpha where the node does not set it (com.microsoft's definition). onnxruntime fuses SiLU into a
+# QuickGelu with alpha 1, which runs as Sigmoid and a product in one pass; another alpha first scales the input in a
+# pass of its own, so it has a class of its own.
+QUICKGELU_ALPHA = 1.702
+
+
 def _activation_class(view: NodeView) -> str:
     """The activation's own class where it has one (ACTIVATION_CLASS_OF), activation otherwise: per element they
     cost from one to several transcendental steps, unlike what their counted FLOPs say (Sigmoid counts four, Erf
@@ -281,7 +283,8 @@ def _activation_class(view: NodeView) -> str:
     key = f"{view.domain}::{view.op_type}" if view.domain not in ("", "ai.onnx") else view.op_type
     if key == "Gelu" and view.attr("approximate") in (b"tanh", "tanh"):
         return "activation_fastgelu"
-    if key == "com.microsoft::QuickGelu" and float(view.attr("alpha") or QUICKGELU_ALPHA) != 1.0:
+    alpha = view.attr("alpha")
+    if key == "com.microsoft::QuickGelu" and float(QUICKGELU_ALPHA if alpha is None else alpha) != 1.0:
         return "activation_quickgelu"
     return ACTIVATION_CLASS_OF.get(key, "activation")
 

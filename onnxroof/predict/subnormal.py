@@ -27,6 +27,7 @@ import numpy as np
 
 from onnxroof.devices import Device
 from onnxroof.ir import Graph, Node
+from onnxroof.predict.memory import VIEW_OPS
 
 __all__ = [
     "EXP_NORMAL_FLOOR",
@@ -41,8 +42,6 @@ __all__ = [
 EXP_NORMAL_FLOOR = math.log(2.0**-126)  # -87.3365...
 EXP_SUBNORMAL_FLOOR = math.log(2.0**-149)  # -103.2789...
 
-# Ops that pass a tensor's elements on unchanged (a reshape of the scores between the mask's Add and the Softmax).
-_VIEW_OPS = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"})
 _PRODUCTS = frozenset({"MatMul", "FusedMatMul"})
 
 
@@ -59,22 +58,24 @@ def _producers(graph: Graph) -> dict[str, Node]:
     return {out: node for node in graph.nodes if not node.folded for out in node.outputs}
 
 
+def _before_views(name: str, producers: Mapping[str, Node]) -> str:
+    """The tensor ``name`` is a view of (``memory.VIEW_OPS``: a reshape passes its elements on unchanged)."""
+    while (node := producers.get(name)) is not None and node.op_type in VIEW_OPS and node.domain == "" and node.inputs:
+        name = node.inputs[0]
+    return name
+
+
 def _mask_adds(graph: Graph, softmax: Node, producers: Mapping[str, Node]) -> list[tuple[str, str]]:
     """(constant operand, Add output) of each Add with a constant operand on the Softmax's input, walking back
     through reshapes and such Adds (a relative position bias, then the mask) to whatever computed the scores."""
     found = []
-    name = softmax.inputs[0] if softmax.inputs else ""
-    while (node := producers.get(name)) is not None:
-        if node.op_type in _VIEW_OPS and node.domain == "" and node.inputs:
-            name = node.inputs[0]
-            continue
-        if node.op_type != "Add" or node.domain != "" or len(node.inputs) != 2:
-            break
+    name = _before_views(softmax.inputs[0], producers) if softmax.inputs else ""
+    while (node := producers.get(name)) is not None and node.op_type == "Add" and node.domain == "":
         constant = [i for i in node.inputs if _is_weight(graph, i)]
-        if len(constant) != 1:
+        if len(node.inputs) != 2 or len(constant) != 1:
             break
         found.append((constant[0], node.outputs[0]))
-        name = node.inputs[1] if node.inputs[0] == constant[0] else node.inputs[0]
+        name = _before_views(node.inputs[1] if node.inputs[0] == constant[0] else node.inputs[0], producers)
     return found
 
 
@@ -137,9 +138,7 @@ def subnormal_work(graph: Graph) -> dict[str, SubnormalWork]:
     for node in graph.nodes:
         if node.folded or node.op_type not in _PRODUCTS or len(node.inputs) < 2:
             continue
-        name = node.inputs[0]
-        while name not in subnormal_outputs and (p := producers.get(name)) is not None and p.op_type in _VIEW_OPS:
-            name = p.inputs[0]
+        name = _before_views(node.inputs[0], producers)
         b = graph.tensor(node.inputs[1])
         if name in subnormal_outputs and b is not None and b.shape is not None and len(b.shape) >= 2:
             columns = b.shape[-2] if node.attrs.get("transB") else b.shape[-1]
