@@ -245,10 +245,13 @@ def exposed_dram_time(device: Device, cls: str, level_bandwidth: float, compute_
 def exposed_weight_time(cls: str, weights: float, weight_s: float, compute_s: float, memory_s: float) -> float:
     """The time a compute-bound matrix product by a weight (class gemm) waits for its weights on top of its
     arithmetic: all of ``weight_s``, the weights' read at the rate they come at (DRAM's, times the model's reuse
-    between runs). onnxruntime's kernel multiplies the rows of its input by one prepacked panel of the weight after
-    another, and a panel read from memory is not hidden behind the arithmetic on the one before it. Zero for weights
-    under ``COLD_WEIGHTS``, whose warm reads the ceilings already carry (the calibration reads them warm), for any
-    other class, and for a product bound by its memory time (the roofline's ``max`` counts the weights there)."""
+    between runs; not the class's memory efficiency, which is read on products with small weights whose time is
+    mostly their dispatch, and the calibration takes this same time off a product's measured one before reading
+    its compute ceiling). onnxruntime's kernel multiplies the rows of its input by one prepacked panel of the
+    weight after another, and a panel read from memory is not hidden behind the arithmetic on the one before it.
+    Zero for weights under ``COLD_WEIGHTS``, whose warm reads the ceilings already carry (the calibration reads
+    them warm), for any other class, and for a product bound by its memory time (the roofline's ``max`` counts the
+    weights there)."""
     if cls != "gemm" or weights < COLD_WEIGHTS or compute_s < memory_s:
         return 0.0
     return weight_s
@@ -304,14 +307,14 @@ def predict_engine(
     inside = taps_inside(view)
     compute = network * cost.flops * inside / (peak * eff_c)
     reuse = weight_speedup(device, traffic) if weights >= COLD_WEIGHTS else 1.0
-    weight_s = network * weights / (dram * reuse) / eff_m
-    memory = network * (cost.bytes - weights) / bw / eff_m + weight_s
+    weight_dram_s = network * weights / (dram * reuse)
+    memory = network * (cost.bytes - weights) / bw / eff_m + weight_dram_s / eff_m
     overhead = device.launch_overhead.value
     effective_bw = cost.bytes / memory if memory > 0 else bw * eff_m / network
     epilogue = epilogue_activation(view)
     epilogue_s = network * epilogue_time(view, device)
     exposed = exposed_dram_time(device, cls, bw, compute, memory) + exposed_weight_time(
-        cls, weights, weight_s, compute, memory
+        cls, weights, weight_dram_s, compute, memory
     )
     slow_path = network * subnormal_time(device, subnormal)
     prediction = Prediction(

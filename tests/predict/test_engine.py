@@ -433,6 +433,11 @@ def test_a_compute_bound_product_waits_for_its_cold_weights_on_top_of_its_arithm
     assert engine.predict_engine(gemm, cost, "fp32", reused, traffic=1e6)[1].exposed_memory_s == pytest.approx(
         weights / 20e9
     )
+    # A gemm memory ceiling of 50% (read on products with small weights, mostly their dispatch) slows the memory
+    # time, 267.0 / 0.5 = 533.9 us, still under the compute; the weights' 236.2 us wait at DRAM's rate, not half.
+    slow_memory = Ceiling(compute=(), memory=((1e5, 0.5),), source="calibrated: test gemm memory")
+    _, slowed = engine.predict_engine(gemm, cost, "fp32", calibrated_host({"gemm": slow_memory}))
+    assert slowed.memory_efficiency == 0.5 and slowed.exposed_memory_s == pytest.approx(weights / 10e9)
     # Under COLD_WEIGHTS the ceiling carries the weights' read (calibrated warm): nothing is added.
     small = make_node("Gemm", [T((50, 256)), W((256, 256)), W((256,))], [T((50, 256))], transB=1)
     small_weights = 4 * (256 * 256 + 256)
