@@ -53,7 +53,16 @@ from dataclasses import dataclass
 from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, engine_class
 from onnxroof.devices import Device
 from onnxroof.predict import roofline
-from onnxroof.predict.op_classes import REFINEMENTS, ceiling_for, ceiling_work, op_class, repeats, taps_inside
+from onnxroof.predict.op_classes import (
+    REFINEMENTS,
+    InputProjection,
+    ceiling_for,
+    ceiling_work,
+    input_projection,
+    op_class,
+    repeats,
+    stepped_flops,
+)
 from onnxroof.predict.roofline import Prediction
 from onnxroof.predict.subnormal import SubnormalWork, subnormal_time
 from onnxroof.units import decimal_bytes
@@ -69,6 +78,7 @@ __all__ = [
     "memory_level",
     "model_time",
     "predict_engine",
+    "projection_time",
     "weight_bytes",
     "weight_speedup",
     "working_set",
@@ -114,6 +124,7 @@ class EngineNote:
     network_factor: float = 1.0  # the device's: a kernel in a network takes this times its time alone
     weight_speedup: float = 1.0  # the weights' rate over DRAM's, from the device's weight_reuse at the traffic
     subnormal_time_s: float = 0.0  # the slow path of subnormal floats: an underflowing Softmax, its product
+    projection_s: float = 0.0  # a recurrent op's input projection, part of its compute time (projection_time)
 
     def describe(self) -> str:
         """One line for a report: the class, the efficiencies applied and the memory level."""
@@ -146,8 +157,9 @@ class EngineNote:
             if self.subnormal_time_s
             else ""
         )
+        projection = f"; input projection {self.projection_s * 1e6:,.0f} us as one product" if self.projection_s else ""
         network = f"; x{self.network_factor:.3g} in a network" if self.network_factor != 1.0 else ""
-        return f"{head}; {data}{weights}{epilogue}{exposed}{subnormal}{network}"
+        return f"{head}; {data}{weights}{projection}{epilogue}{exposed}{subnormal}{network}"
 
 
 # ------------------------------------------------------------------------------------------------ memory
@@ -268,7 +280,8 @@ def predict_engine(
     """The time onnxruntime's executor spends on one node, and why.
 
     ``compute = flops / (peak[precision] * eff_c)`` (the FLOPs of the taps inside the input for an NCHWc
-    convolution, which skips those in the padding: ``op_classes.taps_inside``); ``memory = (activation bytes /
+    convolution, which skips those in the padding: ``op_classes.taps_inside``; for a recurrent op, its steps'
+    FLOPs plus its input projection at its product's ceiling: :func:`projection_time`); ``memory = (activation bytes /
     bw_level + weight bytes / (bw_dram * reuse)) / eff_m`` where ``reuse`` is the device's weight-reuse speedup at
     ``traffic``, the bytes one inference of the node's model moves (1 without a traffic: weights read cold,
     as the calibration's benchmarks read them; 1 for weights under ``COLD_WEIGHTS``, which the ceilings were read
@@ -304,8 +317,9 @@ def predict_engine(
     network = step_network_factor(device.network_factor.value if device.network_factor is not None else 1.0, view, cls)
     # An NCHWc convolution computes only its taps inside the input, with or without a ceiling: the calibration reads
     # the conv ceilings on a device without them, and its own benchmarks must come out at their measured times.
-    inside = taps_inside(view)
-    compute = network * cost.flops * inside / (peak * eff_c)
+    # A recurrent op's input projection runs as one product before its steps, at that product's ceiling.
+    projection_s = network * projection_time(device, input_projection(view, cls), peak)
+    compute = network * stepped_flops(view, cost, cls) / (peak * eff_c) + projection_s
     reuse = weight_speedup(device, traffic) if weights >= COLD_WEIGHTS else 1.0
     weight_dram_s = network * weights / (dram * reuse)
     memory = network * (cost.bytes - weights) / bw / eff_m + weight_dram_s / eff_m
@@ -343,8 +357,19 @@ def predict_engine(
         network,
         reuse,
         slow_path,
+        projection_s,
     )
     return prediction, note
+
+
+def projection_time(device: Device, projection: InputProjection | None, peak: float) -> float:
+    """A recurrent op's input projection at the ceiling of its product class (gemm, gemm_short or gemv by its
+    rows), read at one direction's FLOPs; at the peak on a device without that ceiling, 0 without a projection."""
+    if projection is None:
+        return 0.0
+    found = ceiling_for(device, projection.product_class)
+    eff = found[1].compute_efficiency(projection.flops / projection.directions) if found is not None else 1.0
+    return projection.flops / (peak * eff)
 
 
 def step_network_factor(factor: float, view: NodeView, cls: str) -> float:

@@ -292,11 +292,16 @@ def test_a_batched_matmul_gives_a_point_at_the_work_of_one_product():
     assert out["matmul"].compute == ((float(f"{one:.4g}"), 0.5),)
 
 
-def test_each_recurrent_benchmark_is_a_point_of_its_own():
-    # Three LSTMs (hidden 64, 256, 512 over 64 steps of inputs as wide), timed at 50%, 35% and 38% of the 100 GFLOP/s
-    # peak. Each sample is one kernel's rate over its 64 steps: each gives a point at the work of one step, where
-    # three kernels of any other class would merge into one median point.
-    samples = []
+def test_each_recurrent_benchmark_is_a_point_of_its_own_read_on_its_steps():
+    # Three LSTMs (hidden 64, 256, 512 over 64 steps of inputs as wide) beside three Gemms at 80% of the 100 GFLOP/s
+    # peak. Each LSTM's input projection (64 rows by its 4H x H weight: 2 * 64 * 4H * H FLOPs) runs as one product
+    # at the gemm ceiling; its steps (the recurrent products, 2 * 4H * H FLOPs each) at 50%, 35% and 38%. Each
+    # sample is one kernel's rate over its 64 steps: each gives a point at the work of one step, where three
+    # kernels of any other class would merge into one median point.
+    gemm = make_node("Gemm", [T((197, 256)), W((256, 256)), W((256,))], [T((197, 256))], transB=1)
+    gemm_flops = 2 * 197 * 256 * 256  # by a weight under COLD_WEIGHTS: none of its time is its weight's read
+    gemm_cost = Cost(flops=gemm_flops, bytes_read=4 * 197 * 256 * 2, bytes_written=4 * 197 * 256, kernels=1)
+    samples = [Sample(gemm, gemm_cost, gemm_flops / 100e9 / 0.8, f"gemm {i}") for i in range(3)]
     for hidden, efficiency in ((64, 0.5), (256, 0.35), (512, 0.38)):
         lstm = make_node(
             "LSTM",
@@ -304,12 +309,22 @@ def test_each_recurrent_benchmark_is_a_point_of_its_own():
             [T((64, 1, 1, hidden))],
             hidden_size=hidden,
         )
-        step = 2 * 4 * hidden * (hidden + hidden)  # four gates, each an input and a recurrent product per step
-        cost = Cost(flops=64 * step, bytes_read=4 * 8 * hidden * hidden, bytes_written=4 * 64 * hidden, kernels=1)
-        samples.append(Sample(lstm, cost, 64 * step / 100e9 / efficiency, f"LSTM {hidden}"))
+        projection, step = 2 * 64 * 4 * hidden * hidden, 2 * 4 * hidden * hidden
+        cost = Cost(
+            flops=projection + 64 * step, bytes_read=4 * 8 * hidden**2, bytes_written=4 * 64 * hidden, kernels=1
+        )
+        measured = projection / (100e9 * 0.8) + 64 * step / (100e9 * efficiency)
+        samples.append(Sample(lstm, cost, measured, f"LSTM {hidden}"))
     out = ceilings.class_ceilings(samples, calibrated_host(), 1)
-    steps = [2 * 4 * h * 2 * h for h in (64, 256, 512)]  # 65,536, 1,048,576 and 4,194,304 FLOPs a step
+    steps = [2 * 4 * h * h for h in (64, 256, 512)]  # 32,768, 524,288 and 2,097,152 FLOPs a step
     assert out["lstm"].compute == tuple((float(f"{s:.4g}"), e) for s, e in zip(steps, (0.5, 0.35, 0.38)))
+    assert "per time step, their input projection apart" in out["lstm"].source
+    # The fitted device predicts each LSTM back at its measured time.
+    fitted = replace(calibrated_host(), ceilings=FrozenMap(out))
+    for s in samples[3:]:
+        pred, note = engine.predict_engine(s.view, s.cost, "fp32", fitted)
+        assert pred.compute_time_s == pytest.approx(s.time_s, rel=1e-3)
+        assert note.projection_s == pytest.approx(2 * 64 * s.view.input(1).shape[1] * s.view.input(1).shape[2] / 80e9)
 
 
 def test_subnormal_costs_are_the_masked_blocks_extra_time_per_element():

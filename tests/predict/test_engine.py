@@ -466,6 +466,25 @@ def test_a_recurrent_op_takes_the_network_factor_on_its_first_step_only():
     assert note.network_factor == pytest.approx(1 + 0.5 / 128)
 
 
+def test_a_recurrent_ops_input_projection_runs_at_its_products_ceiling():
+    # An LSTM over 128 steps, input and hidden 256: the projection X W^T is one 128-row product of
+    # 2 * 128 * 1024 * 256 = 67,108,864 FLOPs at the gemm ceiling (80% of the 100 GFLOP/s peak): 838.9 us. The
+    # steps' 128 recurrent products, 2 * 1024 * 256 = 524,288 FLOPs each, run at the lstm ceiling (25%): 2,684.4 us.
+    gemm = Ceiling(compute=((1e6, 0.8),), memory=(), source="calibrated: test gemm")
+    lstm_ceiling = Ceiling(compute=((1e6, 0.25),), memory=(), source="calibrated: test lstm")
+    dev = calibrated_host({"gemm": gemm, "lstm": lstm_ceiling})
+    lstm = make_node("LSTM", [T((128, 1, 256)), W((1, 1024, 256)), W((1, 1024, 256))], [T((128, 1, 1, 256))])
+    projection, steps = 2 * 128 * 1024 * 256, 128 * 2 * 1024 * 256
+    cost = Cost(flops=projection + steps, bytes_read=4 * 2 * 1024 * 256, bytes_written=4 * 128 * 256, kernels=1)
+    pred, note = engine.predict_engine(lstm, cost, "fp32", dev)
+    assert note.projection_s == pytest.approx(projection / 80e9)
+    assert pred.compute_time_s == pytest.approx(projection / 80e9 + steps / 25e9)
+    assert "input projection 839 us as one product" in note.describe()
+    # Without a gemm ceiling the projection runs at the peak.
+    alone, _ = engine.predict_engine(lstm, cost, "fp32", calibrated_host({"lstm": lstm_ceiling}))
+    assert alone.compute_time_s == pytest.approx(projection / 100e9 + steps / 25e9)
+
+
 def test_the_network_factor_scales_a_kernels_work_but_not_its_dispatch():
     """A factor f multiplies compute, memory and the traffic not hidden; the per-node overhead is paid as is."""
     dev = replace(

@@ -227,6 +227,39 @@ def test_ceiling_work_is_that_of_one_product_or_one_time_step():
     )
 
 
+def test_a_recurrent_ops_input_projection_is_one_product_and_its_steps_the_rest():
+    # A bidirectional LSTM, 32 steps at batch 1, input 1024, hidden 256 (a text recognizer's first layer): W is
+    # [2, 4*256, 1024]. Its input projection, X W^T for all steps at once, is one 32-row product per direction:
+    # 2 * 32 * 2 * 1024 * 1024 = 134,217,728 FLOPs. Its steps are the rest, 32 per direction.
+    lstm = make_node(
+        "LSTM",
+        [T((32, 1, 1024)), W((2, 1024, 1024)), W((2, 1024, 256))],
+        [T((32, 2, 1, 256))],
+        hidden_size=256,
+        direction="bidirectional",
+    )
+    projection = op_classes.input_projection(lstm, "lstm")
+    assert projection == op_classes.InputProjection(2 * 32 * 2 * 1024 * 1024, 2, 32, "gemm")
+    assert op_classes.repeats(lstm, "lstm") == 64
+    # Per step and direction: the recurrent product (2 * 1024 * 256 FLOPs) and 26 * 256 of gate work.
+    step = 2 * 1024 * 256 + 26 * 256
+    cost = Cost(flops=2 * 32 * 2 * 1024 * 1024 + 64 * step, bytes_read=1e7, bytes_written=1e5)
+    assert op_classes.ceiling_work(lstm, cost, "lstm") == pytest.approx((step, 1e7 / 64 + 1e5 / 64))
+    # DynamicQuantizeLSTM stores W as [directions, input, 4H]: the same product. A GRU over 8 steps has 8 rows
+    # (gemm_short), over 1 step one (gemv); a node of another class has none.
+    quantized = make_node(
+        "DynamicQuantizeLSTM", [T((8, 1, 64)), W((1, 64, 512)), W((1, 128, 512))], [T(None)], domain="com.microsoft"
+    )
+    assert op_classes.input_projection(quantized, "lstm") == op_classes.InputProjection(
+        2 * 8 * 64 * 512, 1, 8, "gemm_short"
+    )
+    gru = make_node("GRU", [T((1, 1, 64)), W((1, 384, 64)), W((1, 384, 128))], [T(None)], hidden_size=128)
+    assert op_classes.input_projection(gru, "gru") == op_classes.InputProjection(2 * 384 * 64, 1, 1, "gemv")
+    assert op_classes.input_projection(gru, "gemm") is None
+    unknown = make_node("LSTM", [T(None), W((1, 1024, 256)), W((1, 1024, 256))], [T(None)])
+    assert op_classes.input_projection(unknown, "lstm") is None
+
+
 def test_a_product_by_a_weight_is_classed_by_its_rows():
     def product(rows: int):
         return make_node("MatMul", [T((rows, 768)), W((768, 768))], [T((rows, 768))])

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import onnx
 
-from onnxroof.devices import CEILING_NAMES, Ceiling, Device, Sourced, WeightReuse
+from onnxroof.devices import CEILING_NAMES, Ceiling, Device, FrozenMap, Sourced, WeightReuse
 from onnxroof.ir import Graph
 from onnxroof.ort import sessions
 from onnxroof.ort.calibrate.classes import (
@@ -122,36 +122,64 @@ def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dic
     A compute class's points are by FLOPs against the peak of the precision the node computes at (int8 for the
     8-bit convolutions), a memory class's by bytes against the level bandwidth; a matrix product or a ConvInteger
     bound by its weight (it streams longer than the products take) gives a memory point of its class. An
-    epilogue sample gives a point of the epilogue ceiling: its pass's bytes and time."""
-    by_class: dict[str, list[tuple[float, float]]] = {}
-    by_memory: dict[str, list[tuple[float, float]]] = {}
-    labels: dict[str, list[str]] = {}
-    for s in samples:
+    epilogue sample gives a point of the epilogue ceiling: its pass's bytes and time. A recurrent op's points
+    are read after the products' ceilings, on the bare device with those: its input projection runs as one
+    product (``engine.projection_time``), and only the rest of its time is its steps'."""
+    points = _Points()
+    steps = [s.part != "epilogue" and op_classes.op_class(s.view) in RECURRENT_CLASSES for s in samples]
+    for s, stepped in zip(samples, steps, strict=True):
+        if not stepped:
+            points.add(s, bare)
+    products = {c: ceiling for c, ceiling in _ceilings(points, threads).items() if c in PRODUCT_CLASSES}
+    with_products = replace(bare, ceilings=FrozenMap(products))
+    for s, stepped in zip(samples, steps, strict=True):
+        if stepped:
+            points.add(s, with_products)
+    return _ceilings(points, threads)
+
+
+class _Points:
+    """The (work, efficiency) points of each class, and the benchmarks they came from."""
+
+    def __init__(self) -> None:
+        self.compute: dict[str, list[tuple[float, float]]] = {}
+        self.memory: dict[str, list[tuple[float, float]]] = {}
+        self.labels: dict[str, list[str]] = {}
+
+    def add(self, s: Sample, device: Device) -> None:
+        """The point a sample gives on ``device`` (the bare device, with the products' ceilings for a recurrent
+        op), if its class has a ceiling."""
         if s.part == "epilogue":
-            bare_pass = engine.epilogue_time(s.view, bare)
-            by_memory.setdefault("epilogue", []).append((engine.epilogue_bytes(s.view), bare_pass / s.time_s))
-            labels.setdefault("epilogue", []).append(s.label)
-            continue
+            bare_pass = engine.epilogue_time(s.view, device)
+            self.memory.setdefault("epilogue", []).append((engine.epilogue_bytes(s.view), bare_pass / s.time_s))
+            self.labels.setdefault("epilogue", []).append(s.label)
+            return
         cls = op_classes.op_class(s.view)
         if cls not in COMPUTE_CLASSES and cls not in MEMORY_CLASSES:
-            continue
+            return
         precision = node_precision(s.view.op_type, s.view.inputs, s.view.outputs)
-        pred, note = engine.predict_engine(s.view, s.cost, precision, bare)
+        pred, note = engine.predict_engine(s.view, s.cost, precision, device)
         flops, nbytes = op_classes.ceiling_work(s.view, s.cost, cls)
         if cls in COMPUTE_CLASSES and not _memory_point(cls, pred.compute_time_s, pred.memory_time_s):
             # The arithmetic's share of the measured time: what the prediction adds to it (a product's cold
-            # weights, engine.exposed_weight_time) is not the kernel's rate.
-            arithmetic_s = s.time_s - note.exposed_memory_s
+            # weights, engine.exposed_weight_time) is not the kernel's rate, nor is a recurrent op's input
+            # projection, which runs at its product's ceiling.
+            arithmetic_s = s.time_s - note.exposed_memory_s - note.projection_s
             if flops <= 0 or arithmetic_s <= 0:
-                continue
-            by_class.setdefault(cls, []).append((flops, pred.compute_time_s / arithmetic_s))
+                return
+            self.compute.setdefault(cls, []).append((flops, (pred.compute_time_s - note.projection_s) / arithmetic_s))
         else:
             if nbytes <= 0:
-                continue
-            by_memory.setdefault(cls, []).append((nbytes, pred.memory_time_s / s.time_s))
-        labels.setdefault(cls, [])
-        if s.label not in labels[cls]:
-            labels[cls].append(s.label)
+                return
+            self.memory.setdefault(cls, []).append((nbytes, pred.memory_time_s / s.time_s))
+        self.labels.setdefault(cls, [])
+        if s.label not in self.labels[cls]:
+            self.labels[cls].append(s.label)
+
+
+def _ceilings(points: _Points, threads: int) -> dict[str, Ceiling]:
+    """Each class's ceiling from its binned points, with its source."""
+    by_class, by_memory, labels = points.compute, points.memory, points.labels
     out = {}
     for cls in [c for c in CEILING_NAMES if c in by_class or c in by_memory]:
         # A recurrent benchmark's sample is already one kernel's rate over its many time steps, run pass after
@@ -167,6 +195,7 @@ def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dic
             parts.append(
                 f"fraction of the {'int8' if cls in INT8_CONV_CLASSES else 'fp32'} peak reached, by FLOPs, by "
                 f"{len(by_class[cls])} onnxruntime {cls} kernel(s)"
+                + (" per time step, their input projection apart" if cls in RECURRENT_CLASSES else "")
             )
         if memory and cls == "epilogue":
             parts.append(

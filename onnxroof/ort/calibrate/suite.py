@@ -62,7 +62,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #  17: the costs of subnormal floats (softmax_underflow, subnormal_product), timed on a masked attention block
 #      against the same block unmasked.
 #  18: QuickGelu by its alpha: at 1 (SiLU as onnxruntime fuses it) with Sigmoid, any other in activation_quickgelu.
-SUITE = 18
+#  19: recurrent ceilings by one direction's step, the input projection apart (it runs as one product at its
+#      product class's ceiling).
+SUITE = 19
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
