@@ -22,8 +22,8 @@ from onnxroof.costs import Cost, NodeView, compute_cost, weight_params
 from onnxroof.devices import Device
 from onnxroof.ir import Graph, InvalidNode, Node, Tensor, UnknownShape
 from onnxroof.predict import roofline
-from onnxroof.predict.engine import EngineNote, predict_engine
-from onnxroof.predict.memory import bytes_moved
+from onnxroof.predict.engine import EngineNote, memory_level, predict_engine
+from onnxroof.predict.memory import bytes_moved, read_distances
 from onnxroof.predict.precision import PRECISION_DTYPE, check_precision
 from onnxroof.predict.roofline import Prediction
 from onnxroof.predict.subnormal import subnormal_work
@@ -413,6 +413,8 @@ def _analyze_graph(
     traffic = bytes_moved(graph) if engine_mode and dev.weight_reuse is not None else None
     # Masked attention's Softmax and product on subnormal floats: a node with such work is costed on its own.
     slow_path = subnormal_work(graph) if engine_mode else {}
+    # How far back each node's inputs were written: an input from long before comes from a farther memory level.
+    distances = read_distances(graph) if engine_mode else {}
     coster = _Coster()
     results: list[NodeResult] = []
     runtime = [n for n in graph.nodes if not n.folded]
@@ -434,6 +436,9 @@ def _analyze_graph(
         subnormal = slow_path.get(node.name)
         if subnormal is not None and key is not None:
             key = (key, subnormal)
+        reads = distances.get(node.name, ())
+        if reads and key is not None:  # equal nodes share a prediction where their inputs come from the same levels
+            key = (key, tuple((b, memory_level(dev, d + b)[0]) for b, d in reads))
         group = memo.get(key) if key is not None else None
         if group is None:
             ins = tuple(map(graph.tensor, node.inputs))
@@ -444,7 +449,7 @@ def _analyze_graph(
                 cost = replace(cost, note="; ".join(n for n in (cost.note, RUN_NOTE) if n))
             prec = precision or node_precision(node.op_type, ins, outs)
             if engine_mode:
-                prediction, note = predict_engine(view, cost, prec, dev, traffic, subnormal)
+                prediction, note = predict_engine(view, cost, prec, dev, traffic, subnormal, reads)
             else:
                 roof = roofs.get(prec) or roofs.setdefault(prec, roofline.roof_of(dev, prec))
                 prediction, note = roofline.predict_on(cost, roof), None

@@ -48,6 +48,7 @@ is not part of any node: callers add it once per model (:func:`model_time`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, engine_class
@@ -70,6 +71,7 @@ from onnxroof.units import decimal_bytes
 __all__ = [
     "COLD_WEIGHTS",
     "EngineNote",
+    "distant_read_time",
     "epilogue_activation",
     "epilogue_bytes",
     "epilogue_time",
@@ -125,6 +127,7 @@ class EngineNote:
     weight_speedup: float = 1.0  # the weights' rate over DRAM's, from the device's weight_reuse at the traffic
     subnormal_time_s: float = 0.0  # the slow path of subnormal floats: an underflowing Softmax, its product
     projection_s: float = 0.0  # a recurrent op's input projection, part of its compute time (projection_time)
+    distant_s: float = 0.0  # inputs written long before, read from a farther level (distant_read_time)
 
     def describe(self) -> str:
         """One line for a report: the class, the efficiencies applied and the memory level."""
@@ -158,8 +161,9 @@ class EngineNote:
             else ""
         )
         projection = f"; input projection {self.projection_s * 1e6:,.0f} us as one product" if self.projection_s else ""
+        distant = f"; {self.distant_s * 1e6:.3g} us more reading inputs written long before" if self.distant_s else ""
         network = f"; x{self.network_factor:.3g} in a network" if self.network_factor != 1.0 else ""
-        return f"{head}; {data}{weights}{projection}{epilogue}{exposed}{subnormal}{network}"
+        return f"{head}; {data}{weights}{projection}{distant}{epilogue}{exposed}{subnormal}{network}"
 
 
 # ------------------------------------------------------------------------------------------------ memory
@@ -276,6 +280,7 @@ def predict_engine(
     device: Device,
     traffic: float | None = None,
     subnormal: SubnormalWork | None = None,
+    reads: Sequence[tuple[float, float]] = (),
 ) -> tuple[Prediction, EngineNote]:
     """The time onnxruntime's executor spends on one node, and why.
 
@@ -322,7 +327,11 @@ def predict_engine(
     compute = network * stepped_flops(view, cost, cls) / (peak * eff_c) + projection_s
     reuse = weight_speedup(device, traffic) if weights >= COLD_WEIGHTS else 1.0
     weight_dram_s = network * weights / (dram * reuse)
-    memory = network * (cost.bytes - weights) / bw / eff_m + weight_dram_s / eff_m
+    # A shape-only node reads no data (Shape reads its input's shape); a read counts no more bytes than the node's
+    # cost reads (a Slice reads its slice of the input).
+    distant = [(min(b, cost.bytes_read), d) for b, d in reads] if cls not in (SHAPE, OTHER) else []
+    distant_s = network * distant_read_time(device, distant, bw, eff_m)
+    memory = network * (cost.bytes - weights) / bw / eff_m + weight_dram_s / eff_m + distant_s
     overhead = device.launch_overhead.value
     effective_bw = cost.bytes / memory if memory > 0 else bw * eff_m / network
     epilogue = epilogue_activation(view)
@@ -358,8 +367,27 @@ def predict_engine(
         reuse,
         slow_path,
         projection_s,
+        distant_s,
     )
     return prediction, note
+
+
+def distant_read_time(
+    device: Device, reads: Sequence[tuple[float, float]], level_bandwidth: float, memory_efficiency: float
+) -> float:
+    """What a node's reads of activations written long before add to its memory time. ``reads`` are (bytes, reuse
+    distance: the bytes moved since the activation was written, ``memory.read_distances``); each comes from the
+    level its distance and its own bytes fit in, and where that level is slower than the node's own (its working
+    set's, ``level_bandwidth``) it is charged at that level's bandwidth in place of its share of the node's level
+    at the class's efficiency. The class ceilings are read on kernels whose inputs were just written (a chain's
+    previous node, a benchmark's fed input): a residual branch's input written a transformer layer earlier came
+    back in a model at a quarter of the rate an elementwise chain reads. 0 without such reads."""
+    extra = 0.0
+    for nbytes, distance in reads:
+        _, far = memory_level(device, distance + nbytes)
+        if far < level_bandwidth:
+            extra += max(nbytes / far - nbytes / (level_bandwidth * memory_efficiency), 0.0)
+    return extra
 
 
 def projection_time(device: Device, projection: InputProjection | None, peak: float) -> float:

@@ -50,6 +50,7 @@ __all__ = [
     "bytes_moved",
     "estimate_memory",
     "node_reads",
+    "read_distances",
     "tensor_bytes",
 ]
 
@@ -426,6 +427,41 @@ def bytes_moved(graph: Graph) -> float:
             if tensor is not None and tensor.known:
                 total += tensor.nbytes
     return total
+
+
+def read_distances(graph: Graph) -> dict[str, tuple[tuple[float, float], ...]]:
+    """Per runtime node, ``(bytes, distance)`` of each activation it reads that an earlier runtime node wrote:
+    ``distance`` is the bytes moved (read and written, weights included, as :func:`bytes_moved` counts them) by the
+    runtime nodes run in between, in the graph's order. It bounds how much else went through the caches since the
+    activation was written (its reuse distance): a residual branch's input written before a transformer layer's
+    projections comes back from a farther level than the output of the node just before. A view
+    (``VIEW_OPS``) moves nothing and its output is its input's buffer, written where that was. Graph inputs,
+    weights and tensors of unknown shape are left out; nodes with none of the rest are absent."""
+    written_at: dict[str, int] = {}  # buffer name -> the step that wrote it
+    buffer: dict[str, str] = {}  # a view's output -> the buffer it relabels
+    moved_before: list[float] = []  # per step, the bytes moved by the steps before it
+    total = 0.0
+    out: dict[str, tuple[tuple[float, float], ...]] = {}
+    for step, node in enumerate(n for n in graph.nodes if not n.folded):
+        moved_before.append(total)
+        if node.op_type in VIEW_OPS and node.inputs and node.inputs[0] and node.outputs:
+            buffer[node.outputs[0]] = buffer.get(node.inputs[0], node.inputs[0])
+            continue
+        reads = []
+        for name in filter(None, node.inputs):
+            source = buffer.get(name, name)
+            tensor = graph.tensor(name)
+            if source in written_at and tensor is not None and tensor.known and not tensor.is_weight:
+                reads.append((tensor.nbytes, total - moved_before[written_at[source] + 1]))
+        if reads:
+            out[node.name] = tuple(reads)
+        for name in filter(None, node.outputs):
+            written_at[name] = step
+        for name in filter(None, itertools.chain(node.inputs, node.outputs)):
+            tensor = graph.tensor(name)
+            if tensor is not None and tensor.known:
+                total += tensor.nbytes
+    return out
 
 
 def _greedy(plan: _Plan) -> list[int]:

@@ -370,3 +370,37 @@ def test_an_engine_analysis_reads_weights_at_the_reuse_speedup_of_the_bytes_the_
     assert note is not None and note.weight_speedup == pytest.approx(2.0)
     # The plain roofline of the graph as exported knows nothing of an engine's caches.
     assert analyze_graph(loaded, device).nodes[0].engine is None
+
+
+def test_equal_nodes_reading_inputs_from_different_levels_get_their_own_predictions():
+    from onnxroof.load import load_graph
+    from onnxroof.predict.analysis import analyze_graph
+    from tests.helpers import calibrated_host
+
+    # x -> Relu a -> Relu b -> Relu c -> Relu d -> Add(d, c) near -> Add(near, a) far, every tensor 1x32x32x32 fp32
+    # (128 KiB); each Add moves 384 KiB, in the hand-made host's L2 (1 MiB, 50 GB/s). near reads d just written and
+    # c, written before d's Relu moved 256 KiB: both within L2. far reads a, written before 3 x 256 KiB of Relus
+    # and near's 384 KiB: 1,152 KiB and its own 128 KiB, past L2, so from DRAM (10 GB/s): 131,072 / 10e9 = 13.11 us
+    # in place of 131,072 / 50e9 = 2.62 us, 10.49 us more. Equal in signature, the two get their own predictions.
+    shape = [1, 32, 32, 32]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="r1"),
+        helper.make_node("Relu", ["a"], ["b"], name="r2"),
+        helper.make_node("Relu", ["b"], ["c"], name="r3"),
+        helper.make_node("Relu", ["c"], ["d"], name="r4"),
+        helper.make_node("Add", ["d", "c"], ["near"], name="near"),
+        helper.make_node("Add", ["near", "a"], ["y"], name="far"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "skips",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+    )
+    loaded = load_graph(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    by_name = {n.name: n for n in analyze_graph(loaded, calibrated_host(), engine=True).nodes}
+    near, far = by_name["near"], by_name["far"]
+    assert near.engine is not None and far.engine is not None
+    assert near.engine.distant_s == 0.0
+    assert far.engine.distant_s == pytest.approx(131072 / 10e9 - 131072 / 50e9)
+    assert far.prediction.predicted_time_s == pytest.approx(near.prediction.predicted_time_s + far.engine.distant_s)

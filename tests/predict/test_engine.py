@@ -485,6 +485,26 @@ def test_a_recurrent_ops_input_projection_runs_at_its_products_ceiling():
     assert alone.compute_time_s == pytest.approx(projection / 100e9 + steps / 25e9)
 
 
+def test_an_input_written_long_before_is_read_from_the_level_its_distance_fits_in():
+    # An Add of two 256 KiB inputs into a 256 KiB output: 786,432 B, in the hand-made host's L2 (1 MiB, 50 GB/s):
+    # memory 786,432 / 50e9 = 15.73 us. One input was written 4 MB of traffic ago, past L2: it comes from DRAM
+    # (10 GB/s), 262,144 / 10e9 = 26.21 us in place of 262,144 / 50e9 = 5.24 us, 20.97 us more.
+    dev = calibrated_host()
+    shape = (1, 64, 32, 32)  # 65,536 elements, 262,144 B
+    add = make_node("Add", [T(shape), T(shape)], [T(shape)])
+    cost = Cost(flops=65536, bytes_read=2 * 262144, bytes_written=262144, kernels=1)
+    near, _ = engine.predict_engine(add, cost, "fp32", dev, reads=((262144, 0.0), (262144, 100e3)))
+    far, note = engine.predict_engine(add, cost, "fp32", dev, reads=((262144, 0.0), (262144, 4e6)))
+    assert near.memory_time_s == pytest.approx(786432 / 50e9)
+    assert note.distant_s == pytest.approx(262144 / 10e9 - 262144 / 50e9)
+    assert far.memory_time_s == pytest.approx(786432 / 50e9 + note.distant_s)
+    assert "21 us more reading inputs written long before" in note.describe()
+    # A shape-only node reads no data, however far back its input was written.
+    shape_of = make_node("Shape", [T(shape)], [T((4,), INT64)])
+    _, shape_note = engine.predict_engine(shape_of, Cost(bytes_written=32), "fp32", dev, reads=((262144, 4e6),))
+    assert shape_note.distant_s == 0.0
+
+
 def test_the_network_factor_scales_a_kernels_work_but_not_its_dispatch():
     """A factor f multiplies compute, memory and the traffic not hidden; the per-node overhead is paid as is."""
     dev = replace(

@@ -17,7 +17,7 @@ import model_zoo
 from onnxroof.errors import UserError
 from onnxroof.ir import Graph
 from onnxroof.load import load_graph
-from onnxroof.predict.memory import best_order, estimate_memory
+from onnxroof.predict.memory import best_order, estimate_memory, read_distances
 from tests.helpers import IR_VERSION
 
 IMAGE = [1, 8, 8, 8]
@@ -285,3 +285,23 @@ def test_resnet50_weighs_its_parameters_and_its_batch_norm_statistics(resnet50: 
     assert estimate_memory(resnet50, order=best_order(resnet50)).peak_activation_bytes <= m.peak_activation_bytes
     half = estimate_memory(resnet50, precision="fp16")
     assert half.weights_bytes * 2 == m.weights_bytes
+
+
+def test_a_read_distance_is_the_bytes_moved_since_the_input_was_written():
+    """x -> conv -> c -> Relu -> r -> Reshape (a view) -> v -> Add(v, c) -> y, with a skip from the conv's output.
+
+    conv moves x, W, bias and c: 2048 + 2304 + 32 + 2048 = 6432 B; relu c and r: 4096 B; the view moves nothing."""
+    w = numpy_helper.from_array(np.zeros((8, 8, 3, 3), np.float32), "W")
+    bias = numpy_helper.from_array(np.zeros(8, np.float32), "bias")
+    shape = numpy_helper.from_array(np.array(IMAGE, np.int64), "shape")
+    nodes = [
+        helper.make_node("Conv", ["x", "W", "bias"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("Reshape", ["r", "shape"], ["v"], name="view"),
+        helper.make_node("Add", ["v", "c"], ["y"], name="add"),
+    ]
+    distances = read_distances(_graph(nodes, [_vi("x", IMAGE)], [_vi("y", IMAGE)], [w, bias, shape]))
+    # The graph input and the weights are not counted; relu reads c just written (distance 0); the view reads
+    # nothing; add reads r through the view (written by relu, the last node to move bytes: 0) and c, written
+    # before relu moved its 4096 B.
+    assert distances == {"relu": ((B, 0.0),), "add": ((B, 0.0), (B, 4096.0))}
