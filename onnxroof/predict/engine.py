@@ -286,13 +286,14 @@ def predict_engine(
 
     ``compute = flops / (peak[precision] * eff_c)`` (the FLOPs of the taps inside the input for an NCHWc
     convolution, which skips those in the padding: ``op_classes.taps_inside``; for a recurrent op, its steps'
-    FLOPs plus its input projection at its product's ceiling: :func:`projection_time`); ``memory = (activation bytes /
-    bw_level + weight bytes / (bw_dram * reuse)) / eff_m`` where ``reuse`` is the device's weight-reuse speedup at
-    ``traffic``, the bytes one inference of the node's model moves (1 without a traffic: weights read cold,
-    as the calibration's benchmarks read them; 1 for weights under ``COLD_WEIGHTS``, which the ceilings were read
-    on warm), and ``eff_c``/``eff_m`` come from the node's class ceiling at its
-    FLOPs/bytes (those of one product of a batched matmul, one group of a plain-layout grouped convolution, one time
-    step of a recurrent op: ``op_classes.ceiling_work``) and ``bw_level`` is the bandwidth of the smallest memory
+    FLOPs plus its input projection at its product's ceiling: :func:`projection_time`); ``memory = (activation
+    bytes / bw_level + weight bytes / (bw_dram * reuse)) / eff_m`` (plus the inputs written long before, read from
+    the level their reuse distance fits in: :func:`distant_read_time`) where ``reuse`` is the device's weight-reuse
+    speedup at ``traffic``, the bytes one inference of the node's model moves (1 without a traffic: weights read
+    cold, as the calibration's benchmarks read them; 1 for weights under ``COLD_WEIGHTS``, which the ceilings were
+    read on warm), and ``eff_c``/``eff_m`` come from the node's class ceiling at its FLOPs/bytes (those of one
+    product of a batched matmul, one group of a plain-layout grouped convolution, one time step of one direction of
+    a recurrent op: ``op_classes.ceiling_work``) and ``bw_level`` is the bandwidth of the smallest memory
     level its working set fits in; ``overhead`` is one per-node overhead (every dispatched node pays it, shape-only
     ones included). They combine under the device's overlap: ``max(compute, memory) + overhead`` for a calibrated
     (serial) host profile, plus the epilogue of a fused activation applied in a second pass
@@ -379,9 +380,9 @@ def distant_read_time(
     distance: the bytes moved since the activation was written, ``memory.read_distances``); each comes from the
     level its distance and its own bytes fit in, and where that level is slower than the node's own (its working
     set's, ``level_bandwidth``) it is charged at that level's bandwidth in place of its share of the node's level
-    at the class's efficiency. The class ceilings are read on kernels whose inputs were just written (a chain's
-    previous node, a benchmark's fed input): a residual branch's input written a transformer layer earlier came
-    back in a model at a quarter of the rate an elementwise chain reads. 0 without such reads."""
+    at the class's efficiency: the class ceilings are read on kernels whose inputs were just written (a chain's
+    previous node, a benchmark's fed input), where a residual branch's input written a layer earlier has been
+    pushed out by the layer's own traffic. 0 without such reads."""
     extra = 0.0
     for nbytes, distance in reads:
         _, far = memory_level(device, distance + nbytes)

@@ -150,8 +150,8 @@ class _Points:
         """The point a sample gives on ``device`` (the bare device, with the products' ceilings for a recurrent
         op), if its class has a ceiling."""
         if s.part == "epilogue":
-            bare_pass = engine.epilogue_time(s.view, device)
-            self.memory.setdefault("epilogue", []).append((engine.epilogue_bytes(s.view), bare_pass / s.time_s))
+            pass_s = engine.epilogue_time(s.view, device)
+            self.memory.setdefault("epilogue", []).append((engine.epilogue_bytes(s.view), pass_s / s.time_s))
             self.labels.setdefault("epilogue", []).append(s.label)
             return
         cls = op_classes.op_class(s.view)
