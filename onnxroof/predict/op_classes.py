@@ -582,7 +582,7 @@ def input_projection(view: NodeView, cls: str) -> InputProjection | None:
     if x is None or w is None or len(x) != 3 or len(w) != 3:
         return None
     rows = x[0] * x[1]
-    return InputProjection(2.0 * rows * prod(w), max(w[0], 1), rows, _rows_class(rows))
+    return InputProjection(2.0 * rows * prod(w), _directions(view), rows, _rows_class(rows))
 
 
 def ceiling_work(view: NodeView, cost: Cost, cls: str) -> tuple[float, float]:
