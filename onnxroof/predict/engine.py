@@ -9,7 +9,7 @@ spends on one node of the graph it actually runs (``onnxroof.ort.sessions.optimi
 - the node's op class (``op_classes.op_class``): conv, depthwise, 1x1, gemm, pooling, LRN, ... (``OP_CLASSES``),
   the base class its op registers with its cost function refined by the node's shapes;
 - that class's ceiling on the device (:class:`onnxroof.devices.Ceiling`): the fraction of the peak and of the
-  memory level's bandwidth such kernels reach, interpolated by kernel size (``op_classes.ceiling_work``: one
+  memory level's bandwidth such kernels reach, interpolated by kernel size (``class_work.ceiling_work``: one
   product, group or time step where the kernel repeats one);
 - the memory level the node's working set fits in (:func:`memory_level`), whose measured bandwidth applies to
   the activations it moves; weights are charged at DRAM bandwidth, because a weight is read once per inference
@@ -54,16 +54,8 @@ from dataclasses import dataclass
 from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, engine_class
 from onnxroof.devices import Device
 from onnxroof.predict import roofline
-from onnxroof.predict.op_classes import (
-    REFINEMENTS,
-    InputProjection,
-    ceiling_for,
-    ceiling_work,
-    input_projection,
-    op_class,
-    repeats,
-    stepped_flops,
-)
+from onnxroof.predict.class_work import InputProjection, ceiling_work, input_projection, repeats, stepped_flops
+from onnxroof.predict.op_classes import REFINEMENTS, ceiling_for, op_class
 from onnxroof.predict.roofline import Prediction
 from onnxroof.predict.subnormal import SubnormalWork, subnormal_time
 from onnxroof.units import decimal_bytes
@@ -293,7 +285,7 @@ def predict_engine(
     cold, as the calibration's benchmarks read them; 1 for weights under ``COLD_WEIGHTS``, which the ceilings were
     read on warm), and ``eff_c``/``eff_m`` come from the node's class ceiling at its FLOPs/bytes (those of one
     product of a batched matmul, one group of a plain-layout grouped convolution, one time step of one direction of
-    a recurrent op: ``op_classes.ceiling_work``) and ``bw_level`` is the bandwidth of the smallest memory
+    a recurrent op: ``class_work.ceiling_work``) and ``bw_level`` is the bandwidth of the smallest memory
     level its working set fits in; ``overhead`` is one per-node overhead (every dispatched node pays it, shape-only
     ones included). They combine under the device's overlap: ``max(compute, memory) + overhead`` for a calibrated
     (serial) host profile, plus the epilogue of a fused activation applied in a second pass

@@ -3,8 +3,8 @@ device (``onnxroof.devices.OP_CLASSES``).
 
 A node's class is the base class its op registers with its cost function (``onnxroof.costs.engine_class``),
 refined by the node's shapes, layout or operands (:data:`REFINEMENTS`); a device without a ceiling for a class
-uses the one its fallback names (:data:`CLASS_FALLBACK`). :func:`ceiling_work` says at which work a class's ceiling
-is read: a kernel's FLOPs and bytes, or those of one of the units it repeats one after the other.
+uses the one its fallback names (:data:`CLASS_FALLBACK`). At which work a class's ceiling is read is
+``onnxroof.predict.class_work``'s.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from functools import lru_cache
 from itertools import pairwise
 from math import prod
 
-from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, engine_class
+from onnxroof.costs import OTHER, SHAPE, NodeView, engine_class
 from onnxroof.costs.movement import interpolation_mode
 from onnxroof.devices import Ceiling, Device
 from onnxroof.ir import Tensor
@@ -30,16 +30,13 @@ __all__ = [
     "REFINEMENTS",
     "SHAPE",
     "SHORT_PRODUCT_ROWS",
-    "InputProjection",
     "Refinement",
     "border_share",
     "ceiling_for",
-    "ceiling_work",
-    "input_projection",
+    "known_shape",
     "op_class",
     "product_rows",
-    "repeats",
-    "stepped_flops",
+    "rows_class",
     "taps_inside",
 ]
 
@@ -150,7 +147,8 @@ ACTIVATION_CLASS_OF: Mapping[str, str] = {
 _NHWC_CONV = frozenset({"NhwcConv", "NhwcFusedConv"})
 
 
-def _known(t: Tensor | None) -> tuple[int, ...] | None:
+def known_shape(t: Tensor | None) -> tuple[int, ...] | None:
+    """A tensor's shape, None when the tensor is absent or its shape unknown."""
     return t.shape if t is not None and t.shape is not None else None
 
 
@@ -161,8 +159,8 @@ def _conv_class(view: NodeView) -> str:
     most output columns at the padding, see BORDER_CONV_SHARE) / conv_vector (one output position) / conv_small /
     conv_mid / conv_stem / conv_wide / conv1x1 / conv, from the weight's shape (or the attributes when it is
     unknown); a grouped convolution in onnxruntime's NCHWc layout takes the dense class of one group."""
-    x, y = _known(view.input(0)), _known(view.output(0))
-    w = _known(view.input(1))
+    x, y = known_shape(view.input(0)), known_shape(view.output(0))
+    w = known_shape(view.input(1))
     nhwc = view.op_type in _NHWC_CONV
     group = int(view.attr("group", 1) or 1)
     if w is not None and len(w) >= 3:
@@ -220,10 +218,10 @@ def _grouping(view: NodeView, w_index: int) -> tuple[int, int | None]:
     """(group, input channels per group) of a convolution whose weight is input ``w_index``: the weight's second
     dimension, else the input's channels over the groups (None when neither is known)."""
     group = int(view.attr("group", 1) or 1)
-    w = _known(view.input(w_index))
+    w = known_shape(view.input(w_index))
     if w is not None and len(w) >= 3:
         return group, w[1]
-    x = _known(view.input(0))
+    x = known_shape(view.input(0))
     return group, (x[1] // group if x is not None and len(x) >= 3 else None)
 
 
@@ -246,7 +244,7 @@ def _qconv_class(view: NodeView) -> str:
 def product_rows(view: NodeView) -> int | None:
     """The rows of a matrix product's left operand, all leading axes together (M of an M x K by K x N product):
     those of its output but the last axis. None when the output's shape is unknown."""
-    out = _known(view.output(0))
+    out = known_shape(view.output(0))
     return prod(out[:-1]) if out else None
 
 
@@ -260,10 +258,10 @@ def _product_class(view: NodeView) -> str:
     b = view.input(3) if view.op_type == "QLinearMatMul" else view.input(1)
     if b is None or not b.is_weight:
         return "matmul"
-    return _rows_class(product_rows(view))
+    return rows_class(product_rows(view))
 
 
-def _rows_class(rows: int | None) -> str:
+def rows_class(rows: int | None) -> str:
     """gemv for one row, gemm_short for 2 to SHORT_PRODUCT_ROWS - 1, gemm for more or when unknown."""
     if rows is None or rows >= SHORT_PRODUCT_ROWS:
         return "gemm"
@@ -306,11 +304,11 @@ def _elementwise_class(view: NodeView) -> str:
     """broadcast when an operand is broadcast along the innermost axis (e.g. a (C,1,1) scale on an NCHW tensor):
     onnxruntime then loops per channel instead of streaming one contiguous range, which costs more per byte;
     elementwise otherwise."""
-    out = _known(view.output(0))
+    out = known_shape(view.output(0))
     if len(view.inputs) < 2 or out is None or not out or out[-1] == 1:
         return "elementwise"
     for t in view.inputs:
-        shape = _known(t)
+        shape = known_shape(t)
         if shape is not None and shape and shape[-1] == 1 and prod(shape) < prod(out):
             return "broadcast"
     return "elementwise"
@@ -320,7 +318,7 @@ def _reorder_class(view: NodeView) -> str:
     """reorder_short for an NCHWc -> NCHW reorder onto planes of fewer than MID_CONV_POSITIONS positions (a 14x14
     or 7x7 stage): onnxruntime then writes each channel's short plane on its own, at a lower bandwidth than along
     long rows. The opposite reorder (NCHW -> NCHWc) and a channels-last output stay reorder."""
-    out = _known(view.output(0))
+    out = known_shape(view.output(0))
     if view.op_type != "ReorderOutput" or out is None or len(out) < 3 or int(view.attr("channels_last", 0) or 0):
         return "reorder"
     return "reorder_short" if prod(out[2:]) < MID_CONV_POSITIONS else "reorder"
@@ -344,7 +342,7 @@ def _transpose_class(view: NodeView) -> str:
     """transpose_generic for a Transpose that moves more than one axis (dims of size 1 aside), which onnxruntime
     runs element by element; transpose for one that moves a single axis (a head split, a channel shuffle in NCHW, a
     layout change), for which it has block-copy kernels, and for DepthToSpace and SpaceToDepth."""
-    shape = _known(view.input(0))
+    shape = known_shape(view.input(0))
     perm = view.attr("perm")
     if view.op_type != "Transpose" or shape is None:
         return "transpose"
@@ -447,47 +445,6 @@ def ceiling_for(device: Device, cls: str) -> tuple[str, Ceiling] | None:
     return None
 
 
-# ------------------------------------------------------------------------------------------------ ceiling work
-
-
-def repeats(view: NodeView, cls: str) -> int:
-    """How many units of work a node's kernel runs one after the other, each like the others, where its class's
-    ceiling is read by the size of one unit: the products of a batched matmul (one per batch element and head),
-    the groups of a plain-layout grouped or depthwise convolution, the time steps of a recurrent op in each of
-    its directions. 1 for every other class, and where the shapes do not say."""
-    if cls == "matmul":
-        return _products(view)
-    if cls in ("conv_grouped", "conv_grouped_narrow", "depthwise_plain"):
-        return max(int(view.attr("group", 1) or 1), 1)
-    if cls in REFINEMENTS["recurrent"].classes:
-        return _time_steps(view) * _directions(view)
-    return 1
-
-
-def _products(view: NodeView) -> int:
-    """The independent matrix products of a matmul: its output's leading axes (all but the last two) for a
-    MatMul, batch x heads for a fused attention op."""
-    if view.op_type in ("MatMul", "FusedMatMul"):
-        out = _known(view.output(0))
-        return max(prod(out[:-2]), 1) if out and len(out) > 2 else 1
-    x = _known(view.input(0))
-    heads = view.attr("num_heads")
-    return max(x[0] * int(heads), 1) if x and heads else 1
-
-
-def _directions(view: NodeView) -> int:
-    """A recurrent op's directions, which onnxruntime runs one after the other: 2 when bidirectional, else 1."""
-    return 2 if view.text("direction", "forward") == "bidirectional" else 1
-
-
-def _time_steps(view: NodeView) -> int:
-    """The sequence length of a recurrent op: X's first axis (its second with ``layout`` = 1)."""
-    x = _known(view.input(0))
-    if not x or len(x) < 2:
-        return 1
-    return max(x[1] if int(view.attr("layout", 0) or 0) == 1 else x[0], 1)
-
-
 def taps_inside(view: NodeView) -> float:
     """The share of a convolution's multiply-adds whose input tap lies inside the input rather than in its
     padding, for onnxruntime's NCHWc convolution, which computes only those (1 for any other node, and where the
@@ -514,7 +471,7 @@ def _windows(view: NodeView) -> list[tuple[int, int, int, int, int, int]] | None
     None for any other node, and where the shapes or attributes do not give the output's size."""
     if view.domain != NCHWC_DOMAIN or view.op_type != "Conv":
         return None
-    x, y, w = _known(view.input(0)), _known(view.output(0)), _known(view.input(1))
+    x, y, w = known_shape(view.input(0)), known_shape(view.output(0)), known_shape(view.input(1))
     if x is None or y is None or w is None or len(x) != len(y) or len(w) != len(x) or len(x) < 3:
         return None
     n = len(x) - 2
@@ -557,44 +514,3 @@ def _inside_share(size: int, out: int, k: int, stride: int, dilation: int, lead:
         return 1.0
     inside = sum(1 for o in range(out) for j in range(k) if 0 <= o * stride - lead + j * dilation < size)
     return inside / (out * k)
-
-
-@dataclass(frozen=True, slots=True)
-class InputProjection:
-    """A recurrent op's input projection ``X W^T``: onnxruntime's LSTM, GRU and RNN compute it for every time step
-    at once, one matrix product of ``rows`` (time steps x batch) rows per direction, before the steps; only the
-    recurrent product ``H_{t-1} R^T`` and the gates run step by step. The product runs at the ceiling of its
-    ``product_class`` (gemm, gemm_short or gemv by its rows), read at the FLOPs of one direction's product."""
-
-    flops: float  # all directions together
-    directions: int
-    rows: int
-    product_class: str
-
-
-def input_projection(view: NodeView, cls: str) -> InputProjection | None:
-    """The input projection of a recurrent op (class ``cls``): ``2 * rows * directions * G*H*I`` FLOPs, the
-    product of W's three axes (``[directions, G*H, I]``, or ``[directions, I, G*H]`` for DynamicQuantizeLSTM) by
-    X's time steps and batch. None for any other class, and where X's or W's shape is unknown."""
-    if cls not in REFINEMENTS["recurrent"].classes:
-        return None
-    x, w = _known(view.input(0)), _known(view.input(1))
-    if x is None or w is None or len(x) != 3 or len(w) != 3:
-        return None
-    rows = x[0] * x[1]
-    return InputProjection(2.0 * rows * prod(w), _directions(view), rows, _rows_class(rows))
-
-
-def ceiling_work(view: NodeView, cost: Cost, cls: str) -> tuple[float, float]:
-    """(FLOPs, bytes) a class's ceiling is read at for this node: the FLOPs its kernel computes (those of the taps
-    inside the input for an NCHWc convolution, :func:`taps_inside`; less the input projection of a recurrent op,
-    which runs at its product's ceiling: :func:`input_projection`) and its bytes, each divided among the units
-    its kernel repeats (:func:`repeats`). The calibration keys its points the same way."""
-    n = repeats(view, cls)
-    return stepped_flops(view, cost, cls) / n, cost.bytes / n
-
-
-def stepped_flops(view: NodeView, cost: Cost, cls: str) -> float:
-    """The FLOPs a node's class ceiling applies to: its kernel's (see :func:`ceiling_work`), all its units."""
-    projection = input_projection(view, cls)
-    return max(cost.flops * taps_inside(view) - (projection.flops if projection else 0.0), 0.0)

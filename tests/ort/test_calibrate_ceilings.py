@@ -283,7 +283,7 @@ def test_the_peak_is_read_on_whole_kernels_never_on_an_epilogue_pass():
 
 def test_a_batched_matmul_gives_a_point_at_the_work_of_one_product():
     # 12 per-head products of 197x64 by 64x197 (2*197*64*197 = 4.97 MFLOP each), run at half the 100 GFLOP/s
-    # peak: the point is read where the prediction reads it, at one product's FLOPs (op_classes.ceiling_work).
+    # peak: the point is read where the prediction reads it, at one product's FLOPs (class_work.ceiling_work).
     scores = make_node("MatMul", [T((1, 12, 197, 64)), T((1, 12, 64, 197))], [T((1, 12, 197, 197))])
     one = 2 * 197 * 64 * 197
     cost = Cost(flops=12 * one, bytes_read=2 * 12 * 197 * 64 * 4, bytes_written=12 * 197 * 197 * 4, kernels=1)

@@ -9,7 +9,7 @@ import pytest
 from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, engine_class, registered_ops
 from onnxroof.devices import CEILING_NAMES, OP_CLASSES, PART_CEILINGS
 from onnxroof.ort.calibrate import COMPUTE_CLASSES, MEMORY_CLASSES
-from onnxroof.predict import op_classes
+from onnxroof.predict import class_work, op_classes
 from tests.helpers import INT64, T, W, make_node
 
 
@@ -208,21 +208,21 @@ def test_ceiling_work_is_that_of_one_product_or_one_time_step():
     # 12 heads of a 197x64 by 64x197 product: 12 products, each a twelfth of the FLOPs and bytes.
     scores = make_node("MatMul", [T((1, 12, 197, 64)), T((1, 12, 64, 197))], [T((1, 12, 197, 197))])
     cost = Cost(flops=12 * 2 * 197 * 64 * 197, bytes_read=2 * 12 * 197 * 64 * 4, bytes_written=12 * 197 * 197 * 4)
-    assert op_classes.repeats(scores, "matmul") == 12
-    assert op_classes.ceiling_work(scores, cost, "matmul") == (2 * 197 * 64 * 197, cost.bytes / 12)
+    assert class_work.repeats(scores, "matmul") == 12
+    assert class_work.ceiling_work(scores, cost, "matmul") == (2 * 197 * 64 * 197, cost.bytes / 12)
     # An LSTM over 128 steps ([seq, batch, input]; [batch, seq, input] with layout 1).
     lstm = make_node("LSTM", [T((128, 1, 256)), W((1, 1024, 256)), W((1, 1024, 256))], [T((128, 1, 1, 256))])
-    assert op_classes.repeats(lstm, "lstm") == 128
+    assert class_work.repeats(lstm, "lstm") == 128
     batch_first = make_node("LSTM", [T((1, 40, 256)), W((1, 1024, 256)), W((1, 1024, 256))], [T(None)], layout=1)
-    assert op_classes.repeats(batch_first, "lstm") == 40
+    assert class_work.repeats(batch_first, "lstm") == 40
     # A plain-layout grouped convolution runs one product per group; in NCHWc every group is one dense kernel.
     grouped = make_node("FusedConv", [T((1, 48, 56, 56)), W((48, 8, 3, 3))], [T((1, 48, 56, 56))], group=6)
-    assert op_classes.repeats(grouped, "conv_grouped_narrow") == 6
+    assert class_work.repeats(grouped, "conv_grouped_narrow") == 6
     # A product by a weight is one kernel whatever its rows; a padded NCHWc convolution's work is its inside taps.
     proj = make_node("MatMul", [T((1, 197, 768)), W((768, 768))], [T((1, 197, 768))])
-    assert op_classes.repeats(proj, "gemm") == 1
+    assert class_work.repeats(proj, "gemm") == 1
     conv_cost = Cost(flops=1e6, bytes_read=1e5, bytes_written=1e5)
-    assert op_classes.ceiling_work(_padded_conv(7, 7, 3, pad=1), conv_cost, "conv_small") == pytest.approx(
+    assert class_work.ceiling_work(_padded_conv(7, 7, 3, pad=1), conv_cost, "conv_small") == pytest.approx(
         (1e6 * (19 / 21) ** 2, 2e5)
     )
 
@@ -238,26 +238,26 @@ def test_a_recurrent_ops_input_projection_is_one_product_and_its_steps_the_rest(
         hidden_size=256,
         direction="bidirectional",
     )
-    projection = op_classes.input_projection(lstm, "lstm")
-    assert projection == op_classes.InputProjection(2 * 32 * 2 * 1024 * 1024, 2, 32, "gemm")
-    assert op_classes.repeats(lstm, "lstm") == 64
+    projection = class_work.input_projection(lstm, "lstm")
+    assert projection == class_work.InputProjection(2 * 32 * 2 * 1024 * 1024, 2, 32, "gemm")
+    assert class_work.repeats(lstm, "lstm") == 64
     # Per step and direction: the recurrent product (2 * 1024 * 256 FLOPs) and 26 * 256 of gate work.
     step = 2 * 1024 * 256 + 26 * 256
     cost = Cost(flops=2 * 32 * 2 * 1024 * 1024 + 64 * step, bytes_read=1e7, bytes_written=1e5)
-    assert op_classes.ceiling_work(lstm, cost, "lstm") == pytest.approx((step, 1e7 / 64 + 1e5 / 64))
+    assert class_work.ceiling_work(lstm, cost, "lstm") == pytest.approx((step, 1e7 / 64 + 1e5 / 64))
     # DynamicQuantizeLSTM stores W as [directions, input, 4H]: the same product. A GRU over 8 steps has 8 rows
     # (gemm_short), over 1 step one (gemv); a node of another class has none.
     quantized = make_node(
         "DynamicQuantizeLSTM", [T((8, 1, 64)), W((1, 64, 512)), W((1, 128, 512))], [T(None)], domain="com.microsoft"
     )
-    assert op_classes.input_projection(quantized, "lstm") == op_classes.InputProjection(
+    assert class_work.input_projection(quantized, "lstm") == class_work.InputProjection(
         2 * 8 * 64 * 512, 1, 8, "gemm_short"
     )
     gru = make_node("GRU", [T((1, 1, 64)), W((1, 384, 64)), W((1, 384, 128))], [T(None)], hidden_size=128)
-    assert op_classes.input_projection(gru, "gru") == op_classes.InputProjection(2 * 384 * 64, 1, 1, "gemv")
-    assert op_classes.input_projection(gru, "gemm") is None
+    assert class_work.input_projection(gru, "gru") == class_work.InputProjection(2 * 384 * 64, 1, 1, "gemv")
+    assert class_work.input_projection(gru, "gemm") is None
     unknown = make_node("LSTM", [T(None), W((1, 1024, 256)), W((1, 1024, 256))], [T(None)])
-    assert op_classes.input_projection(unknown, "lstm") is None
+    assert class_work.input_projection(unknown, "lstm") is None
 
 
 def test_a_product_by_a_weight_is_classed_by_its_rows():

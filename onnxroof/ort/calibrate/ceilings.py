@@ -29,7 +29,7 @@ from onnxroof.ort.calibrate.classes import (
 from onnxroof.ort.calibrate.jobs import Profiled, Sample
 from onnxroof.ort.measure import OTHERS_LOAD_BOUND, fast_estimate
 from onnxroof.ort.reference import reference_model
-from onnxroof.predict import engine, op_classes
+from onnxroof.predict import class_work, engine, op_classes
 from onnxroof.predict.analysis import analyze_graph, node_precision
 from onnxroof.predict.memory import bytes_moved
 from onnxroof.units import binary_bytes
@@ -115,7 +115,7 @@ def _memory_point(cls: str, compute_s: float, memory_s: float) -> bool:
 def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dict[str, Ceiling]:
     """Per class, (work, efficiency) points: the roofline time on the bare device over the measured time (less
     the time the prediction adds to a compute-bound kernel's arithmetic: the weights a matrix product waits for).
-    The work is the node's FLOPs or bytes, or those of one unit its kernel repeats (``op_classes.ceiling_work``:
+    The work is the node's FLOPs or bytes, or those of one unit its kernel repeats (``class_work.ceiling_work``:
     one product of a batched matmul, one group of a plain-layout grouped convolution, one time step of a
     recurrent op), as the prediction reads them.
 
@@ -159,7 +159,7 @@ class _Points:
             return
         precision = node_precision(s.view.op_type, s.view.inputs, s.view.outputs)
         pred, note = engine.predict_engine(s.view, s.cost, precision, device)
-        flops, nbytes = op_classes.ceiling_work(s.view, s.cost, cls)
+        flops, nbytes = class_work.ceiling_work(s.view, s.cost, cls)
         if cls in COMPUTE_CLASSES and not _memory_point(cls, pred.compute_time_s, pred.memory_time_s):
             # The arithmetic's share of the measured time: what the prediction adds to it (a product's cold
             # weights, engine.exposed_weight_time) is not the kernel's rate, nor is a recurrent op's input
