@@ -227,6 +227,21 @@ def test_ceiling_work_is_that_of_one_product_or_one_time_step():
     )
 
 
+def test_a_softmaxs_ceiling_is_read_at_one_row():
+    # Swin's window attention: 64 windows x 3 heads x 49 queries, each a row of 49 scores over the last axis;
+    # Softmax's 5 FLOPs per element (costs.normalization) give 5 x 49 per row.
+    windows = make_node("Softmax", [T((64, 3, 49, 49))], [T((64, 3, 49, 49))], axis=-1)
+    elements = 64 * 3 * 49 * 49
+    cost = Cost(flops=5 * elements, bytes_read=4 * elements, bytes_written=4 * elements)
+    assert class_work.repeats(windows, "softmax") == 64 * 3 * 49
+    assert class_work.ceiling_work(windows, cost, "softmax") == (5 * 49, 8 * 49)
+    # The axis need not be the last: over axis 1 of (2, 3, 4) each of the 2 x 4 rows has 3 elements.
+    assert class_work.repeats(make_node("Softmax", [T((2, 3, 4))], [T((2, 3, 4))], axis=1), "softmax") == 8
+    # Without the attribute the last axis (opset 13's default); without a shape one unit.
+    assert class_work.repeats(make_node("LogSoftmax", [T((5, 7))], [T((5, 7))]), "softmax") == 5
+    assert class_work.repeats(make_node("Softmax", [T(None)], [T(None)]), "softmax") == 1
+
+
 def test_a_recurrent_ops_input_projection_is_one_product_and_its_steps_the_rest():
     # A bidirectional LSTM, 32 steps at batch 1, input 1024, hidden 256 (a text recognizer's first layer): W is
     # [2, 4*256, 1024]. Its input projection, X W^T for all steps at once, is one 32-row product per direction:

@@ -64,7 +64,8 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #  18: QuickGelu by its alpha: at 1 (SiLU as onnxruntime fuses it) with Sigmoid, any other in activation_quickgelu.
 #  19: recurrent ceilings by one direction's step, the input projection apart (it runs as one product at its
 #      product class's ceiling).
-SUITE = 19
+#  20: softmax by the work of one row, timed on Swin's 49-token windows too.
+SUITE = 20
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
@@ -236,7 +237,9 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         skip_layernorm=[(197, 768), (49, 768), (128, 384), (16, 256)],
         instancenorm=[(64, 56), (32, 128), (256, 14)],
         lrn=[(96, 55), (64, 56), (192, 27), (256, 13)],
-        softmax=[(1, 1000), (1, 12, 197, 197), (1, 8, 128, 128), (1, 4, 64, 64)],
+        # by their rows: ViT's, BERT's and their heads' by the thousands, Swin's 49-token windows in three stages
+        softmax=[(1, 1000), (1, 12, 197, 197), (1, 8, 128, 128), (1, 4, 64, 64)]
+        + [(1, windows, 49, 49) for windows in (192, 96, 48)],
     ),
     # elementwise and activations, over sizes spanning the cache levels
     *rows.elementwise(
