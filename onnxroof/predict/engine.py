@@ -31,11 +31,13 @@ spends on one node of the graph it actually runs (``onnxroof.ort.sessions.optimi
   plus its weights' time, not the larger of the two (:func:`exposed_weight_time`);
 - for a Softmax behind a constant attention mask of large negative scores and the product that reads its output,
   the time its elements on the slow path of subnormal floats take (``onnxroof.predict.subnormal``), at the
-  device's calibrated ``softmax_underflow`` and ``subnormal_product``.
+  device's calibrated ``softmax_underflow`` and ``subnormal_product``;
+- for a Gemm with a C input, the pass over its output that writes C there and reads it back
+  (:func:`bias_pass_time`).
 
 ``time = combine(overlap, flops / (peak * eff_c), (activation bytes / bw_level + weight bytes / bw_dram) / eff_m,
-per-node overhead) + epilogue + exposed DRAM time + subnormal time``, i.e. ``max(compute, memory) + epilogue +
-exposed + subnormal + overhead`` on a calibrated (serial) host profile.
+per-node overhead) + epilogue + exposed DRAM time + subnormal time + bias pass``, i.e. ``max(compute, memory) +
+epilogue + exposed + subnormal + bias pass + overhead`` on a calibrated (serial) host profile.
 
 Every node the executor runs pays the per-node overhead, shape-only nodes (Reshape, Flatten, Squeeze, ...) too:
 they cost no FLOPs and no bytes (their output aliases their input), and the calibration measures the per-node
@@ -63,6 +65,7 @@ from onnxroof.units import decimal_bytes
 __all__ = [
     "COLD_WEIGHTS",
     "EngineNote",
+    "bias_pass_time",
     "distant_read_time",
     "epilogue_activation",
     "epilogue_bytes",
@@ -120,6 +123,7 @@ class EngineNote:
     subnormal_time_s: float = 0.0  # the slow path of subnormal floats: an underflowing Softmax, its product
     projection_s: float = 0.0  # a recurrent op's input projection, part of its compute time (projection_time)
     distant_s: float = 0.0  # inputs written long before, read from a farther level (distant_read_time)
+    bias_pass_s: float = 0.0  # a Gemm's C broadcast into its output and read back (bias_pass_time)
 
     def describe(self) -> str:
         """One line for a report: the class, the efficiencies applied and the memory level."""
@@ -154,8 +158,9 @@ class EngineNote:
         )
         projection = f"; input projection {self.projection_s * 1e6:,.0f} us as one product" if self.projection_s else ""
         distant = f"; {self.distant_s * 1e6:.3g} us more reading inputs written long before" if self.distant_s else ""
+        bias = f"; C written into the output and read back, {self.bias_pass_s * 1e6:.3g} us" if self.bias_pass_s else ""
         network = f"; x{self.network_factor:.3g} in a network" if self.network_factor != 1.0 else ""
-        return f"{head}; {data}{weights}{projection}{distant}{epilogue}{exposed}{subnormal}{network}"
+        return f"{head}; {data}{weights}{projection}{distant}{bias}{epilogue}{exposed}{subnormal}{network}"
 
 
 # ------------------------------------------------------------------------------------------------ memory
@@ -265,6 +270,24 @@ def exposed_weight_time(cls: str, weights: float, weight_s: float, compute_s: fl
     return weight_s
 
 
+def bias_pass_time(view: NodeView, device: Device, cls: str, compute_s: float, memory_s: float) -> float:
+    """The pass a compute-bound matrix product by a weight (class gemm) makes over its output for a Gemm's C input:
+    onnxruntime's Gemm writes C, broadcast, into the output before the product, whose kernel then adds onto it
+    (beta 1) and reads it back; twice the output's bytes at the bandwidth of the level the output fits in. Zero
+    without C or with beta 0, for a MatMul (no C), for any other class (a short product's output is a few rows)
+    and for a product bound by its memory time (the calibration reads those points on that time)."""
+    if cls != "gemm" or view.op_type not in _FUSED_ACTIVATION_GEMMS or compute_s < memory_s:
+        return 0.0
+    c = view.input(2)
+    if c is None or not c.name or float(view.attr("beta", 1.0)) == 0.0:
+        return 0.0
+    out = view.output(0)
+    if out is None or not out.known:
+        return 0.0
+    _, bandwidth = memory_level(device, out.nbytes)
+    return 2.0 * out.nbytes / bandwidth
+
+
 def predict_engine(
     view: NodeView,
     cost: Cost,
@@ -291,7 +314,8 @@ def predict_engine(
     (serial) host profile, plus the epilogue of a fused activation applied in a second pass
     (:func:`epilogue_activation`, ``Prediction.epilogue_time_s``) and the DRAM traffic a compute-bound convolution
     does not hide (:func:`exposed_dram_time`), the weights' time a compute-bound product waits for
-    (:func:`exposed_weight_time`) and the time of the node's ``subnormal`` work, its elements on the slow path of
+    (:func:`exposed_weight_time`), the pass a Gemm makes over its output for its C input (:func:`bias_pass_time`)
+    and the time of the node's ``subnormal`` work, its elements on the slow path of
     subnormal floats (:func:`onnxroof.predict.subnormal.subnormal_time`). Compute, memory, epilogue, exposed and
     subnormal times are multiplied by the device's ``network_factor``, what the ceilings read on kernels run alone
     miss of a network's kernels run one after the other (calibrated on the reference block). The Prediction's
@@ -333,11 +357,16 @@ def predict_engine(
         cls, weights, weight_dram_s, compute, memory
     )
     slow_path = network * subnormal_time(device, subnormal)
+    bias_s = network * bias_pass_time(view, device, cls, compute, memory)
     prediction = Prediction(
         compute_time_s=compute,
         memory_time_s=memory,
         overhead_time_s=overhead,
-        predicted_time_s=roofline.combine(device.overlap, compute, memory, overhead) + epilogue_s + exposed + slow_path,
+        predicted_time_s=roofline.combine(device.overlap, compute, memory, overhead)
+        + epilogue_s
+        + exposed
+        + slow_path
+        + bias_s,
         bound=roofline.bound_of(compute, memory, overhead),
         peak_flops_s=peak * eff_c / network,
         bandwidth_bytes_s=effective_bw,
@@ -361,6 +390,7 @@ def predict_engine(
         slow_path,
         projection_s,
         distant_s,
+        bias_s,
     )
     return prediction, note
 

@@ -423,11 +423,12 @@ def test_a_compute_bound_product_waits_for_its_cold_weights_on_top_of_its_arithm
     cost = Cost(flops=2 * 50 * 768 * 768, bytes_read=4 * 50 * 768 + weights, bytes_written=4 * 50 * 768, kernels=1)
     pred, note = engine.predict_engine(gemm, cost, "fp32", dev)
     # compute = 58,982,400 FLOPs / 100 GFLOP/s = 589.8 us; the 2.67 MB working set is past L2 (1 MiB), so every
-    # byte goes at DRAM's 10 GB/s: memory = 2,669,568 / 10e9 = 267.0 us, of which the weights 236.2 us.
-    # time = max(589.8, 267.0) + 236.2 + 1 us of dispatch = 827.0 us.
+    # byte goes at DRAM's 10 GB/s: memory = 2,669,568 / 10e9 = 267.0 us, of which the weights 236.2 us. The bias
+    # C is written into the 153,600 B output and read back at L2's 50 GB/s: 307,200 / 50e9 = 6.1 us.
+    # time = max(589.8, 267.0) + 236.2 + 6.1 + 1 us of dispatch = 833.2 us.
     assert pred.compute_time_s == pytest.approx(58_982_400 / 100e9)
     assert note.exposed_memory_s == pytest.approx(weights / 10e9)
-    assert pred.predicted_time_s == pytest.approx(58_982_400 / 100e9 + weights / 10e9 + 1e-6)
+    assert pred.predicted_time_s == pytest.approx(58_982_400 / 100e9 + weights / 10e9 + 2 * 153_600 / 50e9 + 1e-6)
     # Weights kept between runs (a reuse of 2x at the model's traffic) arrive in half the time.
     reused = replace(dev, weight_reuse=WeightReuse(((1e6, 2.0),), "calibrated: test"))
     assert engine.predict_engine(gemm, cost, "fp32", reused, traffic=1e6)[1].exposed_memory_s == pytest.approx(
@@ -450,6 +451,34 @@ def test_a_compute_bound_product_waits_for_its_cold_weights_on_top_of_its_arithm
     gemv_cost = Cost(flops=2 * 768 * 768, bytes_read=4 * 768 + weights, bytes_written=4 * 768, kernels=1)
     assert engine.exposed_weight_time("gemm", weights, 236e-6, 10e-6, 240e-6) == 0.0
     assert engine.predict_engine(gemv, gemv_cost, "fp32", dev)[1].exposed_memory_s == 0.0
+
+
+def test_a_gemm_writes_its_c_into_the_output_and_reads_it_back():
+    """onnxruntime's Gemm broadcasts C into Y before the product and accumulates onto it (beta 1): a pass writing
+    and reading the output, twice its bytes at the bandwidth of the level the output fits in."""
+    dev = calibrated_host()
+    # Swin's first MLP product: 3136 x 96 by 96 x 384, 231 MFLOP at 100 GFLOP/s = 2312 us; its output, 3136 x 384
+    # floats = 4,816,896 B, fits only L3, which has no bandwidth here: DRAM's 10 GB/s, 2 x 4,816,896 / 10e9 = 963 us.
+    gemm = make_node("Gemm", [T((3136, 96)), W((384, 96)), W((384,))], [T((3136, 384))], transB=1)
+    weights = 4 * (384 * 96 + 384)
+    cost = Cost(flops=2 * 3136 * 96 * 384, bytes_read=4 * 3136 * 96 + weights, bytes_written=4 * 3136 * 384)
+    pred, note = engine.predict_engine(gemm, cost, "fp32", dev)
+    assert note.bias_pass_s == pytest.approx(2 * 4_816_896 / 10e9)
+    assert pred.predicted_time_s == pytest.approx(2 * 3136 * 96 * 384 / 100e9 + 2 * 4_816_896 / 10e9 + 1e-6)
+    # 196 rows: the 301,056 B output fits L2 (50 GB/s): 2 x 301,056 / 50e9 = 12.0 us.
+    short = make_node("Gemm", [T((196, 96)), W((384, 96)), W((384,))], [T((196, 384))], transB=1)
+    short_cost = Cost(flops=2 * 196 * 96 * 384, bytes_read=4 * 196 * 96 + weights, bytes_written=4 * 196 * 384)
+    assert engine.predict_engine(short, short_cost, "fp32", dev)[1].bias_pass_s == pytest.approx(2 * 301_056 / 50e9)
+    # No C, beta 0, or a MatMul: no pass.
+    bare = make_node("Gemm", [T((3136, 96)), W((384, 96))], [T((3136, 384))], transB=1)
+    assert engine.predict_engine(bare, cost, "fp32", dev)[1].bias_pass_s == 0.0
+    unscaled = make_node("Gemm", [T((3136, 96)), W((384, 96)), W((384,))], [T((3136, 384))], transB=1, beta=0.0)
+    assert engine.predict_engine(unscaled, cost, "fp32", dev)[1].bias_pass_s == 0.0
+    matmul = make_node("MatMul", [T((3136, 96)), W((96, 384))], [T((3136, 384))])
+    assert engine.predict_engine(matmul, cost, "fp32", dev)[1].bias_pass_s == 0.0
+    # A product bound by its memory time has no pass added (its ceiling is read on that time).
+    assert engine.bias_pass_time(gemm, dev, "gemm", compute_s=1e-6, memory_s=2e-6) == 0.0
+    assert engine.bias_pass_time(gemm, dev, "gemm_short", compute_s=2e-6, memory_s=1e-6) == 0.0
 
 
 def test_a_recurrent_op_takes_the_network_factor_on_its_first_step_only():

@@ -162,9 +162,9 @@ class _Points:
         flops, nbytes = class_work.ceiling_work(s.view, s.cost, cls)
         if cls in COMPUTE_CLASSES and not _memory_point(cls, pred.compute_time_s, pred.memory_time_s):
             # The arithmetic's share of the measured time: what the prediction adds to it (a product's cold
-            # weights, engine.exposed_weight_time) is not the kernel's rate, nor is a recurrent op's input
-            # projection, which runs at its product's ceiling.
-            arithmetic_s = s.time_s - note.exposed_memory_s - note.projection_s
+            # weights, engine.exposed_weight_time; a Gemm's pass over its output for C, engine.bias_pass_time) is
+            # not the kernel's rate, nor is a recurrent op's input projection, which runs at its product's ceiling.
+            arithmetic_s = s.time_s - note.exposed_memory_s - note.projection_s - note.bias_pass_s
             if flops <= 0 or arithmetic_s <= 0:
                 return
             self.compute.setdefault(cls, []).append((flops, (pred.compute_time_s - note.projection_s) / arithmetic_s))

@@ -64,7 +64,8 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #  18: QuickGelu by its alpha: at 1 (SiLU as onnxruntime fuses it) with Sigmoid, any other in activation_quickgelu.
 #  19: recurrent ceilings by one direction's step, the input projection apart (it runs as one product at its
 #      product class's ceiling).
-#  20: softmax by the work of one row, timed on Swin's 49-token windows too.
+#  20: softmax by the work of one row, timed on Swin's 49-token windows too; a Gemm's ceiling is read with its pass
+#      over the output for C taken off (predictions add it back: engine.bias_pass_time).
 SUITE = 20
 
 # ---------------------------------------------------------------------------------------------------- the suites
