@@ -46,8 +46,8 @@ def _products(view: NodeView) -> int:
 def _softmax_rows(view: NodeView) -> int:
     """The rows a softmax normalizes one after the other: its input's elements over the length of its ``axis``
     (the last by default). onnxruntime finds each row's maximum, sums its exponentials and scales it in passes of
-    its own, so a row costs a fixed part beside its elements: a softmax over Swin's 49-token windows runs at about
-    half the rate per element of one over ViT's 197 tokens."""
+    its own, so a row costs a fixed part beside its elements and short rows (Swin's 49-token windows) run slower
+    per element than long ones (ViT's 197 tokens)."""
     x = known_shape(view.input(0))
     if not x:
         return 1
