@@ -272,10 +272,13 @@ def exposed_weight_time(cls: str, weights: float, weight_s: float, compute_s: fl
 
 def bias_pass_time(view: NodeView, device: Device, cls: str, compute_s: float, memory_s: float) -> float:
     """The pass a compute-bound matrix product by a weight (class gemm) makes over its output for a Gemm's C input:
-    onnxruntime's Gemm writes C, broadcast, into the output before the product, whose kernel then adds onto it
-    (beta 1) and reads it back; twice the output's bytes at the bandwidth of the level the output fits in. Zero
-    without C or with beta 0, for a MatMul (no C), for any other class (a short product's output is a few rows)
-    and for a product bound by its memory time (the calibration reads those points on that time)."""
+    onnxruntime's Gemm writes C, broadcast, into the output on one thread before the product, whose kernel then
+    adds onto it (beta 1) and reads it back; twice the output's bytes. On one thread they go at the bandwidth of the
+    level the output fits in; on several, the product's threads read the rows one thread wrote from the other
+    cores' caches, through the last cache level, and the pass goes at one thread's share of that level's bandwidth
+    (of the output's level where that is slower). Zero without C or with beta 0, for a MatMul (no C), for any other
+    class (a short product's output is a few rows) and for a product bound by its memory time (the calibration
+    reads those points on that time)."""
     if cls != "gemm" or view.op_type not in _FUSED_ACTIVATION_GEMMS or compute_s < memory_s:
         return 0.0
     c = view.input(2)
@@ -285,6 +288,10 @@ def bias_pass_time(view: NodeView, device: Device, cls: str, compute_s: float, m
     if out is None or not out.known:
         return 0.0
     _, bandwidth = memory_level(device, out.nbytes)
+    threads = device.calibration.threads if device.calibration is not None else 1
+    if threads > 1:
+        shared = [level.bandwidth for level in device.caches if level.bandwidth is not None and level.scope == "shared"]
+        bandwidth = min([bandwidth, *shared]) / threads
     return 2.0 * out.nbytes / bandwidth
 
 

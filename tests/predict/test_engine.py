@@ -476,6 +476,16 @@ def test_a_gemm_writes_its_c_into_the_output_and_reads_it_back():
     assert engine.predict_engine(unscaled, cost, "fp32", dev)[1].bias_pass_s == 0.0
     matmul = make_node("MatMul", [T((3136, 96)), W((96, 384))], [T((3136, 384))])
     assert engine.predict_engine(matmul, cost, "fp32", dev)[1].bias_pass_s == 0.0
+    # On 2 threads one thread writes C and both read it back through the shared L3 (20 GB/s here): one thread's
+    # share, 10 GB/s, for any output, 2 x 301,056 / 10e9 = 60.2 us for the 196-row one; without an L3 bandwidth, its
+    # own level's share (L2: 25 GB/s), 24.1 us.
+    l3 = CacheLevel("L3", 8 * 1024 * 1024, 20e9, "calibrated: test", "shared")
+    two = replace(calibrated_host(threads=2), caches=(*dev.caches[:2], l3))
+    assert engine.predict_engine(short, short_cost, "fp32", two)[1].bias_pass_s == pytest.approx(2 * 301_056 / 10e9)
+    two_without_l3 = calibrated_host(threads=2)
+    assert engine.predict_engine(short, short_cost, "fp32", two_without_l3)[1].bias_pass_s == pytest.approx(
+        2 * 301_056 / 25e9
+    )
     # A product bound by its memory time has no pass added (its ceiling is read on that time).
     assert engine.bias_pass_time(gemm, dev, "gemm", compute_s=1e-6, memory_s=2e-6) == 0.0
     assert engine.bias_pass_time(gemm, dev, "gemm_short", compute_s=2e-6, memory_s=1e-6) == 0.0

@@ -66,7 +66,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      product class's ceiling).
 #  20: softmax by the work of one row, timed on Swin's 49-token windows too; a Gemm's ceiling is read with its pass
 #      over the output for C taken off (predictions add it back: engine.bias_pass_time).
-SUITE = 20
+#  21: on several threads a Gemm's pass for C goes at one thread's share of the last cache level's bandwidth (one
+#      thread writes C, all read it back); the same as 20 on one thread.
+SUITE = 21
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
