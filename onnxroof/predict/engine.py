@@ -89,8 +89,9 @@ COLD_WEIGHTS = 2**20
 # Fused activations onnxruntime's convolution and Gemm kernels apply while writing the output; any other one is a
 # second pass over the output.
 _IN_KERNEL_ACTIVATIONS = frozenset({"", "Relu", "Identity"})
-# The matrix products (base class "gemm") whose kernel may carry a fused activation; every convolution may.
-_FUSED_ACTIVATION_GEMMS = frozenset({"Gemm", "FusedGemm"})
+# The Gemm ops among the matrix products (base class "gemm"): their kernel may carry a fused activation (every
+# convolution's may) and takes a C input.
+_GEMM_OPS = frozenset({"Gemm", "FusedGemm"})
 # The classes the calibrated dram_overlap describes: the convolutions, on which it is measured.
 _DRAM_OVERLAP_CLASSES = REFINEMENTS["conv"].classes | REFINEMENTS["conv_integer"].classes | REFINEMENTS["qconv"].classes
 
@@ -183,10 +184,14 @@ def working_set(view: NodeView, cost: Cost) -> float:
     return cost.bytes_read + cost.bytes_written
 
 
+def _threads(device: Device) -> int:
+    """The threads the device's profile was calibrated with (1 without a calibration)."""
+    return device.calibration.threads if device.calibration is not None else 1
+
+
 def _capacity(device: Device, size: float, scope: str) -> float:
     """A cache's capacity for one run: a private cache counts once per thread the profile was measured with."""
-    threads = device.calibration.threads if device.calibration is not None else 1
-    return size * threads if scope in ("per-core", "per-sm") else size
+    return size * _threads(device) if scope in ("per-core", "per-sm") else size
 
 
 def memory_level(device: Device, nbytes: float) -> tuple[str, float]:
@@ -210,7 +215,7 @@ def epilogue_activation(view: NodeView) -> str | None:
     """The fused activation of a convolution or Gemm that onnxruntime applies as a second pass over the output
     (anything but Relu: Clip, LeakyRelu, HardSigmoid, Sigmoid, Tanh, ...); None when there is none."""
     base = engine_class(view.domain, view.op_type)
-    if base != "conv" and not (base == "gemm" and view.op_type in _FUSED_ACTIVATION_GEMMS):
+    if base != "conv" and not (base == "gemm" and view.op_type in _GEMM_OPS):
         return None
     activation = view.attr("activation")
     if isinstance(activation, bytes):
@@ -279,7 +284,7 @@ def bias_pass_time(view: NodeView, device: Device, cls: str, compute_s: float, m
     (of the output's level where that is slower). Zero without C or with beta 0, for a MatMul (no C), for any other
     class (a short product's output is a few rows) and for a product bound by its memory time (the calibration
     reads those points on that time)."""
-    if cls != "gemm" or view.op_type not in _FUSED_ACTIVATION_GEMMS or compute_s < memory_s:
+    if cls != "gemm" or view.op_type not in _GEMM_OPS or compute_s < memory_s:
         return 0.0
     c = view.input(2)
     if c is None or not c.name or float(view.attr("beta", 1.0)) == 0.0:
@@ -288,7 +293,7 @@ def bias_pass_time(view: NodeView, device: Device, cls: str, compute_s: float, m
     if out is None or not out.known:
         return 0.0
     _, bandwidth = memory_level(device, out.nbytes)
-    threads = device.calibration.threads if device.calibration is not None else 1
+    threads = _threads(device)
     if threads > 1:
         shared = [level.bandwidth for level in device.caches if level.bandwidth is not None and level.scope == "shared"]
         bandwidth = min([bandwidth, *shared]) / threads

@@ -114,10 +114,10 @@ def _memory_point(cls: str, compute_s: float, memory_s: float) -> bool:
 
 def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dict[str, Ceiling]:
     """Per class, (work, efficiency) points: the roofline time on the bare device over the measured time (less
-    the time the prediction adds to a compute-bound kernel's arithmetic: the weights a matrix product waits for).
-    The work is the node's FLOPs or bytes, or those of one unit its kernel repeats (``class_work.ceiling_work``:
-    one product of a batched matmul, one group of a plain-layout grouped convolution, one time step of a
-    recurrent op), as the prediction reads them.
+    the time the prediction adds to a compute-bound kernel's arithmetic: the weights a matrix product waits for, a
+    Gemm's pass over its output for C). The work is the node's FLOPs or bytes, or those of one unit its kernel
+    repeats (``class_work.ceiling_work``: one product of a batched matmul, one group of a plain-layout grouped
+    convolution, one row of a softmax, one time step of a recurrent op), as the prediction reads them.
 
     A compute class's points are by FLOPs against the peak of the precision the node computes at (int8 for the
     8-bit convolutions), a memory class's by bytes against the level bandwidth; a matrix product or a ConvInteger
