@@ -64,8 +64,12 @@ OP_CLASSES: tuple[str, ...] = (
     "activation_erf",  # Erf
     "activation_gelu",  # exact Gelu, through erf (Gelu, BiasGelu, BiasSplitGelu)
     "activation_fastgelu",  # Gelu's tanh approximation (FastGelu, Gelu approximate="tanh")
+    "activation_pow",  # Pow by any exponent but a scalar 2 or 3: the C library's pow per element
+    "pow_square",  # Pow by a scalar exponent of 2, which onnxruntime computes as x * x
+    "pow_cube",  # Pow by a scalar exponent of 3, computed as x * x * x
     "movement",  # copies: Concat, Split, Slice, Pad, Gather, Expand, Tile, ...
-    "transpose",  # Transpose, DepthToSpace, SpaceToDepth
+    "transpose",  # Transpose that keeps the innermost axis last (copies whole rows), DepthToSpace, SpaceToDepth
+    "transpose_inner",  # a Transpose that moves the innermost axis (a key's transpose, a channels-last change)
     "transpose_generic",  # a Transpose that moves more than one axis: onnxruntime's element-by-element kernel
     "reorder",  # onnxruntime's NCHW <-> NCHWc layout conversions
     "reorder_short",  # NCHWc -> NCHW onto a small output (under 20x20 positions): short rows, slower per byte

@@ -69,6 +69,9 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "activation_erf": "activation",
     "activation_gelu": "activation_erf",
     "activation_fastgelu": "activation_tanh",
+    "activation_pow": "activation",
+    "pow_cube": "activation_pow",
+    "pow_square": "pow_cube",
     "lstm": "recurrent",
     "gru": "recurrent",
     "global_pool": "pool",
@@ -86,6 +89,7 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "epilogue": "elementwise",
     "cast": "elementwise",
     "transpose_generic": "transpose",
+    "transpose_inner": "transpose",
     "quantize": "elementwise",
 }
 
@@ -123,6 +127,9 @@ NARROW_GROUP_CHANNELS = 16
 
 # A matrix product by a weight with fewer rows than this is a short one (gemm_short, gemv for one row).
 SHORT_PRODUCT_ROWS = 16
+
+# The scalar exponents onnxruntime's Pow computes by multiplying, and their classes.
+POW_BY_MULTIPLYING: Mapping[float, str] = {2.0: "pow_square", 3.0: "pow_cube"}
 
 # The activations with a class of their own, by op (domain::op_type outside the default domain).
 ACTIVATION_CLASS_OF: Mapping[str, str] = {
@@ -291,7 +298,19 @@ def _activation_class(view: NodeView) -> str:
     alpha = view.attr("alpha")
     if key == "com.microsoft::QuickGelu" and float(QUICKGELU_ALPHA if alpha is None else alpha) != 1.0:
         return "activation_quickgelu"
+    if key == "Pow":
+        return _pow_class(view)
     return ACTIVATION_CLASS_OF.get(key, "activation")
+
+
+def _pow_class(view: NodeView) -> str:
+    """pow_square or pow_cube for a Pow by a constant scalar exponent of 2 or 3, which onnxruntime's kernel
+    computes by multiplying (x * x, x * x * x); activation_pow for any other exponent, a call of the C library's
+    pow per element, many times slower."""
+    exponent = view.constant(1)
+    if exponent is None or exponent.size != 1:
+        return "activation_pow"
+    return POW_BY_MULTIPLYING.get(float(exponent.reshape(-1)[0]), "activation_pow")
 
 
 def _pool_class(view: NodeView) -> str:
@@ -340,15 +359,19 @@ def _resize_class(view: NodeView) -> str:
 
 def _transpose_class(view: NodeView) -> str:
     """transpose_generic for a Transpose that moves more than one axis (dims of size 1 aside), which onnxruntime
-    runs element by element; transpose for one that moves a single axis (a head split, a channel shuffle in NCHW, a
-    layout change), for which it has block-copy kernels, and for DepthToSpace and SpaceToDepth."""
+    runs element by element; for one that moves a single axis, for which it has block-copy kernels, transpose where
+    the innermost axis stays innermost (a head split, a channel shuffle in NCHW: whole rows copied) and
+    transpose_inner where it moves (a key transposed for its product, a change to or from channels-last: one
+    element at a time along the rows, slower per byte); transpose for DepthToSpace and SpaceToDepth."""
     shape = known_shape(view.input(0))
     perm = view.attr("perm")
     if view.op_type != "Transpose" or shape is None:
         return "transpose"
     axes = list(perm) if perm is not None else list(reversed(range(len(shape))))
     moved = [int(a) for a in axes if shape[int(a)] != 1]
-    return "transpose" if _moves_one_axis(moved) else "transpose_generic"
+    if not _moves_one_axis(moved):
+        return "transpose_generic"
+    return "transpose" if not moved or moved[-1] == max(moved) else "transpose_inner"
 
 
 def _moves_one_axis(order: list[int]) -> bool:
@@ -408,13 +431,16 @@ REFINEMENTS: Mapping[str, Refinement] = {
                 "activation_erf",
                 "activation_gelu",
                 "activation_fastgelu",
+                "activation_pow",
+                "pow_square",
+                "pow_cube",
             }
         ),
     ),
     "pool": Refinement(_pool_class, frozenset({"pool", "pool_nchw"})),
     "elementwise": Refinement(_elementwise_class, frozenset({"elementwise", "broadcast"})),
     "reorder": Refinement(_reorder_class, frozenset({"reorder", "reorder_short"})),
-    "transpose": Refinement(_transpose_class, frozenset({"transpose", "transpose_generic"})),
+    "transpose": Refinement(_transpose_class, frozenset({"transpose", "transpose_inner", "transpose_generic"})),
     "resize": Refinement(_resize_class, frozenset({"resize", "resize_linear", "resize_linear_nchw"})),
 }
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from onnxroof.ort.calibrate import graphs, jobs
+from onnxroof.ort.calibrate import chains, graphs, jobs
 from onnxroof.predict import engine, op_classes
 from tests.helpers import record_parking
 
@@ -108,7 +108,7 @@ def test_a_cold_job_leaves_out_the_reorders_of_activations_its_flush_pushed_out(
 def test_a_chain_is_one_node_s_time_from_the_slope_of_its_two_lengths(tmp_path: Path):
     runner = jobs.Runner(1, "cpu", str(tmp_path))
     rand = graphs.Rand(0)
-    chain = jobs.Chain(runner, "Relu 1x64", lambda n: graphs.activation_chain(rand, n, "Relu", (1, 64)), (2, 12))
+    chain = jobs.Chain(runner, "Relu 1x64", lambda n: chains.activation_chain(rand, n, "Relu", (1, 64)), (2, 12))
     assert [n.op_type for n in chain.opt.graph.node] == ["Relu", "Relu"]
     # 10 nodes more took 50 us more: 5 us a node; 1 us of it the dispatch.
     chain.t_lo, chain.t_hi = [20e-6] * 8, [70e-6] * 8
@@ -119,9 +119,9 @@ def test_a_chain_is_one_node_s_time_from_the_slope_of_its_two_lengths(tmp_path: 
 def test_a_chain_without_lengths_is_sized_to_its_target(tmp_path: Path):
     runner = jobs.Runner(1, "cpu", str(tmp_path))
     rand = graphs.Rand(0)
-    chain = jobs.Chain(runner, "Neg", lambda n: graphs.activation_chain(rand, n, "Neg", (16,)), target_s=1e-9)
+    chain = jobs.Chain(runner, "Neg", lambda n: chains.activation_chain(rand, n, "Neg", (16,)), target_s=1e-9)
     assert (chain.lo, chain.hi) == (2, 6)  # at least 4 nodes more, however fast the node
-    chain = jobs.Chain(runner, "Neg", lambda n: graphs.activation_chain(rand, n, "Neg", (16,)), target_s=1e3)
+    chain = jobs.Chain(runner, "Neg", lambda n: chains.activation_chain(rand, n, "Neg", (16,)), target_s=1e3)
     assert (chain.lo, chain.hi) == (2, 202)  # at most 200 nodes more
 
 

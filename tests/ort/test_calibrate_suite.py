@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from onnxroof.devices import CEILING_NAMES, OP_CLASSES
-from onnxroof.ort.calibrate import bench, graphs, jobs, suite
+from onnxroof.ort import sessions
+from onnxroof.ort.calibrate import bench, chains, graphs, jobs, suite
 from onnxroof.ort.calibrate.host import ReportedCache
 from onnxroof.predict import op_classes
 from onnxroof.predict.op_classes import CLASS_FALLBACK
@@ -48,13 +49,25 @@ def test_a_row_builds_its_graph_from_its_arguments():
 
 
 def test_a_squeeze_and_excitation_chain_alternates_its_products_each_with_a_weight_of_its_own():
-    model, feeds = graphs.vector_conv_chain(graphs.Rand(0), 3, 96, 4)
+    model, feeds = chains.vector_conv_chain(graphs.Rand(0), 3, 96, 4)
     weights = {t.name: tuple(t.dims) for t in model.graph.initializer}
     # 96 -> 4, 4 -> 96, 96 -> 4 on a 1x1 map: three weights, none shared (a network reads each once a run)
     assert [weights[n.input[1]] for n in model.graph.node] == [(4, 96, 1, 1), (96, 4, 1, 1), (4, 96, 1, 1)]
     assert len({n.input[1] for n in model.graph.node}) == 3 and feeds["x"].shape == (1, 96, 1, 1)
     # every node is the class the chain calibrates: one output position
     assert {op_classes.op_class(view) for view, _ in jobs.views(model).values()} == {"conv_vector"}
+
+
+@pytest.mark.parametrize(("exponent", "cls"), [(2.0, "pow_square"), (3.0, "pow_cube"), (2.5, "activation_pow")])
+def test_a_pow_chain_keeps_its_values_finite_and_away_from_one(exponent: float, cls: str):
+    model, feeds = chains.pow_chain(graphs.Rand(0), 4, (2, 8), exponent)
+    assert {op_classes.op_class(view) for view, _ in jobs.views(model).values()} == {cls}
+    out = sessions.make_session(model)[0].run(None, feeds)[0]
+    if exponent in (2.0, 3.0):  # multiplied: every power of one is one
+        assert np.all(feeds["x"] == 1.0) and np.all(out == 1.0)
+    else:  # x^2.5, then ^0.4 back, twice: the input again, none of it at one (the C library's fast path)
+        assert np.all(feeds["x"] >= 2.0)
+        np.testing.assert_allclose(out, feeds["x"], rtol=1e-4)
 
 
 def test_the_swin_mask_masks_the_token_pairs_from_different_regions_of_a_shifted_window():

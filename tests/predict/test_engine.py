@@ -124,6 +124,11 @@ CASES = [
     (make_node("Gelu", [T((1, 197, 3072))], [T((1, 197, 3072))], approximate="tanh"), "activation_fastgelu"),
     (make_node("FastGelu", [T((1, 197, 3072))], [T((1, 197, 3072))], domain=MS), "activation_fastgelu"),
     (make_node("Sigmoid", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))]), "activation_sigmoid"),
+    # onnxruntime's Pow multiplies for a constant scalar exponent of 2 or 3 and calls pow for any other
+    (make_node("Pow", [T((1, 128, 512)), W(())], [T((1, 128, 512))], constants={1: 2.0}), "pow_square"),
+    (make_node("Pow", [T((1, 128, 3072)), W(())], [T((1, 128, 3072))], constants={1: 3.0}), "pow_cube"),
+    (make_node("Pow", [T((1, 128, 512)), W(())], [T((1, 128, 512))], constants={1: 0.5}), "activation_pow"),
+    (make_node("Pow", [T((1, 128, 512)), T((1, 128, 512))], [T((1, 128, 512))]), "activation_pow"),  # not constant
     # QuickGelu with alpha 1 is SiLU as onnxruntime fuses it; its default alpha (1.702) a pass more
     (make_node("QuickGelu", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))], domain=MS, alpha=1.0), "activation_sigmoid"),
     (make_node("QuickGelu", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))], domain=MS), "activation_quickgelu"),
@@ -153,6 +158,7 @@ CASES = [
     (make_node("Concat", [T((1, 64, 28, 28)), T((1, 64, 28, 28))], [T((1, 128, 28, 28))], axis=1), "movement"),
     (make_node("Split", [T((1, 197, 2304))], [T((1, 197, 768))] * 3, axis=-1), "movement"),
     (make_node("Transpose", [T((1, 197, 12, 64))], [T((1, 12, 197, 64))], perm=[0, 2, 1, 3]), "transpose"),
+    (make_node("Transpose", [T((1, 197, 12, 64))], [T((1, 12, 64, 197))], perm=[0, 2, 3, 1]), "transpose_inner"),
     (
         make_node("Transpose", [T((1, 28, 28, 3, 80))], [T((1, 80, 3, 28, 28))], perm=[0, 4, 3, 1, 2]),
         "transpose_generic",
@@ -733,17 +739,19 @@ def test_a_calibrated_epilogue_ceiling_replaces_the_elementwise_one_for_the_seco
     ("shape", "perm", "cls"),
     [
         ((1, 3, 80, 28, 28), [0, 2, 1, 3, 4], "transpose"),  # channel shuffle: axis 1 moved after axis 2
-        ((1, 64, 56, 56), [0, 2, 3, 1], "transpose"),  # NCHW -> NHWC: the channel axis moved to the end
-        ((1, 56, 56, 64), [0, 3, 1, 2], "transpose"),  # NHWC -> NCHW: the channel axis moved to the front
-        ((1, 12, 197, 64), [0, 2, 1, 3], "transpose"),  # attention heads: two neighbours swapped
+        ((1, 64, 56, 56), [0, 2, 3, 1], "transpose_inner"),  # NCHW -> NHWC: the channel axis moved to the end
+        ((1, 56, 56, 64), [0, 3, 1, 2], "transpose_inner"),  # NHWC -> NCHW: the innermost axis moved to the front
+        ((1, 12, 197, 64), [0, 2, 1, 3], "transpose"),  # attention heads: two neighbours swapped, rows kept whole
+        ((1, 197, 12, 64), [0, 2, 3, 1], "transpose_inner"),  # a key transposed for its product: d moved forward
+        ((1, 8, 7, 8, 7, 96), [0, 1, 3, 2, 4, 5], "transpose"),  # Swin's window partition: rows of 7x96 kept
         ((1, 28, 28, 3, 80), [0, 4, 3, 1, 2], "transpose_generic"),  # the shuffle in channels-last: three axes move
         ((1, 28, 28, 240), [0, 3, 2, 1], "transpose_generic"),  # H and W swapped and C moved
-        ((1, 1, 28, 240), [0, 3, 2, 1], "transpose"),  # the same with H of size 1: only C moves
+        ((1, 1, 28, 240), [0, 3, 2, 1], "transpose_inner"),  # the same with H of size 1: only C moves, from last
         ((8, 16, 32), None, "transpose_generic"),  # no perm: the axes reversed, two of them moved
-        ((8, 16), None, "transpose"),  # a 2-D transpose moves one axis
+        ((8, 16), None, "transpose_inner"),  # a 2-D transpose moves one axis, the innermost
     ],
 )
-def test_a_transpose_that_moves_more_than_one_axis_is_generic(shape, perm, cls):
+def test_a_transpose_is_classed_by_the_axes_it_moves(shape, perm, cls):
     attrs = {} if perm is None else {"perm": perm}
     view = make_node("Transpose", [T(shape)], [T(None)], **attrs)
     assert op_classes.op_class(view) == cls

@@ -63,7 +63,8 @@ def views_of(domain: str, op_type: str) -> list[NodeView]:
     """The same op on views that reach every branch of the refinements: convolutions of each kind (weight at
     input 1 and, as QLinearConv has it, at input 3; NCHW and NHWC), products of a weight (many rows, a few, one)
     and of two activations,
-    broadcasting and streaming operands, short and long planes, resizes by mode, unknown shapes."""
+    broadcasting and streaming operands, short and long planes, resizes by mode, powers by a constant, unknown
+    shapes."""
     views = []
     for cin, cout, hw, k, group, out_hw in [
         (64, 64, 56, 3, 1, 56),  # conv
@@ -108,6 +109,8 @@ def views_of(domain: str, op_type: str) -> list[NodeView]:
         make_node(op_type, [T((1, 64, 28, 28)), T((1, 64, 28, 28))], [T((1, 64, 28, 28))], domain=domain),
         make_node(op_type, [T((1, 2), INT64)], [T((1, 2), INT64)], domain=domain),
     ]
+    for exponent in (2.0, 3.0):  # a Pow onnxruntime computes by multiplying
+        views.append(make_node(op_type, [T((1, 128, 512)), W(())], [T(None)], domain=domain, constants={1: exponent}))
     for perm in ([0, 2, 1, 3, 4], [0, 4, 3, 1, 2]):  # a channel shuffle in NCHW and in channels-last layout
         views.append(make_node(op_type, [T((1, 4, 8, 7, 7))], [T(None)], domain=domain, perm=perm))
     for mode in ("nearest", "linear", "cubic"):  # a resize that copies or interpolates

@@ -67,6 +67,7 @@ MEMORY_CLASSES: frozenset[str] = REORDER_CLASSES | frozenset(
         "broadcast",
         "movement",
         "transpose",
+        "transpose_inner",
         "transpose_generic",
         "resize",
         "reduce",

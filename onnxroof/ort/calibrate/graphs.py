@@ -2,8 +2,7 @@
 
 Each builder returns (model, feeds). Builders of a benchmark in the suite take a ``Rand`` first: their random
 weights and inputs come from one generator in the order the suite builds them, so the same suite builds the same
-graphs every time. Chain builders take the chain length ``n`` next: a chain benchmark builds its graph at two
-lengths and times the difference.
+graphs every time. The chain benchmarks' builders are in ``chains``, on ``build_model`` and ``Rand`` from here.
 """
 
 from __future__ import annotations
@@ -22,12 +21,9 @@ __all__ = [
     "FLOAT",
     "Built",
     "Rand",
-    "activation_chain",
-    "add_chain",
-    "batchnorm_chain",
     "batchnorm_nchwc",
+    "build_model",
     "cast_pair",
-    "clip_chain",
     "concat",
     "conv",
     "conv_integer",
@@ -35,22 +31,15 @@ __all__ = [
     "gemm",
     "gemv_chain",
     "global_pool",
-    "instancenorm_chain",
     "int8_matmul",
-    "layernorm_chain",
-    "lrn_chain",
     "matmul_act",
     "matmul_weight",
-    "neg_reshape_chain",
-    "per_channel_chain",
     "pool",
     "qdq_conv",
     "reduce",
     "reorder_chain",
     "resize",
-    "skip_layernorm_chain",
     "slice_head",
-    "softmax_chain",
     "split",
     "streaming_gemv",
     "tailed",
@@ -84,7 +73,7 @@ def _vi(name: str, shape: Sequence[int] | None, dtype: int = FLOAT) -> onnx.Valu
     return helper.make_tensor_value_info(name, dtype, list(shape) if shape is not None else None)
 
 
-def _model(
+def build_model(
     nodes: Sequence[onnx.NodeProto],
     inputs: Mapping[str, tuple[Sequence[int], int]],
     outputs: Sequence[str],
@@ -105,32 +94,6 @@ def _model(
     return model
 
 
-def _chain(
-    op: str,
-    shape: Sequence[int],
-    n: int,
-    rand: Rand,
-    *,
-    domain: str = "",
-    extra: Sequence[str] = (),
-    inits: Mapping[str, np.ndarray] | None = None,
-    feeds_extra: Mapping[str, np.ndarray] | None = None,
-    **attrs: Any,
-) -> Built:
-    """x -> op -> op -> ... (n nodes), each also reading the shared ``extra`` inputs (initializers or inputs)."""
-    nodes, prev = [], "x"
-    for i in range(n):
-        out = "y" if i == n - 1 else f"t{i}"
-        nodes.append(helper.make_node(op, [prev, *extra], [out], name=f"{op}_{i}", domain=domain, **attrs))
-        prev = out
-    inputs = {"x": (tuple(shape), FLOAT)}
-    feeds = {"x": rand.f(*shape)}
-    for name, value in (feeds_extra or {}).items():
-        inputs[name] = (value.shape, FLOAT)
-        feeds[name] = value
-    return _model(nodes, inputs, ["y"], inits or {}), feeds
-
-
 def _single(
     op: str,
     inputs: Mapping[str, np.ndarray],
@@ -144,7 +107,7 @@ def _single(
     """One node reading ``order`` (graph inputs fed with ``inputs``, initializers from ``weights``)."""
     outs = [f"y{i}" for i in range(outputs)]
     node = helper.make_node(op, list(order), outs, name=op, domain=domain, **attrs)
-    model = _model([node], {k: (v.shape, FLOAT) for k, v in inputs.items()}, outs, weights or {})
+    model = build_model([node], {k: (v.shape, FLOAT) for k, v in inputs.items()}, outs, weights or {})
     return model, dict(inputs)
 
 
@@ -161,114 +124,7 @@ def tailed(built: Built) -> Built:
     return model, feeds
 
 
-# ---------------------------------------------------------------------------------------------------- chains
-
-
-# Activations that halve a small input (x * Phi(x), x * sigmoid(x)): along a chain of them a small value decays
-# into the subnormal range, where the arithmetic runs many times slower than on normal floats. Past 4 they are
-# close to the identity, so a chain fed with inputs from 4 up keeps its values where a network's are.
-_HALVING_ACTIVATIONS = frozenset({"Gelu", "FastGelu", "QuickGelu", "Swish"})
-
-
-def activation_chain(rand: Rand, n: int, op: str, shape: Sequence[int], domain: str = "", alpha: Any = None) -> Built:
-    """``n`` of a one-input op (Neg, Relu, Sigmoid, Tanh, Erf, com.microsoft's Gelu and QuickGelu), its ``alpha``
-    set where given."""
-    attrs: dict[str, Any] = {} if alpha is None else {"alpha": float(alpha)}
-    model, feeds = _chain(op, shape, n, rand, domain=domain, **attrs)
-    if op in _HALVING_ACTIVATIONS:
-        feeds = {"x": (rand.positive(*shape) + 3.5).astype(np.float32)}
-    return model, feeds
-
-
-def softmax_chain(rand: Rand, n: int, shape: Sequence[int]) -> Built:
-    """``n`` Softmax over the last axis."""
-    return _chain("Softmax", shape, n, rand, axis=-1)
-
-
-def lrn_chain(rand: Rand, n: int, c: int, hw: int) -> Built:
-    """``n`` LRN of AlexNet's settings (size 5) on 1 x c x hw x hw."""
-    return _chain("LRN", (1, c, hw, hw), n, rand, size=5, alpha=1e-4, beta=0.75, bias=1.0)
-
-
-def vector_conv_chain(rand: Rand, n: int, c: int, squeezed: int) -> Built:
-    """``n`` 1x1 convolutions on a 1x1 map alternating ``c`` -> ``squeezed`` and back (a squeeze-and-excitation
-    block's two products, each with a bias), every one with a weight of its own: as in a network, the weights
-    stream in from memory, where one product repeated would find its weight in cache."""
-    nodes, inits, prev = [], {}, "x"
-    for i in range(n):
-        cin, cout = (c, squeezed) if i % 2 == 0 else (squeezed, c)
-        out = "y" if i == n - 1 else f"t{i}"
-        inits[f"w{i}"], inits[f"b{i}"] = rand.f(cout, cin, 1, 1), rand.f(cout)
-        nodes.append(helper.make_node("Conv", [prev, f"w{i}", f"b{i}"], [out], name=f"Conv_{i}", kernel_shape=[1, 1]))
-        prev = out
-    return _model(nodes, {"x": ((1, c, 1, 1), FLOAT)}, ["y"], inits), {"x": rand.f(1, c, 1, 1)}
-
-
-def batchnorm_chain(rand: Rand, n: int, c: int, hw: int) -> Built:
-    """``n`` BatchNormalization on 1 x c x hw x hw, in plain layout (no convolution in front)."""
-    weights = {"s": rand.positive(c), "b": rand.f(c), "m": rand.f(c), "v": rand.positive(c)}
-    return _chain("BatchNormalization", (1, c, hw, hw), n, rand, extra=["s", "b", "m", "v"], inits=weights)
-
-
-def layernorm_chain(rand: Rand, n: int, tokens: int, dim: int) -> Built:
-    """``n`` LayerNormalization over the last axis of 1 x tokens x dim."""
-    weights = {"g": rand.positive(dim), "bt": rand.f(dim)}
-    return _chain("LayerNormalization", (1, tokens, dim), n, rand, extra=["g", "bt"], inits=weights, axis=-1)
-
-
-def skip_layernorm_chain(rand: Rand, n: int, tokens: int, dim: int) -> Built:
-    """``n`` of onnxruntime's SkipLayerNormalization over 1 x tokens x dim, each adding the same second input (the
-    residual) before normalizing the last axis: the kernel onnxruntime fuses from a transformer's Add and
-    LayerNormalization."""
-    weights = {"g": rand.positive(dim), "bt": rand.f(dim)}
-    return _chain(
-        "SkipLayerNormalization",
-        (1, tokens, dim),
-        n,
-        rand,
-        domain="com.microsoft",
-        extra=["s", "g", "bt"],
-        inits=weights,
-        feeds_extra={"s": rand.f(1, tokens, dim)},
-        epsilon=1e-5,
-    )
-
-
-def instancenorm_chain(rand: Rand, n: int, c: int, hw: int) -> Built:
-    """``n`` InstanceNormalization on 1 x c x hw x hw."""
-    weights = {"s": rand.positive(c), "b": rand.f(c)}
-    return _chain("InstanceNormalization", (1, c, hw, hw), n, rand, extra=["s", "b"], inits=weights)
-
-
-def add_chain(rand: Rand, n: int, shape: Sequence[int]) -> Built:
-    """``n`` Add of the running tensor and a second graph input of the same shape (a residual connection)."""
-    other = rand.f(*shape)
-    return _chain("Add", shape, n, rand, extra=["o"], feeds_extra={"o": other})
-
-
-def per_channel_chain(rand: Rand, n: int, op: str, shape: Sequence[int]) -> Built:
-    """``n`` of a binary op (Mul, Add) with a C x 1 x 1 weight broadcast over an NCHW tensor."""
-    return _chain(op, shape, n, rand, extra=["c"], inits={"c": rand.f(shape[1], 1, 1)})
-
-
-def clip_chain(rand: Rand, n: int, shape: Sequence[int]) -> Built:
-    """``n`` Clip to [0, 6] (MobileNet's ReLU6 where no convolution precedes it)."""
-    bounds = {"lo": np.array(0, np.float32), "hi": np.array(6, np.float32)}
-    return _chain("Clip", shape, n, rand, extra=["lo", "hi"], inits=bounds)
-
-
-def neg_reshape_chain(rand: Rand, n: int) -> Built:
-    """``n`` pairs of Neg and Reshape on 16 floats: the Reshape alternates between 4 x 4 and 16 (a shape-only node
-    between two kernels)."""
-    tiny = (16,)
-    nodes, prev = [], "x"
-    for i in range(n):
-        mid, out = f"m{i}", ("y" if i == n - 1 else f"t{i}")
-        nodes.append(helper.make_node("Neg", [prev], [mid], name=f"neg{i}"))
-        nodes.append(helper.make_node("Reshape", [mid, "s0" if i % 2 == 0 else "s1"], [out], name=f"reshape{i}"))
-        prev = out
-    inits = {"s0": np.array([4, 4], np.int64), "s1": np.array([16], np.int64)}
-    return _model(nodes, {"x": (tiny, FLOAT)}, ["y"], inits), {"x": rand.f(*tiny)}
+# ---------------------------------------------------------------------------------------------------- single ops
 
 
 def reorder_chain(rand: Rand, c: int, hw: int, segments: int = 4) -> Built:
@@ -280,10 +136,8 @@ def reorder_chain(rand: Rand, c: int, hw: int, segments: int = 4) -> Built:
         nodes.append(helper.make_node("Conv", [prev, "w"], [f"c{i}"], name=f"conv{i}", kernel_shape=[1, 1]))
         nodes.append(helper.make_node("Neg", [f"c{i}"], [out], name=f"neg{i}"))
         prev = out
-    return _model(nodes, {"x": ((1, c, hw, hw), FLOAT)}, ["y"], {"w": rand.f(c, c, 1, 1)}), {"x": rand.f(1, c, hw, hw)}
-
-
-# ---------------------------------------------------------------------------------------------------- single ops
+    model = build_model(nodes, {"x": ((1, c, hw, hw), FLOAT)}, ["y"], {"w": rand.f(c, c, 1, 1)})
+    return model, {"x": rand.f(1, c, hw, hw)}
 
 
 def conv(
@@ -320,7 +174,7 @@ def conv(
         weights.update(lo=np.array(0, np.float32), hi=np.array(6, np.float32))
     else:
         nodes.append(helper.make_node(activation, ["c"], ["y"], name="act"))
-    return _model(nodes, {"x": ((batch, cin, hw, hw), FLOAT)}, ["y"], weights), {"x": rand.f(batch, cin, hw, hw)}
+    return build_model(nodes, {"x": ((batch, cin, hw, hw), FLOAT)}, ["y"], weights), {"x": rand.f(batch, cin, hw, hw)}
 
 
 def gemm(rand: Rand, m: int, k: int, n: int) -> Built:
@@ -364,7 +218,7 @@ def masked_attention(rand: Rand, size: int, window: int, heads: int, d: int, val
         helper.make_node("MatMul", ["p", "v"], ["y"], name="context"),
     ]
     inputs = {"scores": ((windows, heads, n, n), FLOAT), "v": ((windows, heads, n, d), FLOAT)}
-    model = _model(nodes, inputs, ["y"], {"mask": mask})
+    model = build_model(nodes, inputs, ["y"], {"mask": mask})
     return model, {"scores": rand.f(windows, heads, n, n), "v": rand.f(windows, heads, n, d)}
 
 
@@ -387,7 +241,7 @@ def _after_conv(rand: Rand, c: int, hw: int, node: onnx.NodeProto, weights: Mapp
     the node in NCHWc layout when it can, as it does after a model's convolutions."""
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]), node]
     inits = {"w": rand.f(c, c, 1, 1), **weights}
-    return _model(nodes, {"x": ((1, c, hw, hw), FLOAT)}, ["y"], inits), {"x": rand.f(1, c, hw, hw)}
+    return build_model(nodes, {"x": ((1, c, hw, hw), FLOAT)}, ["y"], inits), {"x": rand.f(1, c, hw, hw)}
 
 
 def pool(rand: Rand, op: str, c: int, hw: int, k: int, stride: int, pad: int, after_conv: bool = False) -> Built:
@@ -413,7 +267,7 @@ def batchnorm_nchwc(rand: Rand, c: int, hw: int) -> Built:
         helper.make_node("BatchNormalization", ["r", "s", "b", "m", "v"], ["y"], name="bn"),
     ]
     weights = {"w": rand.f(c, c, 1, 1), "s": rand.positive(c), "b": rand.f(c), "m": rand.f(c), "v": rand.positive(c)}
-    return _model(nodes, {"x": ((1, c, hw, hw), FLOAT)}, ["y"], weights), {"x": rand.f(1, c, hw, hw)}
+    return build_model(nodes, {"x": ((1, c, hw, hw), FLOAT)}, ["y"], weights), {"x": rand.f(1, c, hw, hw)}
 
 
 def concat(rand: Rand, parts: int, c: int, hw: int) -> Built:
@@ -432,7 +286,7 @@ def slice_head(rand: Rand, shape: Sequence[int], axis: int, end: int) -> Built:
     """Slice: the first ``end`` entries of ``axis``."""
     node = helper.make_node("Slice", ["x", "st", "en", "ax"], ["y"], name="slice")
     inits = {"st": np.array([0], np.int64), "en": np.array([end], np.int64), "ax": np.array([axis], np.int64)}
-    return _model([node], {"x": (tuple(shape), FLOAT)}, ["y"], inits), {"x": rand.f(*shape)}
+    return build_model([node], {"x": (tuple(shape), FLOAT)}, ["y"], inits), {"x": rand.f(*shape)}
 
 
 def transpose(rand: Rand, shape: Sequence[int], perm: Sequence[int], elem_type: int = FLOAT) -> Built:
@@ -441,7 +295,7 @@ def transpose(rand: Rand, shape: Sequence[int], perm: Sequence[int], elem_type: 
     if elem_type == FLOAT:
         return _single("Transpose", {"x": rand.f(*shape)}, order=["x"], perm=list(perm))
     node = helper.make_node("Transpose", ["x"], ["y0"], name="Transpose", perm=list(perm))
-    model = _model([node], {"x": (tuple(shape), elem_type)}, ["y0"])
+    model = build_model([node], {"x": (tuple(shape), elem_type)}, ["y0"])
     model.graph.output[0].type.tensor_type.elem_type = elem_type
     return model, {"x": sessions.random_array(tuple(shape), elem_type, rand.rng)}
 
@@ -457,7 +311,8 @@ def resize(rand: Rand, c: int, hw: int, after_conv: bool, mode: str = "nearest")
     )
     if not after_conv:
         node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize", **attrs)
-        return _model([node], {"x": ((1, c, hw, hw), FLOAT)}, ["y"], {"scales": scales}), {"x": rand.f(1, c, hw, hw)}
+        model = build_model([node], {"x": ((1, c, hw, hw), FLOAT)}, ["y"], {"scales": scales})
+        return model, {"x": rand.f(1, c, hw, hw)}
     node = helper.make_node("Resize", ["c", "", "scales"], ["y"], name="resize", **attrs)
     return _after_conv(rand, c, hw, node, {"scales": scales})
 
@@ -470,7 +325,7 @@ def reduce(rand: Rand, op: str, shape: Sequence[int], axes: Sequence[int]) -> Bu
         else helper.make_node(op, ["x"], ["y"], name=op, keepdims=1, axes=list(axes))
     )
     inits = {"axes": np.array(axes, dtype=np.int64)} if op == "ReduceSum" else {}
-    return _model([node], {"x": (tuple(shape), FLOAT)}, ["y"], inits), {"x": rand.f(*shape)}
+    return build_model([node], {"x": (tuple(shape), FLOAT)}, ["y"], inits), {"x": rand.f(*shape)}
 
 
 # ---------------------------------------------------------------------------------------------------- peaks, DRAM
@@ -483,7 +338,7 @@ def gemv_chain(nbytes: int, nodes: int = 4) -> Built:
     rng = np.random.default_rng(4)
     weights = {f"w{i}": (rng.standard_normal((n, n)) / n**0.5).astype(np.float32) for i in range(nodes)}
     names = ["x", *(f"y{i}" for i in range(nodes))]
-    model = _model(
+    model = build_model(
         [helper.make_node("MatMul", [names[i], f"w{i}"], [names[i + 1]], name=f"gemv{i}") for i in range(nodes)],
         {"x": ((1, n), FLOAT)},
         [names[-1]],
@@ -498,7 +353,7 @@ def streaming_gemv(nbytes: int) -> Built:
     n = max(nbytes // (4 * k), 16)
     a = np.random.default_rng(3).standard_normal((1, k), dtype=np.float32)
     b = np.full((k, n), 0.01, dtype=np.float32)
-    model = _model(
+    model = build_model(
         [helper.make_node("MatMul", ["a", "b"], ["y"], name="gemv")],
         {"a": ((1, k), FLOAT), "b": ((k, n), FLOAT)},
         ["y"],
@@ -547,7 +402,7 @@ def cast_pair(rand: Rand, shape: Sequence[int]) -> Built:
         helper.make_node("Cast", ["x"], ["h"], name="to_half", to=TensorProto.FLOAT16),
         helper.make_node("Cast", ["h"], ["y"], name="to_float", to=FLOAT),
     ]
-    return _model(nodes, {"x": (tuple(shape), FLOAT)}, ["y"]), {"x": rand.f(*shape)}
+    return build_model(nodes, {"x": (tuple(shape), FLOAT)}, ["y"]), {"x": rand.f(*shape)}
 
 
 def _pad_attrs(k: int, stride: int, group: int) -> dict[str, Any]:
@@ -567,7 +422,7 @@ def conv_integer(rand: Rand, cin: int, cout: int, hw: int, k: int, stride: int =
         helper.make_node("Mul", ["accf", "s"], ["y"], name="rescale"),
     ]
     weights = {"w": w, "wz": np.array(128, np.uint8), "ws": np.array(0.02, np.float32)}
-    return _model(nodes, {"x": ((1, cin, hw, hw), FLOAT)}, ["y"], weights), {"x": rand.f(1, cin, hw, hw)}
+    return build_model(nodes, {"x": ((1, cin, hw, hw), FLOAT)}, ["y"], weights), {"x": rand.f(1, cin, hw, hw)}
 
 
 def qdq_conv(rand: Rand, cin: int, cout: int, hw: int, k: int, stride: int = 1, group: int = 1) -> Built:
@@ -597,4 +452,4 @@ def qdq_conv(rand: Rand, cin: int, cout: int, hw: int, k: int, stride: int = 1, 
         helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["yq"], name="q_out"),
         helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"], name="dq_out"),
     ]
-    return _model(nodes, {"x": ((1, cin, hw, hw), FLOAT)}, ["y"], weights), {"x": rand.f(1, cin, hw, hw)}
+    return build_model(nodes, {"x": ((1, cin, hw, hw), FLOAT)}, ["y"], weights), {"x": rand.f(1, cin, hw, hw)}

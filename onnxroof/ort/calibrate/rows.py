@@ -9,7 +9,7 @@ from typing import Any
 
 from onnx import TensorProto
 
-from onnxroof.ort.calibrate import graphs
+from onnxroof.ort.calibrate import chains, graphs
 from onnxroof.ort.calibrate.bench import Bench
 from onnxroof.ort.calibrate.classes import (
     CONV_CLASSES,
@@ -42,6 +42,7 @@ __all__ = [
     "int8_convs",
     "norm_chains",
     "pools",
+    "pows",
     "profile",
     "recurrent",
     "reduces",
@@ -80,7 +81,7 @@ def vector_convs(*rows: tuple[int, int]) -> list[Bench]:
     """Chains of 1x1 convolutions on a 1x1 map (channels, squeezed), NCHWc after optimization: a
     squeeze-and-excitation block's two products on its pooled vector (conv_vector), timed by the wall clock
     (most run shorter than the profiler resolves), each with a weight of its own as in a network."""
-    return [chain(f"Conv {c}->{s}->{c} 1x1 @1x1", graphs.vector_conv_chain, c, s) for c, s in rows]
+    return [chain(f"Conv {c}->{s}->{c} 1x1 @1x1", chains.vector_conv_chain, c, s) for c, s in rows]
 
 
 def dilated(*rows: tuple[int, int, int, int]) -> list[Bench]:
@@ -197,12 +198,12 @@ def norm_chains(
     """Chains of the normalizations: plain BatchNormalization, LayerNormalization and SkipLayerNormalization (tokens,
     dim), and InstanceNormalization, LRN (channels, hw), Softmax (shape)."""
     return (
-        [chain(f"BatchNormalization {c} @{hw}x{hw}", graphs.batchnorm_chain, c, hw) for c, hw in batchnorm]
-        + [chain(f"LayerNormalization {t}x{d}", graphs.layernorm_chain, t, d) for t, d in layernorm]
-        + [chain(f"SkipLayerNormalization {t}x{d}", graphs.skip_layernorm_chain, t, d) for t, d in skip_layernorm]
-        + [chain(f"InstanceNormalization {c} @{hw}x{hw}", graphs.instancenorm_chain, c, hw) for c, hw in instancenorm]
-        + [chain(f"LRN {c} @{hw}x{hw}", graphs.lrn_chain, c, hw) for c, hw in lrn]
-        + [chain(f"Softmax {dims(s)}", graphs.softmax_chain, s) for s in softmax]
+        [chain(f"BatchNormalization {c} @{hw}x{hw}", chains.batchnorm_chain, c, hw) for c, hw in batchnorm]
+        + [chain(f"LayerNormalization {t}x{d}", chains.layernorm_chain, t, d) for t, d in layernorm]
+        + [chain(f"SkipLayerNormalization {t}x{d}", chains.skip_layernorm_chain, t, d) for t, d in skip_layernorm]
+        + [chain(f"InstanceNormalization {c} @{hw}x{hw}", chains.instancenorm_chain, c, hw) for c, hw in instancenorm]
+        + [chain(f"LRN {c} @{hw}x{hw}", chains.lrn_chain, c, hw) for c, hw in lrn]
+        + [chain(f"Softmax {dims(s)}", chains.softmax_chain, s) for s in softmax]
     )
 
 
@@ -211,13 +212,13 @@ def elementwise(*shapes: tuple[int, ...], per_channel: bool) -> list[Bench]:
     out = []
     for s in shapes:
         out += [
-            chain(f"Relu {dims(s)}", graphs.activation_chain, "Relu", s),
-            chain(f"Add {dims(s)}", graphs.add_chain, s),
+            chain(f"Relu {dims(s)}", chains.activation_chain, "Relu", s),
+            chain(f"Add {dims(s)}", chains.add_chain, s),
         ]
         if len(s) == 4 and per_channel:
             out += [
-                chain(f"Mul per-channel {dims(s)}", graphs.per_channel_chain, "Mul", s),
-                chain(f"Add per-channel {dims(s)}", graphs.per_channel_chain, "Add", s),
+                chain(f"Mul per-channel {dims(s)}", chains.per_channel_chain, "Mul", s),
+                chain(f"Add per-channel {dims(s)}", chains.per_channel_chain, "Add", s),
             ]
     return out
 
@@ -231,7 +232,7 @@ def activations(*rows: tuple[str, tuple[int, ...]]) -> list[Bench]:
     return [
         chain(
             f"{op} {dims(s)}",
-            graphs.activation_chain,
+            chains.activation_chain,
             op,
             s,
             "com.microsoft" if op in _CONTRIB_ACTIVATIONS else "",
@@ -240,10 +241,16 @@ def activations(*rows: tuple[str, tuple[int, ...]]) -> list[Bench]:
     ]
 
 
+def pows(*rows: tuple[float, tuple[int, ...]]) -> list[Bench]:
+    """Chains of Pow by a constant scalar exponent (exponent, shape): 2 and 3 are computed by multiplying, others by
+    the C library's pow."""
+    return [chain(f"Pow {exponent:g} {dims(s)}", chains.pow_chain, s, exponent) for exponent, s in rows]
+
+
 def quick_gelus(*rows: tuple[float, tuple[int, ...]]) -> list[Bench]:
     """Chains of com.microsoft's QuickGelu (alpha, shape): alpha 1 is SiLU as onnxruntime fuses it."""
     return [
-        chain(f"QuickGelu alpha={alpha:g} {dims(s)}", graphs.activation_chain, "QuickGelu", s, "com.microsoft", alpha)
+        chain(f"QuickGelu alpha={alpha:g} {dims(s)}", chains.activation_chain, "QuickGelu", s, "com.microsoft", alpha)
         for alpha, s in rows
     ]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from onnxroof.devices import CacheLevel, Calibration, Device, FrozenMap, Peak, Sourced, load_device, save_device
 from onnxroof.errors import UserError
-from onnxroof.ort.calibrate import graphs
+from onnxroof.ort.calibrate import chains, graphs
 from onnxroof.ort.calibrate.bench import Suite
 from onnxroof.ort.calibrate.ceilings import (
     calibration_warnings,
@@ -233,11 +233,11 @@ def _overhead_jobs(lengths: tuple[int, int], runner: Runner) -> tuple[Chain, Cha
     tiny = Rand(1)
 
     def neg(n: int) -> graphs.Built:
-        return graphs.activation_chain(tiny, n, "Neg", (16,))
+        return chains.activation_chain(tiny, n, "Neg", (16,))
 
     node_chain = Chain(runner, "chains of Neg on 16 floats", neg, lengths)
     reshape_chain = Chain(
-        runner, "chains of Neg + Reshape on 16 floats", lambda n: graphs.neg_reshape_chain(tiny, n), lengths
+        runner, "chains of Neg + Reshape on 16 floats", lambda n: chains.neg_reshape_chain(tiny, n), lengths
     )
     single = Chain(runner, "a one-node graph", neg, (1, 2))
     return node_chain, reshape_chain, single, Profiled(runner, "64 Neg on 16 floats", neg(64))
@@ -271,7 +271,7 @@ def _level_jobs(
 def _neg_over(n_floats: int) -> Callable[[int], graphs.Built]:
     """A builder of Neg chains over ``n_floats`` floats, each from its own Rand(2)."""
     rand = Rand(2)
-    return lambda n: graphs.activation_chain(rand, n, "Neg", (n_floats,))
+    return lambda n: chains.activation_chain(rand, n, "Neg", (n_floats,))
 
 
 def _reuse_jobs(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner) -> list[Loop]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from onnx import TensorProto
 
-from onnxroof.ort.calibrate import graphs, rows
+from onnxroof.ort.calibrate import chains, graphs, rows
 from onnxroof.ort.calibrate.bench import Bench, MiB, Suite
 from onnxroof.ort.calibrate.classes import (
     ACTIVATION_CLASSES,
@@ -68,7 +68,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      over the output for C taken off (predictions add it back: engine.bias_pass_time).
 #  21: on several threads a Gemm's pass for C goes at one thread's share of the last cache level's bandwidth (one
 #      thread writes C, all read it back); the same as 20 on one thread.
-SUITE = 21
+#  22: Transposes that move the innermost axis (transpose_inner) apart from those that copy whole rows; Pow by
+#      a constant 2 or 3 (pow_square, pow_cube: onnxruntime multiplies) apart from other exponents (activation_pow).
+SUITE = 22
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
@@ -254,7 +256,7 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         (1, 32, 112, 112),
         per_channel=True,
     ),
-    rows.chain("Clip 1x144x56x56", graphs.clip_chain, (1, 144, 56, 56)),
+    rows.chain("Clip 1x144x56x56", chains.clip_chain, (1, 144, 56, 56)),
     # activations, each kind on a transformer's and a convolutional network's shapes
     *rows.activations(
         ("Exp", (1, 197, 768)),
@@ -273,6 +275,9 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         ("Softplus", (1, 197, 768)),
         ("Sin", (1, 64, 56, 56)),
     ),
+    # Pow: RMS normalization's square (decomposed as exported), the tanh Gelu's cube, and another exponent
+    *rows.pows((2.0, (1, 128, 512)), (2.0, (1, 197, 768)), (3.0, (1, 128, 3072)), (3.0, (1, 50, 512))),
+    *rows.pows((2.5, (1, 128, 512)), (0.5, (1, 64, 28, 28))),
     # QuickGelu: SiLU as onnxruntime fuses it (alpha 1, EfficientNet's) with Sigmoid, and CLIP's alpha on its own
     *rows.quick_gelus((1.0, (1, 96, 56, 56)), (1.0, (1, 32, 112, 112)), (1.702, (1, 197, 768)), (1.702, (1, 50, 3072))),
     # data movement
@@ -290,6 +295,11 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         ((1, 768, 196), (0, 2, 1)),
         ((1, 2, 116, 14, 14), (0, 2, 1, 3, 4)),
         ((1, 8, 128, 64), (0, 2, 1, 3)),
+        ((1, 8, 7, 8, 7, 96), (0, 1, 3, 2, 4, 5)),
+        ((1, 128, 12, 64), (0, 2, 3, 1)),
+        ((1, 56, 56, 96), (0, 3, 1, 2)),
+        ((1, 28, 28, 192), (0, 3, 1, 2)),
+        ((1, 14, 14, 384), (0, 3, 1, 2)),
     ),
     *rows.transposes(
         ((1, 28, 28, 3, 80), (0, 4, 3, 1, 2)),
@@ -352,7 +362,7 @@ _QUICK_BENCHES: tuple[Bench, ...] = (
     *rows.recurrent(("LSTM", 16, 64, 64)),
     *rows.reorders((32, 28)),
     *rows.concats((2, 64, 56)),  # tens of microseconds, well above the profiler's resolution
-    *rows.transposes(((1, 64, 56, 56), (0, 2, 3, 1))),  # 1.6 MB moved: well above MIN_PROFILED_S on a fast core too
+    *rows.transposes(((1, 64, 56, 56), (0, 2, 1, 3))),  # 1.6 MB moved: well above MIN_PROFILED_S on a fast core too
     *rows.transposes(((1, 14, 14, 2, 116), (0, 4, 3, 1, 2)), elem_type=TensorProto.INT8),
     *rows.resizes((32, 28, True)),
     *rows.resizes((32, 28, True), (32, 28, False), mode="linear"),
@@ -405,6 +415,7 @@ _MEASURED = (
         "broadcast",
         "movement",
         "transpose",
+        "transpose_inner",
         "transpose_generic",
         "reorder",
         "reorder_short",
@@ -442,13 +453,13 @@ QUICK = Suite(
     peaks=_peaks(256, conv=False),
     batched_conv=None,
     # no wide, stem, narrow grouped, plain depthwise, border (dense or depthwise) or single-position convolution,
-    # per-channel chain, short product, activation but Sigmoid, recurrent op but LSTM or DRAM-sized reorder is in
-    # it; onnxruntime runs its plain layout pool in NCHWc, and its reorders and the quantization of its int8
-    # convolutions' small inputs run shorter than the profiler resolves
+    # per-channel chain, short product, activation but Sigmoid, recurrent op but LSTM, DRAM-sized reorder or
+    # Transpose of the innermost axis is in it; onnxruntime runs its plain layout pool in NCHWc, and its reorders
+    # and the quantization of its int8 convolutions' small inputs run shorter than the profiler resolves
     measures=_MEASURED
     - {"conv_wide", "conv_stem", "conv_grouped_narrow", "depthwise_plain", "conv_border", "depthwise_border"}
     - {"conv_vector"}
-    - {"pool_nchw", "broadcast", "reorder"}
+    - {"pool_nchw", "broadcast", "reorder", "transpose_inner"}
     - {"reorder_short"}
     - {"quantize", "gemm_short"}
     - (ACTIVATION_CLASSES - {"activation_sigmoid"})
