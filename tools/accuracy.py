@@ -32,7 +32,7 @@ absolute error. Targets for the set: 90% of the models within 10% at 1 thread, n
 +-7%, per-kernel median absolute error 15% or less.
 
 usage: python tools/accuracy.py [--threads 1,2] [--models zoo:resnet18,light:squeezenet,bench:gpt2] [--repeat 32]
-                               [--loop-seconds 2] [--runs 10] [--spread 8] [--rounds 3] [--recalibrate] [--json FILE]
+                               [--loop-seconds 2] [--runs 20] [--spread 8] [--rounds 3] [--recalibrate] [--json FILE]
                                [--set default|benchmark|all] [--bench-dir DIR]
 """
 
@@ -270,7 +270,9 @@ def main(argv: list[str] | None = None) -> int:
         "--rounds", type=int, default=3, help="rounds of whole-model samples, cycling through the models"
     )
     parser.add_argument("--recalibrate", action="store_true", help="calibrate each thread count afresh first")
-    parser.add_argument("--runs", type=int, default=10, help="profiled runs per model")
+    parser.add_argument(
+        "--runs", type=int, default=20, help="profiled runs per model (default 20, as onnxroof validate profiles)"
+    )
     parser.add_argument(
         "--json", metavar="FILE", help="also write every model's prediction and samples per round to FILE"
     )
