@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from onnx import TensorProto
 
-from onnxroof.costs import Cost, NodeView, compute_cost, weight_params
+from onnxroof.costs import SHAPE, Cost, NodeView, compute_cost, weight_params
 from onnxroof.devices import Device
 from onnxroof.ir import Graph, InvalidNode, Node, Tensor, UnknownShape
 from onnxroof.predict import roofline
@@ -428,6 +428,7 @@ def _analyze_graph(
     subgraph_weights: list[Tensor] = []
     kind = _KindIds(graph).__getitem__
     from_run = frozenset(graph.shapes_from_run)
+    after = 0.0  # the working set of the last node run that moved data: what a node's output lines were pushed by
     for index, node in enumerate(runtime):
         key = _signature(node, kind, graph.constants)
         ran = bool(from_run) and _computes_any(node, from_run)
@@ -439,6 +440,8 @@ def _analyze_graph(
         reads = distances.get(node.name, ())
         if reads and key is not None:  # equal nodes share a prediction where their inputs come from the same levels
             key = (key, tuple((b, memory_level(dev, d + b)[0]) for b, d in reads))
+        if engine_mode and key is not None:  # ... and follow nodes of the same working set
+            key = (key, after)
         group = memo.get(key) if key is not None else None
         if group is None:
             ins = tuple(map(graph.tensor, node.inputs))
@@ -449,7 +452,7 @@ def _analyze_graph(
                 cost = replace(cost, note="; ".join(n for n in (cost.note, RUN_NOTE) if n))
             prec = precision or node_precision(node.op_type, ins, outs)
             if engine_mode:
-                prediction, note = predict_engine(view, cost, prec, dev, traffic, subnormal, reads)
+                prediction, note = predict_engine(view, cost, prec, dev, traffic, subnormal, reads, after)
             else:
                 roof = roofs.get(prec) or roofs.setdefault(prec, roofline.roof_of(dev, prec))
                 prediction, note = roofline.predict_on(cost, roof), None
@@ -465,6 +468,8 @@ def _analyze_graph(
                 coster.count(node.domain, node.op_type, _NO_COST_FUNCTION)
             result = _new_result((node.name, node.op_type, node.domain) + shared[group])
         results.append(result)
+        if result.engine is not None and result.engine.op_class != SHAPE and result.engine.working_set > 0:
+            after = result.engine.working_set
         if node.subgraphs:
             subgraph_weights.extend(_subgraph_weights(node))
         if progress is not None and (index % 256 == 0 or index == len(runtime) - 1):

@@ -79,6 +79,7 @@ __all__ = [
     "weight_bytes",
     "weight_speedup",
     "working_set",
+    "write_allocate_time",
 ]
 
 # The calibration times a benchmark whose weights reach this many bytes on cold weights (a buffer larger than the
@@ -92,6 +93,15 @@ _IN_KERNEL_ACTIVATIONS = frozenset({"", "Relu", "Identity"})
 # The Gemm ops among the matrix products (base class "gemm"): their kernel may carry a fused activation (every
 # convolution's may) and takes a C input.
 _GEMM_OPS = frozenset({"Gemm", "FusedGemm"})
+# The classes whose kernels stream their input once into an output of the same order of size, with no arithmetic
+# to hide the stream behind: in a network, the lines of the buffer they write come back from where the node
+# before them pushed them (write_allocate_time).
+_STREAMING_CLASSES = (
+    REFINEMENTS["elementwise"].classes
+    | REFINEMENTS["transpose"].classes
+    | REFINEMENTS["reorder"].classes
+    | {"movement", "cast"}
+)
 # The classes the calibrated dram_overlap describes: the convolutions, on which it is measured.
 _DRAM_OVERLAP_CLASSES = REFINEMENTS["conv"].classes | REFINEMENTS["conv_integer"].classes | REFINEMENTS["qconv"].classes
 
@@ -125,6 +135,7 @@ class EngineNote:
     projection_s: float = 0.0  # a recurrent op's input projection, part of its compute time (projection_time)
     distant_s: float = 0.0  # inputs written long before, read from a farther level (distant_read_time)
     bias_pass_s: float = 0.0  # a Gemm's C broadcast into its output and read back (bias_pass_time)
+    write_allocate_s: float = 0.0  # its output's lines brought back from a farther level (write_allocate_time)
 
     def describe(self) -> str:
         """One line for a report: the class, the efficiencies applied and the memory level."""
@@ -160,8 +171,13 @@ class EngineNote:
         projection = f"; input projection {self.projection_s * 1e6:,.0f} us as one product" if self.projection_s else ""
         distant = f"; {self.distant_s * 1e6:.3g} us more reading inputs written long before" if self.distant_s else ""
         bias = f"; C written into the output and read back, {self.bias_pass_s * 1e6:.3g} us" if self.bias_pass_s else ""
+        evicted = (
+            f"; {self.write_allocate_s * 1e6:.3g} us writing over lines the node before pushed out of {self.level}"
+            if self.write_allocate_s
+            else ""
+        )
         network = f"; x{self.network_factor:.3g} in a network" if self.network_factor != 1.0 else ""
-        return f"{head}; {data}{weights}{projection}{distant}{bias}{epilogue}{exposed}{subnormal}{network}"
+        return f"{head}; {data}{weights}{projection}{distant}{evicted}{bias}{epilogue}{exposed}{subnormal}{network}"
 
 
 # ------------------------------------------------------------------------------------------------ memory
@@ -308,31 +324,33 @@ def predict_engine(
     traffic: float | None = None,
     subnormal: SubnormalWork | None = None,
     reads: Sequence[tuple[float, float]] = (),
+    after: float = 0.0,
 ) -> tuple[Prediction, EngineNote]:
     """The time onnxruntime's executor spends on one node, and why.
 
     ``compute = flops / (peak[precision] * eff_c)`` (the FLOPs of the taps inside the input for an NCHWc
-    convolution, which skips those in the padding: ``op_classes.taps_inside``; for a recurrent op, its steps'
-    FLOPs plus its input projection at its product's ceiling: :func:`projection_time`); ``memory = (activation
-    bytes / bw_level + weight bytes / (bw_dram * reuse)) / eff_m`` (plus the inputs written long before, read from
-    the level their reuse distance fits in: :func:`distant_read_time`) where ``reuse`` is the device's weight-reuse
-    speedup at ``traffic``, the bytes one inference of the node's model moves (1 without a traffic: weights read
-    cold, as the calibration's benchmarks read them; 1 for weights under ``COLD_WEIGHTS``, which the ceilings were
-    read on warm), and ``eff_c``/``eff_m`` come from the node's class ceiling at its FLOPs/bytes (those of one
-    product of a batched matmul, one group of a plain-layout grouped convolution, one time step of one direction of
-    a recurrent op: ``class_work.ceiling_work``) and ``bw_level`` is the bandwidth of the smallest memory
-    level its working set fits in; ``overhead`` is one per-node overhead (every dispatched node pays it, shape-only
-    ones included). They combine under the device's overlap: ``max(compute, memory) + overhead`` for a calibrated
-    (serial) host profile, plus the epilogue of a fused activation applied in a second pass
-    (:func:`epilogue_activation`, ``Prediction.epilogue_time_s``) and the DRAM traffic a compute-bound convolution
-    does not hide (:func:`exposed_dram_time`), the weights' time a compute-bound product waits for
+    convolution, which skips those in the padding: ``op_classes.taps_inside``; for a recurrent op, its steps' FLOPs
+    plus its input projection at its product's ceiling: :func:`projection_time`); ``memory = (activation bytes /
+    bw_level + weight bytes / (bw_dram * reuse)) / eff_m`` (plus the inputs written long before, read from the level
+    their reuse distance fits in: :func:`distant_read_time`, and for a streaming kernel the lines of its output that
+    the node run before it, ``after`` bytes, pushed out of its level: :func:`write_allocate_time`) where ``reuse``
+    is the device's weight-reuse speedup at ``traffic``, the bytes one inference of the node's model moves (1
+    without a traffic: weights read cold, as the calibration's benchmarks read them; 1 for weights under
+    ``COLD_WEIGHTS``, which the ceilings were read on warm), and ``eff_c``/``eff_m`` come from the node's class
+    ceiling at its FLOPs/bytes (those of one product of a batched matmul, one group of a plain-layout grouped
+    convolution, one time step of one direction of a recurrent op: ``class_work.ceiling_work``) and ``bw_level`` is
+    the bandwidth of the smallest memory level its working set fits in; ``overhead`` is one per-node overhead (every
+    dispatched node pays it, shape-only ones included). They combine under the device's overlap: ``max(compute,
+    memory) + overhead`` for a calibrated (serial) host profile, plus the epilogue of a fused activation applied in
+    a second pass (:func:`epilogue_activation`, ``Prediction.epilogue_time_s``) and the DRAM traffic a compute-bound
+    convolution does not hide (:func:`exposed_dram_time`), the weights' time a compute-bound product waits for
     (:func:`exposed_weight_time`), the pass a Gemm makes over its output for its C input (:func:`bias_pass_time`)
-    and the time of the node's ``subnormal`` work, its elements on the slow path of
-    subnormal floats (:func:`onnxroof.predict.subnormal.subnormal_time`). Compute, memory, epilogue, exposed and
-    subnormal times are multiplied by the device's ``network_factor``, what the ceilings read on kernels run alone
-    miss of a network's kernels run one after the other (calibrated on the reference block). The Prediction's
-    ``peak_flops_s`` and ``bandwidth_bytes_s`` are the node's own ceilings (peak x eff_c, the effective
-    bandwidth), so its ridge point and attainable FLOP/s read against the roof it actually runs under.
+    and the time of the node's ``subnormal`` work, its elements on the slow path of subnormal floats
+    (:func:`onnxroof.predict.subnormal.subnormal_time`). Compute, memory, epilogue, exposed and subnormal times are
+    multiplied by the device's ``network_factor``, what the ceilings read on kernels run alone miss of a network's
+    kernels run one after the other (calibrated on the reference block). The Prediction's ``peak_flops_s`` and
+    ``bandwidth_bytes_s`` are the node's own ceilings (peak x eff_c, the effective bandwidth), so its ridge point
+    and attainable FLOP/s read against the roof it actually runs under.
 
     The device's ``run_overhead`` is not included: it is paid once per ``session.run``, so callers add it once
     per model (see :func:`model_time`).
@@ -360,7 +378,8 @@ def predict_engine(
     # cost reads (a Slice reads its slice of the input).
     distant = [(min(b, cost.bytes_read), d) for b, d in reads] if cls not in (SHAPE, OTHER) else []
     distant_s = network * distant_read_time(device, distant, bw, eff_m)
-    memory = network * (cost.bytes - weights) / bw / eff_m + weight_dram_s / eff_m + distant_s
+    evicted_s = network * write_allocate_time(device, cls, ws, after, cost.bytes_written)
+    memory = network * (cost.bytes - weights) / bw / eff_m + weight_dram_s / eff_m + distant_s + evicted_s
     overhead = device.launch_overhead.value
     effective_bw = cost.bytes / memory if memory > 0 else bw * eff_m / network
     epilogue = epilogue_activation(view)
@@ -403,6 +422,7 @@ def predict_engine(
         projection_s,
         distant_s,
         bias_s,
+        evicted_s,
     )
     return prediction, note
 
@@ -423,6 +443,23 @@ def distant_read_time(
         if far < level_bandwidth:
             extra += max(nbytes / far - nbytes / (level_bandwidth * memory_efficiency), 0.0)
     return extra
+
+
+def write_allocate_time(device: Device, cls: str, working_set: float, after: float, written: float) -> float:
+    """What a streaming kernel's writes add in a network (class elementwise, broadcast, movement, transpose,
+    reorder or cast): the buffer it writes was last touched before the node run just before it, whose ``after``
+    bytes (its working set) pushed the buffer's lines out of the node's own level where both working sets do not
+    fit it together. Each of its ``written`` bytes is then read from the level that holds both before it is written
+    (write-allocate) and written back to it when evicted: ``2 * written / bw(working_set + after)``. The class
+    ceilings are read on kernels that write the same buffer run after run, hot in their level, and charge the
+    write once at the node's level. 0 where both fit the node's level, without a node before, or for another
+    class (a convolution or a product computes while its output streams; a pooling writes a fraction of what it
+    reads)."""
+    if cls not in _STREAMING_CLASSES or after <= 0 or written <= 0:
+        return 0.0
+    _, own = memory_level(device, working_set)
+    _, far = memory_level(device, working_set + after)
+    return 2.0 * written / far if far < own else 0.0
 
 
 def projection_time(device: Device, projection: InputProjection | None, peak: float) -> float:

@@ -404,3 +404,42 @@ def test_equal_nodes_reading_inputs_from_different_levels_get_their_own_predicti
     assert near.engine.distant_s == 0.0
     assert far.engine.distant_s == pytest.approx(131072 / 10e9 - 131072 / 50e9)
     assert far.prediction.predicted_time_s == pytest.approx(near.prediction.predicted_time_s + far.engine.distant_s)
+
+
+def test_a_streaming_node_after_one_that_fills_its_level_writes_into_lines_from_the_next():
+    from onnxroof.load import load_graph
+    from onnxroof.predict.analysis import analyze_graph
+    from tests.helpers import calibrated_host
+
+    # x -> Add(x, bias) first -> MatMul by a 512x512 weight -> Add(m, bias) second, the activations 1x128x512 fp32
+    # (256 KiB), the bias 2 KiB. Each Add's working set, 2 x 256 KiB + 2 KiB = 526,336 B, is in the hand-made
+    # host's L2 (1 MiB, 50 GB/s). The first runs first: nothing before it, nothing added. The second follows the
+    # MatMul, whose working set (256 KiB in, 1 MiB of weight, 256 KiB out) with its own no longer fits L2: the
+    # lines of its 256 KiB output come from the next level with a bandwidth, DRAM at 10 GB/s (the L3 has none),
+    # read before they are written and written back, 2 x 262,144 / 10e9 = 52.43 us more.
+    shape = [1, 128, 512]
+    nodes = [
+        helper.make_node("Add", ["x", "bias"], ["a"], name="first"),
+        helper.make_node("MatMul", ["a", "w"], ["m"], name="product"),
+        helper.make_node("Add", ["m", "bias"], ["y"], name="second"),
+    ]
+    weights = [
+        numpy_helper.from_array(np.zeros(512, np.float32), "bias"),
+        numpy_helper.from_array(np.zeros((512, 512), np.float32), "w"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "after",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        weights,
+    )
+    loaded = load_graph(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    by_name = {n.name: n for n in analyze_graph(loaded, calibrated_host(), engine=True).nodes}
+    first, second = by_name["first"].engine, by_name["second"].engine
+    assert first is not None and second is not None
+    assert first.working_set == second.working_set == 2 * 262144 + 2048 and first.level == "L2"
+    assert first.write_allocate_s == 0.0
+    assert second.write_allocate_s == pytest.approx(2 * 262144 / 10e9)
+    gained = by_name["second"].prediction.predicted_time_s - by_name["first"].prediction.predicted_time_s
+    assert gained == pytest.approx(second.write_allocate_s)

@@ -773,3 +773,24 @@ def test_a_dilated_convolution_is_charged_the_taps_inside_its_input():
     # there as the roofline time over the measured time gives back the measured time when it is applied.
     bare, _ = engine.predict_engine(view, cost, "fp32", calibrated_host())
     assert bare.compute_time_s == pytest.approx(flops * (18 / 42) ** 2 / 100e9)
+
+
+def test_a_streaming_kernel_writes_into_lines_the_node_before_pushed_out_of_its_level():
+    # The hand-made host: L2 1 MiB at 50 GB/s, no L3 bandwidth, DRAM 10 GB/s. An Add of two 1x64x32x32 fp32
+    # tensors (256 KiB each) into a third: working set 786,432 B, in L2. After a node whose working set is 1 MiB,
+    # the two no longer fit L2 together: the output's 262,144 bytes are read from DRAM before they are written
+    # and written back there, 2 x 262,144 / 10e9 = 52.43 us. After a 100 kB node both fit L2: nothing.
+    dev = calibrated_host({"elementwise": ELEMENTWISE})
+    assert engine.write_allocate_time(dev, "elementwise", 786432, 2**20, 262144) == pytest.approx(2 * 262144 / 10e9)
+    assert engine.write_allocate_time(dev, "elementwise", 786432, 100_000, 262144) == 0.0
+    assert engine.write_allocate_time(dev, "elementwise", 786432, 0.0, 262144) == 0.0  # nothing ran before
+    # a convolution computes while its output streams out: not a streaming class
+    assert engine.write_allocate_time(dev, "conv", 786432, 2**20, 262144) == 0.0
+    t = T((1, 64, 32, 32))
+    add = make_node("Add", [t, t], [t])
+    cost = Cost(flops=65536, bytes_read=524288, bytes_written=262144, kernels=1)
+    alone, _ = engine.predict_engine(add, cost, "fp32", dev)
+    after, note = engine.predict_engine(add, cost, "fp32", dev, after=2**20)
+    assert note.write_allocate_s == pytest.approx(2 * 262144 / 10e9)
+    assert after.predicted_time_s - alone.predicted_time_s == pytest.approx(note.write_allocate_s)
+    assert "us writing over lines the node before pushed out of L2" in note.describe()

@@ -70,7 +70,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      thread writes C, all read it back); the same as 20 on one thread.
 #  22: Transposes that move the innermost axis (transpose_inner) apart from those that copy whole rows; Pow by
 #      a constant 2 or 3 (pow_square, pow_cube: onnxruntime multiplies) apart from other exponents (activation_pow).
-SUITE = 22
+#  23: the same benchmarks; the reference block's prediction, which the network factor is read against, charges a
+#      streaming kernel the lines of its output the node before pushed out of its level (write_allocate_time).
+SUITE = 23
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
