@@ -428,7 +428,7 @@ def _analyze_graph(
     subgraph_weights: list[Tensor] = []
     kind = _KindIds(graph).__getitem__
     from_run = frozenset(graph.shapes_from_run)
-    after = 0.0  # the working set of the last node run that moved data: what a node's output lines were pushed by
+    after = 0.0  # the working set of the last node that moved data, which pushed the next one's output lines out
     for index, node in enumerate(runtime):
         key = _signature(node, kind, graph.constants)
         ran = bool(from_run) and _computes_any(node, from_run)

@@ -451,9 +451,10 @@ def op_class(view: NodeView) -> str:
     The base class is the one the op registered with its cost function (``onnxroof.costs.engine_class``; OTHER for
     an op without one); :data:`REFINEMENTS` splits convolutions by their weight's shape and the output's size,
     integer convolutions (ConvInteger, QLinearConv) into grouped or depthwise ones and the rest, matrix products
-    by their second operand and rows, activations by their function, pooling windows by layout (NCHWc or plain),
-    elementwise ops by whether they broadcast along the innermost axis, NCHWc output reorders by the size of
-    the planes they write, and resizes by whether they interpolate and in which layout.
+    by their second operand and rows, activations by their function (Pow by its exponent), pooling windows by
+    layout (NCHWc or plain), elementwise ops by whether they broadcast along the innermost axis, transposes by the
+    axes they move, NCHWc output reorders by the size of the planes they write, and resizes by whether they
+    interpolate and in which layout.
     """
     base = engine_class(view.domain, view.op_type) or OTHER
     refinement = REFINEMENTS.get(base)
