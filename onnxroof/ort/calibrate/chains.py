@@ -11,6 +11,7 @@ import numpy as np
 from onnx import helper
 
 from onnxroof.ort.calibrate.graphs import FLOAT, Built, Rand, build_model
+from onnxroof.predict.op_classes import POW_BY_MULTIPLYING
 
 __all__ = [
     "activation_chain",
@@ -143,11 +144,11 @@ def per_channel_chain(rand: Rand, n: int, op: str, shape: Sequence[int]) -> Buil
 
 
 def pow_chain(rand: Rand, n: int, shape: Sequence[int], exponent: float) -> Built:
-    """``n`` Pow by a constant scalar ``exponent``. By 2 or 3 (which onnxruntime computes by multiplying) the
-    input is all ones, which every power leaves at one; by another exponent the nodes alternate it with its
-    reciprocal on inputs of 2 and more, so the values neither overflow nor reach the C library's fast path for a
-    base of one."""
-    multiplied = exponent in (2.0, 3.0)
+    """``n`` Pow by a constant scalar ``exponent``. By an exponent onnxruntime computes by multiplying
+    (``op_classes.POW_BY_MULTIPLYING``) the input is all ones, which every power leaves at one; by another the
+    nodes alternate it with its reciprocal on inputs of 2 and more, so the values neither overflow nor reach the C
+    library's fast path for a base of one."""
+    multiplied = exponent in POW_BY_MULTIPLYING
     nodes, prev = [], "x"
     for i in range(n):
         out = "y" if i == n - 1 else f"t{i}"
