@@ -92,7 +92,12 @@ def test_the_weight_reuse_has_a_point_per_chain_of_the_suite(quick: Device):
 
 
 def test_the_quick_suite_sets_the_ceilings_it_declares(quick: Device):
-    assert set(quick.ceilings) >= QUICK.measures
+    # A class whose every sample was lost in the machine's noise (the quick suite's one fused Clip, timed by
+    # difference in two passes) is named in the calibration's warnings rather than left out silently.
+    assert quick.calibration is not None
+    prefix = "no ceiling read for "
+    unread = next((w for w in quick.calibration.warnings if w.startswith(prefix)), prefix + ":")
+    assert set(quick.ceilings) | set(unread[len(prefix) :].split(":")[0].split(", ")) >= QUICK.measures
     for name, ceiling in quick.ceilings.items():
         assert ceiling.source.startswith("calibrated: ")
         assert all(w > 0 and e > 0 for w, e in ceiling.compute + ceiling.memory)

@@ -14,7 +14,7 @@ from onnxroof.ort.calibrate import ceilings, graphs
 from onnxroof.ort.calibrate.jobs import Sample
 from onnxroof.ort.reference import reference_model
 from onnxroof.predict import engine
-from tests.helpers import CONV, INT32, UINT8, T, W, calibrated_host, conv, make_node
+from tests.helpers import CONV, ELEMENTWISE, INT32, UINT8, T, W, calibrated_host, conv, make_node
 
 
 def test_binning_merges_close_work_sizes():
@@ -344,3 +344,13 @@ def test_subnormal_costs_are_the_masked_blocks_extra_time_per_element():
     assert same is not None and same.value == 0.0 and faster is not None and faster.value == 0.0
     # A node the profile lacks gives no figure.
     assert ceilings.subnormal_costs(plain, {"context": [2e-3]}, 18816, 602112, "test")[0] is None
+
+
+def test_a_measured_class_left_without_its_ceiling_is_named_with_what_predicts_it_instead():
+    device = calibrated_host({"conv": CONV, "elementwise": ELEMENTWISE})
+    assert ceilings.unread_ceilings_warning({"conv", "elementwise"}, device) is None
+    # The epilogue falls back to the elementwise ceiling (op_classes.CLASS_FALLBACK); softmax has no fallback.
+    warning = ceilings.unread_ceilings_warning({"conv", "epilogue", "softmax"}, device)
+    assert warning is not None
+    assert warning.startswith("no ceiling read for epilogue, softmax: ")
+    assert "epilogue uses the elementwise ceiling; softmax the peak and bandwidth" in warning

@@ -1,6 +1,6 @@
 """From samples to a device's figures: the per-class ceilings (binned efficiency points), the size a shared cache
 level serves at its bandwidth, the matrix products' rates, ``dram_overlap``, ``network_factor``, the costs of
-subnormal floats, and the calibration's warnings.
+subnormal floats, and the calibration's warnings (a busy machine, a class left without its ceiling).
 
 Efficiencies are computed with the functions the prediction uses (``onnxroof.predict.engine.predict_engine`` on
 the optimized graph's node, on a device without ceilings), so a calibrated point predicts back its measured
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 import onnx
@@ -45,6 +45,7 @@ __all__ = [
     "matrix_rate",
     "network_factor",
     "subnormal_costs",
+    "unread_ceilings_warning",
     "weight_reuse",
 ]
 
@@ -392,3 +393,21 @@ def calibration_warnings(
     if duration > budget_s:
         out.append(f"the calibration took {duration:.0f} s, over its {budget_s:.0f} s budget")
     return out
+
+
+def unread_ceilings_warning(measured: Iterable[str], device: Device) -> str | None:
+    """A warning naming the classes the suite measures that got no ceiling on ``device`` (none of their samples
+    survived: a fused activation's pass whose difference was lost in the machine's noise, say) and what their
+    kernels are predicted with instead: the ceiling their fallback names (op_classes.CLASS_FALLBACK), else the
+    device's peak and bandwidth. None when every measured class has its ceiling."""
+    missing = sorted(set(measured) - set(device.ceilings))
+    if not missing:
+        return None
+    used = []
+    for cls in missing:
+        found = op_classes.ceiling_for(device, cls)
+        used.append(f"{cls} uses the {found[0]} ceiling" if found is not None else f"{cls} the peak and bandwidth")
+    return (
+        f"no ceiling read for {', '.join(missing)}: none of their benchmarks gave a usable time (a difference lost "
+        f"in the machine's noise); {'; '.join(used)}; calibrate again for their own"
+    )

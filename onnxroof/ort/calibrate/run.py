@@ -24,6 +24,7 @@ from onnxroof.ort.calibrate.ceilings import (
     network_factor,
     peak_candidates,
     subnormal_costs,
+    unread_ceilings_warning,
     weight_reuse,
 )
 from onnxroof.ort.calibrate.graphs import Rand
@@ -433,7 +434,8 @@ def _assemble(readings: _Readings, jobs: _Jobs, chosen: Suite, passes: int, run:
     bare = _bare_device(readings, jobs, chosen, run, how)
     device = replace(bare, ceilings=FrozenMap(class_ceilings(readings.samples, bare, run.threads)))
     reference = jobs.reference.sampler.time_s()
-    device = replace(device, calibration=_record(readings, reference, run))
+    unread = unread_ceilings_warning(chosen.measures, device)
+    device = replace(device, calibration=_record(readings, reference, run, [unread] if unread else []))
     if readings.batched_conv is not None:
         device = replace(device, dram_overlap=dram_overlap(readings.batched_conv, device, how))
     if readings.subnormal_times is not None and chosen.masked_attention is not None:
@@ -528,9 +530,10 @@ def _memory_levels(readings: _Readings, levels: Sequence[tuple[ReportedCache, Ch
     return tuple(out)
 
 
-def _record(readings: _Readings, reference: float | None, run: _Run) -> Calibration:
-    """How the device was measured: provider, threads, onnxruntime, CPU, when, how long, warnings, the
-    profiler's cost per node, the reference block's time and the suite."""
+def _record(readings: _Readings, reference: float | None, run: _Run, warnings: Sequence[str]) -> Calibration:
+    """How the device was measured: provider, threads, onnxruntime, CPU, when, how long, warnings (those of
+    the machine's load and ``warnings``), the profiler's cost per node, the reference block's time and the
+    suite."""
     duration = time.perf_counter() - run.start
     cpu_start, cpu_end = run.cpu_start, cpu_times()
     steal = others = None
@@ -545,7 +548,10 @@ def _record(readings: _Readings, reference: float | None, run: _Run) -> Calibrat
         cpu=cpu_model(),
         date=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
         duration_s=round(duration, 1),
-        warnings=tuple(calibration_warnings(duration, run.budget_s, steal, others, os.cpu_count() or 1, run.threads)),
+        warnings=(
+            *calibration_warnings(duration, run.budget_s, steal, others, os.cpu_count() or 1, run.threads),
+            *warnings,
+        ),
         profiler_overhead=float(f"{readings.profiler_overhead:.4g}"),
         reference_time_s=float(f"{reference:.4g}") if reference else None,
         suite=SUITE,
