@@ -491,8 +491,9 @@ def _relu_chain(length: int) -> onnx.ModelProto:
 
 def test_eight_times_the_work_measures_several_times_longer_per_run() -> None:
     """Samples are per-run times, not batch totals: each batch lasts about MIN_SAMPLE_S whatever the model, so
-    totals would read alike. Both models run at 1 thread with nothing folded or fused; the fast estimate sets aside
-    other load, which only ever adds time, so the ratio stays well above the bound even on a busy machine."""
+    totals would read alike (a ratio near 1). Both models run at 1 thread with nothing folded or fused; per-run
+    times give a ratio near 8 less what one run's fixed costs share, and a bound of 2 keeps a busy moment that
+    slows the short chain's few samples from failing a test of what a sample is."""
     one = measure(_relu_chain(1), opt_level="disable", warmup=2, repeat=5)
     eight = measure(_relu_chain(8), opt_level="disable", warmup=2, repeat=5)
-    assert eight.fast_s / one.fast_s > 3
+    assert eight.fast_s / one.fast_s > 2
