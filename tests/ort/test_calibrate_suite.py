@@ -8,7 +8,7 @@ import pytest
 
 from onnxroof.devices import CEILING_NAMES, OP_CLASSES
 from onnxroof.ort import sessions
-from onnxroof.ort.calibrate import bench, chains, graphs, jobs, suite
+from onnxroof.ort.calibrate import bench, ceilings, chains, graphs, jobs, suite
 from onnxroof.ort.calibrate.host import ReportedCache
 from onnxroof.predict import op_classes
 from onnxroof.predict.op_classes import CLASS_FALLBACK
@@ -121,3 +121,12 @@ def test_the_dram_operand_is_twice_the_last_level_within_bounds_and_memory(monke
     monkeypatch.setattr(bench, "memory_available", lambda: None)
     assert suite.FULL.dram_bytes([l3]) == 600 * MiB
     assert suite.QUICK.dram_bytes([l3]) == 64 * MiB and suite.QUICK.dram_bytes([]) == 16 * MiB
+
+
+def test_the_full_suite_bins_softmax_rows_of_each_length_with_rows_like_them():
+    # A Softmax's ceiling is read by the FLOPs of one row, 5 per element (costs: max, subtract, exp, sum, scale).
+    works = [5.0 * b.args[0][-1] for b in suite.FULL.benches if b.label.startswith("Softmax ")]
+    bins = ceilings.bin_points([(w, 1.0) for w in works])
+    # Groups of at least three within 1.6x: rows of 49 (x3) with 64, geometric mean 245 * (320/245)^(1/4) = 261.9;
+    # rows of 128 (x2) with 197 (x2), sqrt(640 * 985) = 794.0; rows of 1000 (x3), 5000.
+    assert [w for w, _ in bins] == pytest.approx([261.9, 794.0, 5000.0], abs=0.05)
