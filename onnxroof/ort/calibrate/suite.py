@@ -72,8 +72,8 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      a constant 2 or 3 (pow_square, pow_cube: onnxruntime multiplies) apart from other exponents (activation_pow).
 #  23: the same benchmarks; the reference block's prediction, which the network factor is read against, charges a
 #      streaming kernel the lines of its output the node before pushed out of its level (write_allocate_time).
-#  24: softmax rows of 128 and of 197 timed twice each, rows of 1000 three times: each length binned with its own
-#      kind, where rows of 128 shared a point with 1000-element rows and ran 1.4x faster than it said.
+#  24: softmax rows of 128 and of 197 timed twice each, rows of 1000 three times: each length binned with rows of
+#      its own kind, where one row of each had shared a single point.
 SUITE = 24
 
 # ---------------------------------------------------------------------------------------------------- the suites
