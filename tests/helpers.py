@@ -13,7 +13,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnxroof.costs import Cost, NodeView
 from onnxroof.devices import CacheLevel, Calibration, Ceiling, Device, FrozenMap, Peak, Sourced
-from onnxroof.ir import Tensor
+from onnxroof.ir import Graph, Tensor
+from onnxroof.load import load_graph
 
 FLOAT = TensorProto.FLOAT
 FLOAT16 = TensorProto.FLOAT16
@@ -68,6 +69,19 @@ def cost_of(node: NodeView) -> Cost:
     fn = lookup(node.domain, node.op_type)
     assert fn is not None, f"no cost function for {node.domain}::{node.op_type}"
     return fn(node)
+
+
+def loaded_graph(
+    nodes: Sequence[onnx.NodeProto],
+    inputs: Sequence[onnx.ValueInfoProto],
+    outputs: Sequence[onnx.ValueInfoProto],
+    inits: Sequence[onnx.TensorProto] = (),
+    opset: int = 13,
+) -> Graph:
+    """A graph of ``nodes`` built as an ONNX model of the default domain at ``opset`` and loaded as onnxroof
+    loads a user's file."""
+    graph = helper.make_graph(nodes, "m", inputs, outputs, list(inits))
+    return load_graph(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION))
 
 
 def calibrated_host(ceilings: dict[str, Ceiling] | None = None, threads: int = 1) -> Device:

@@ -345,20 +345,18 @@ def test_an_engine_analysis_reads_weights_at_the_reuse_speedup_of_the_bytes_the_
     from dataclasses import replace
 
     from onnxroof.devices import WeightReuse
-    from onnxroof.load import load_graph
     from onnxroof.predict.analysis import analyze_graph
     from onnxroof.predict.memory import bytes_moved
-    from tests.helpers import calibrated_host
+    from tests.helpers import calibrated_host, loaded_graph
 
     weight = numpy_helper.from_array(np.full((512, 512), 0.01, dtype=np.float32), "w")
-    graph = helper.make_graph(
+    loaded = loaded_graph(
         [helper.make_node("MatMul", ["x", "w"], ["y"]), helper.make_node("Relu", ["y"], ["z"])],
-        "gemv",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 512])],
         [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 512])],
         [weight],
+        opset=17,
     )
-    loaded = load_graph(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     # A run moves the MatMul's 2 KiB vector in, 1 MiB weight and 2 KiB vector out, and the Relu's 2 KiB in and
     # out: 1 MiB + 8 KiB = 1,056,768 bytes. Halfway in log(traffic) between a point at half that (3x) and one at
     # twice it (1x): 2x, for the MatMul's 1 MiB weight.
@@ -373,9 +371,8 @@ def test_an_engine_analysis_reads_weights_at_the_reuse_speedup_of_the_bytes_the_
 
 
 def test_equal_nodes_reading_inputs_from_different_levels_get_their_own_predictions():
-    from onnxroof.load import load_graph
     from onnxroof.predict.analysis import analyze_graph
-    from tests.helpers import calibrated_host
+    from tests.helpers import calibrated_host, loaded_graph
 
     # x -> Relu a -> Relu b -> Relu c -> Relu d -> Add(d, c) near -> Add(near, a) far, every tensor 1x32x32x32 fp32
     # (128 KiB); each Add moves 384 KiB, in the hand-made host's L2 (1 MiB, 50 GB/s). near reads d just written and
@@ -391,13 +388,12 @@ def test_equal_nodes_reading_inputs_from_different_levels_get_their_own_predicti
         helper.make_node("Add", ["d", "c"], ["near"], name="near"),
         helper.make_node("Add", ["near", "a"], ["y"], name="far"),
     ]
-    graph = helper.make_graph(
+    loaded = loaded_graph(
         nodes,
-        "skips",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        opset=17,
     )
-    loaded = load_graph(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     by_name = {n.name: n for n in analyze_graph(loaded, calibrated_host(), engine=True).nodes}
     near, far = by_name["near"], by_name["far"]
     assert near.engine is not None and far.engine is not None
@@ -407,9 +403,8 @@ def test_equal_nodes_reading_inputs_from_different_levels_get_their_own_predicti
 
 
 def test_a_streaming_node_after_one_that_fills_its_level_writes_into_lines_from_the_next():
-    from onnxroof.load import load_graph
     from onnxroof.predict.analysis import analyze_graph
-    from tests.helpers import calibrated_host
+    from tests.helpers import calibrated_host, loaded_graph
 
     # x -> Add(x, bias) first -> MatMul by a 512x512 weight -> Add(m, bias) second, the activations 1x128x512 fp32
     # (256 KiB), the bias 2 KiB. Each Add's working set, 2 x 256 KiB + 2 KiB = 526,336 B, is in the hand-made
@@ -427,14 +422,13 @@ def test_a_streaming_node_after_one_that_fills_its_level_writes_into_lines_from_
         numpy_helper.from_array(np.zeros(512, np.float32), "bias"),
         numpy_helper.from_array(np.zeros((512, 512), np.float32), "w"),
     ]
-    graph = helper.make_graph(
+    loaded = loaded_graph(
         nodes,
-        "after",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
         weights,
+        opset=17,
     )
-    loaded = load_graph(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     by_name = {n.name: n for n in analyze_graph(loaded, calibrated_host(), engine=True).nodes}
     first, second = by_name["first"].engine, by_name["second"].engine
     assert first is not None and second is not None

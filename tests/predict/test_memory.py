@@ -18,16 +18,10 @@ from onnxroof.errors import UserError
 from onnxroof.ir import Graph
 from onnxroof.load import load_graph
 from onnxroof.predict.memory import best_order, estimate_memory, read_distances
-from tests.helpers import IR_VERSION
+from tests.helpers import IR_VERSION, loaded_graph
 
 IMAGE = [1, 8, 8, 8]
 B = 2048  # bytes of one IMAGE tensor at fp32
-
-
-def _graph(nodes, inputs, outputs, inits=(), opset: int = 13) -> Graph:
-    graph = helper.make_graph(nodes, "m", inputs, outputs, list(inits))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
-    return load_graph(model)
 
 
 def _vi(name: str, shape, dtype: int = TensorProto.FLOAT) -> onnx.ValueInfoProto:
@@ -41,7 +35,7 @@ def _relu_chain() -> Graph:
         helper.make_node("Relu", ["a"], ["b"], name="r2"),
         helper.make_node("Relu", ["b"], ["y"], name="r3"),
     ]
-    return _graph(nodes, [_vi("x", IMAGE)], [_vi("y", IMAGE)])
+    return loaded_graph(nodes, [_vi("x", IMAGE)], [_vi("y", IMAGE)])
 
 
 def _residual() -> Graph:
@@ -53,7 +47,7 @@ def _residual() -> Graph:
         helper.make_node("Relu", ["c"], ["r"], name="relu"),
         helper.make_node("Add", ["r", "x"], ["y"], name="add"),
     ]
-    return _graph(nodes, [_vi("x", IMAGE)], [_vi("y", IMAGE)], [w, bias])
+    return loaded_graph(nodes, [_vi("x", IMAGE)], [_vi("y", IMAGE)], [w, bias])
 
 
 def test_a_chain_holds_one_tensor_in_and_one_out_at_each_step():
@@ -93,7 +87,7 @@ def test_a_skip_connection_is_live_across_every_node_it_spans():
         helper.make_node("Sigmoid", ["t2"], ["t3"], name="n3"),
         helper.make_node("Add", ["t3", "s"], ["y"], name="dec"),
     ]
-    m = estimate_memory(_graph(nodes, [_vi("x", IMAGE)], [_vi("y", IMAGE)]))
+    m = estimate_memory(loaded_graph(nodes, [_vi("x", IMAGE)], [_vi("y", IMAGE)]))
     # Step 0: x + s.  Step 1: s + t1.  Step 2: s + t1 + t2.  Step 3: s + t2 + t3.  Step 4: s + t3 + y.
     # A plain chain would hold 2B at each step; the skip adds s (B) from step 2 on.
     assert m.live_bytes == (2 * B, 2 * B, 3 * B, 3 * B, 3 * B)
@@ -111,7 +105,7 @@ def _two_branches() -> Graph:
         helper.make_node("GlobalAveragePool", ["b1"], ["b2"], name="pool_b"),
         helper.make_node("Add", ["a2", "b2"], ["y"], name="add"),
     ]
-    return _graph(nodes, [_vi("x", IMAGE)], [_vi("y", [1, 32, 1, 1])])
+    return loaded_graph(nodes, [_vi("x", IMAGE)], [_vi("y", [1, 32, 1, 1])])
 
 
 def test_an_order_that_shrinks_one_branch_first_peaks_lower():
@@ -147,7 +141,7 @@ def test_a_weight_read_twice_counts_once():
         helper.make_node("MatMul", ["x", "W"], ["a"], name="mm1"),
         helper.make_node("MatMul", ["a", "W"], ["y"], name="mm2"),
     ]
-    m = estimate_memory(_graph(nodes, [_vi("x", [1, 16])], [_vi("y", [1, 16])], [w]))
+    m = estimate_memory(loaded_graph(nodes, [_vi("x", [1, 16])], [_vi("y", [1, 16])], [w]))
     assert m.weights_bytes == 1024
     # x, a, y: 16 floats = 64 B each.  Footprint: W + x + a + y.
     assert m.footprint_bytes == 1024 + 3 * 64
@@ -162,7 +156,7 @@ def _reshape_between_relus() -> Graph:
         helper.make_node("Reshape", ["a", "shape"], ["r"], name="view"),
         helper.make_node("Relu", ["r"], ["y"], name="relu2"),
     ]
-    return _graph(nodes, [_vi("x", IMAGE)], [_vi("y", [1, 512])], [shape])
+    return loaded_graph(nodes, [_vi("x", IMAGE)], [_vi("y", [1, 512])], [shape])
 
 
 def test_a_reshape_is_a_view_of_its_input():
@@ -182,7 +176,7 @@ def test_a_view_of_a_graph_output_lives_to_the_end():
         helper.make_node("Flatten", ["a"], ["flat"], name="flatten"),
         helper.make_node("Sigmoid", ["x"], ["s"], name="sigmoid"),
     ]
-    graph = _graph(nodes, [_vi("x", IMAGE)], [_vi("flat", [1, 512]), _vi("s", IMAGE)])
+    graph = loaded_graph(nodes, [_vi("x", IMAGE)], [_vi("flat", [1, 512]), _vi("s", IMAGE)])
     m = estimate_memory(graph)
     # a's buffer is returned (as flat), so it is live to the last step; x is read last by the sigmoid.
     # Step 0: x + a.  Step 1: x + a.  Step 2: x + a + s.
@@ -198,7 +192,7 @@ def test_a_view_of_a_weight_holds_no_activation_bytes():
         helper.make_node("Reshape", ["W", "s"], ["w_image"], name="view"),
         helper.make_node("Add", ["x", "w_image"], ["y"], name="add"),
     ]
-    m = estimate_memory(_graph(nodes, [_vi("x", IMAGE)], [_vi("y", IMAGE)], [w]))
+    m = estimate_memory(loaded_graph(nodes, [_vi("x", IMAGE)], [_vi("y", IMAGE)], [w]))
     # w_image is W's storage, counted once among the weights.
     # Step 0 (shape): x + s.  Step 1 (view, last read of s): x + s.  Step 2 (add): x + y.
     assert m.weights_bytes == B
@@ -300,7 +294,7 @@ def test_a_read_distance_is_the_bytes_moved_since_the_input_was_written():
         helper.make_node("Reshape", ["r", "shape"], ["v"], name="view"),
         helper.make_node("Add", ["v", "c"], ["y"], name="add"),
     ]
-    distances = read_distances(_graph(nodes, [_vi("x", IMAGE)], [_vi("y", IMAGE)], [w, bias, shape]))
+    distances = read_distances(loaded_graph(nodes, [_vi("x", IMAGE)], [_vi("y", IMAGE)], [w, bias, shape]))
     # The graph input and the weights are not counted; relu reads c just written (distance 0); the view reads
     # nothing; add reads r through the view (written by relu, the last node to move bytes: 0) and c, written
     # before relu moved its 4096 B.

@@ -10,7 +10,6 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnxroof.devices import Sourced
 from onnxroof.ir import Graph
-from onnxroof.load import load_graph
 from onnxroof.predict.memory import estimate_memory
 from onnxroof.predict.process_memory import (
     LARGE_WEIGHT_BYTES,
@@ -19,13 +18,7 @@ from onnxroof.predict.process_memory import (
     process_peak_bytes,
     weights_by_kind,
 )
-from tests.helpers import IR_VERSION
-
-
-def _graph(nodes: list, inputs: list, outputs: list, inits: list) -> Graph:
-    graph = helper.make_graph(nodes, "m", inputs, outputs, inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=IR_VERSION)
-    return load_graph(model)
+from tests.helpers import loaded_graph
 
 
 def _vi(name: str, shape: list[int]) -> onnx.ValueInfoProto:
@@ -55,7 +48,7 @@ def _mixed() -> Graph:
         _w("mw", (8, 4)),
         _w("aw", (4,)),
     ]
-    return _graph(nodes, [_vi("x", [1, 3, 4, 4])], [_vi("y", [1, 4])], inits)
+    return loaded_graph(nodes, [_vi("x", [1, 3, 4, 4])], [_vi("y", [1, 4])], inits)
 
 
 def _factors(
@@ -91,7 +84,7 @@ def test_a_weight_shared_by_two_kinds_counts_once_as_its_first_reader() -> None:
         helper.make_node("MatMul", ["x", "w"], ["a"], name="mm"),
         helper.make_node("Gemm", ["a", "w"], ["y"], name="gemm"),
     ]
-    graph = _graph(nodes, [_vi("x", [4, 4])], [_vi("y", [4, 4])], [_w("w", (4, 4))])
+    graph = loaded_graph(nodes, [_vi("x", [4, 4])], [_vi("y", [4, 4])], [_w("w", (4, 4))])
     assert weights_by_kind(graph) == {"conv": 0, "gemm": 0, "matmul": 64, "large": 0, "other": 0}
 
 
