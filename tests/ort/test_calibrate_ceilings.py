@@ -9,7 +9,7 @@ import pytest
 
 from onnxroof.api import analyze
 from onnxroof.costs import Cost
-from onnxroof.devices import FrozenMap, Peak
+from onnxroof.devices import Ceiling, FrozenMap, Peak
 from onnxroof.ort.calibrate import ceilings, graphs
 from onnxroof.ort.calibrate.jobs import Sample
 from onnxroof.ort.reference import reference_model
@@ -19,21 +19,32 @@ from tests.helpers import CONV, ELEMENTWISE, INT32, UINT8, T, W, calibrated_host
 
 def test_binning_merges_close_work_sizes():
     points = [(1e6, 0.5), (1.2e6, 0.7), (1.1e6, 0.6), (1e8, 0.9)]
-    # Within 1.6x of 1e6: one point at the geometric mean (1e6 * 1.1e6 * 1.2e6) ** (1/3) = 1.0969e6, median 0.6.
-    assert ceilings.bin_points(points, least=1) == ((1.097e6, 0.6), (1e8, 0.9))
+    # Within 1.6x of 1e6: one group, median 0.6, held from its least work (1e6) to its greatest (1.2e6); 1e8 alone.
+    assert ceilings.bin_points(points, least=1) == ((1e6, 0.6), (1.2e6, 0.6), (1e8, 0.9))
+
+
+def test_a_group_holds_its_median_across_its_span_and_interpolation_runs_between_groups():
+    # Two groups of three: (100, 120, 150) at median 0.4 and (1000, 1200, 1500) at median 0.8.
+    points = [(100, 0.3), (120, 0.4), (150, 0.5), (1000, 0.7), (1200, 0.8), (1500, 0.9)]
+    bins = ceilings.bin_points(points)
+    assert bins == ((100, 0.4), (150, 0.4), (1000, 0.8), (1500, 0.8))
+    ceiling = Ceiling(compute=bins, memory=(), source="test")
+    # A kernel of the lower group's greatest work gets that group's median, not one drawn toward the upper group.
+    assert ceiling.compute_efficiency(150) == 0.4
+    # Between the groups, linear in log(work): 387.3 = sqrt(150 * 1000) lies halfway, 0.4 + (0.8 - 0.4) / 2.
+    assert ceiling.compute_efficiency((150 * 1000) ** 0.5) == pytest.approx(0.6)
 
 
 def test_binning_never_lets_fewer_than_three_kernels_set_a_point():
     # Two kernels at 1e6 and 1.1e6 are short of three: the next one joins them, however far its work is, and the
     # median of (0.9, 0.95, 0.5) ignores the slow outlier. The next two (1e9, 1.2e9) are short of three at the
-    # end: they join the group before them.
+    # end: they join the group before them, median of (0.8, 0.85, 0.82, 0.9, 0.6) = 0.82 from 1e8 to 1.2e9.
     points = [(1e6, 0.9), (1.1e6, 0.95), (1e7, 0.5), (1e8, 0.8), (1.1e8, 0.85), (1.2e8, 0.82), (1e9, 0.9), (1.2e9, 0.6)]
-    (w1, e1), (w2, e2) = ceilings.bin_points(points)
-    assert e1 == 0.9 and w1 == pytest.approx((1e6 * 1.1e6 * 1e7) ** (1 / 3), rel=1e-3)
-    # Median of (0.8, 0.85, 0.82, 0.9, 0.6) is 0.82; work the geometric mean of the five.
-    assert e2 == 0.82 and w2 == pytest.approx((1e8 * 1.1e8 * 1.2e8 * 1e9 * 1.2e9) ** (1 / 5), rel=1e-3)
-    # A class with fewer kernels than that gets a single point, their median.
-    assert ceilings.bin_points([(1e6, 0.4), (1e9, 0.8)]) == ((3.162e7, 0.6),)
+    assert ceilings.bin_points(points) == ((1e6, 0.9), (1e7, 0.9), (1e8, 0.82), (1.2e9, 0.82))
+    # A class with fewer kernels than that gets one group, their median, over the works they span.
+    assert ceilings.bin_points([(1e6, 0.4), (1e9, 0.8)]) == ((1e6, 0.6), (1e9, 0.6))
+    # Kernels of one work give one point.
+    assert ceilings.bin_points([(1e6, 0.4), (1e6, 0.8), (1e6, 0.5)]) == ((1e6, 0.5),)
 
 
 def test_binning_drops_points_that_measured_nothing():

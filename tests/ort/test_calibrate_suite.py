@@ -126,7 +126,8 @@ def test_the_dram_operand_is_twice_the_last_level_within_bounds_and_memory(monke
 def test_the_full_suite_bins_softmax_rows_of_each_length_with_rows_like_them():
     # A Softmax's ceiling is read by the FLOPs of one row, 5 per element (costs: max, subtract, exp, sum, scale).
     works = [5.0 * b.args[0][-1] for b in suite.FULL.benches if b.label.startswith("Softmax ")]
-    bins = ceilings.bin_points([(w, 1.0) for w in works])
-    # Groups of at least three within 1.6x: rows of 49 (x3) with 64, geometric mean 245 * (320/245)^(1/4) = 261.9;
-    # rows of 128 (x2) with 197 (x2), sqrt(640 * 985) = 794.0; rows of 1000 (x3), 5000.
-    assert [w for w, _ in bins] == pytest.approx([261.9, 794.0, 5000.0], abs=0.05)
+    # Each point's efficiency is its work / 10^4, so that a group's median tells which rows it holds.
+    bins = ceilings.bin_points([(w, w / 1e4) for w in works])
+    # Groups of at least three within 1.6x: rows of 49 (x3, 245 FLOPs) with 64 (320), median 0.0245; rows of 128
+    # (x2, 640) with 197 (x2, 985), median (0.064 + 0.0985) / 2 = 0.08125; rows of 1000 (x3, 5000), 0.5.
+    assert bins == ((245, 0.0245), (320, 0.0245), (640, 0.08125), (985, 0.08125), (5000, 0.5))

@@ -78,12 +78,15 @@ def bin_points(
     points: list[tuple[float, float]], factor: float = 1.6, least: int = 3
 ) -> tuple[tuple[float, float], ...]:
     """Merge (work, efficiency) points whose work lies within ``factor`` of each other, and every group of fewer
-    than ``least`` points with its neighbour by work: geometric-mean work, median efficiency (4 significant
-    figures each).
+    than ``least`` points with its neighbour by work, into groups that each hold their median efficiency across
+    the works their kernels span: a point at the group's least work and one at its greatest (one point where
+    they are equal), 4 significant figures each.
 
     A group of at least three is what makes the median robust: a busy moment that slowed one benchmark, or one
-    shape that runs unlike its class, cannot set a point of the ceiling on its own. A class with fewer points
-    than ``least`` gets one point, their median."""
+    shape that runs unlike its class, cannot set a point of the ceiling on its own. The median holds over the
+    whole span, and the interpolation runs only between groups, so that a kernel the size of a group's smallest
+    benchmark gets that group's efficiency rather than one drawn toward the group below it. A class with fewer
+    points than ``least`` gets one group, their median."""
     points = sorted(p for p in points if p[0] > 0 and p[1] > 0 and math.isfinite(p[1]))
     groups: list[list[tuple[float, float]]] = []
     for p in points:
@@ -94,14 +97,12 @@ def bin_points(
     if len(groups) > 1 and len(groups[-1]) < least:
         short = groups.pop()
         groups[-1] += short
-    out = []
+    out: dict[float, float] = {}
     for g in groups:
-        work = math.exp(sum(math.log(w) for w, _ in g) / len(g))
-        out.append((float(f"{work:.4g}"), float(f"{statistics.median(e for _, e in g):.4g}")))
-    dedup: dict[float, float] = {}
-    for w, e in out:
-        dedup.setdefault(w, e)
-    return tuple(sorted(dedup.items()))
+        efficiency = float(f"{statistics.median(e for _, e in g):.4g}")
+        for work in (g[0][0], g[-1][0]):
+            out.setdefault(float(f"{work:.4g}"), efficiency)
+    return tuple(sorted(out.items()))
 
 
 def _memory_point(cls: str, compute_s: float, memory_s: float) -> bool:

@@ -74,7 +74,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      streaming kernel the lines of its output the node before pushed out of its level (write_allocate_time).
 #  24: softmax rows of 128 and of 197 timed twice each, rows of 1000 three times: each length binned with rows of
 #      its own kind, where one row of each had shared a single point.
-SUITE = 24
+#  25: the same benchmarks; a group of binned points holds its median efficiency across the works its kernels
+#      span, where it had been one point at their geometric mean (bin_points).
+SUITE = 25
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
