@@ -3,6 +3,7 @@ where a number is checked."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,36 @@ def test_calibration_sessions_park_their_threads_when_a_run_returns(monkeypatch,
     seen = record_parking(monkeypatch)
     jobs.Runner(2, "cpu", str(tmp_path)).session(reference_model())
     assert seen == [True]
+
+
+def test_on_several_threads_a_profiled_job_opens_a_spinning_session_for_each_pass_and_closes_it(
+    monkeypatch, tmp_path: Path
+):
+    """A parked pool wakes at each run's first parallel kernel, which a user's loop never sees; a spinning pool
+    left open would take a core from the next benchmark. So each pass has its own session, its pool spinning,
+    closed when the pass ends; the timed runs of every pass are read, the untimed ones left out."""
+    runner = jobs.Runner(2, "cpu", str(tmp_path))
+    built = graphs.tailed(graphs.conv(graphs.Rand(0), 32, 32, 28, 3))
+    seen = record_parking(monkeypatch)
+    job = jobs.Profiled(runner, "Conv 32->32 3x3 @28x28", built, frozenset({"conv"}))
+    flush = jobs.Flush(1024)
+    for _ in range(3):
+        job.run_pass(2, flush)
+    assert seen == [True, False, False, False]  # the first session gives the optimized graph only
+    (conv,) = _conv_names(job)
+    assert len(job.kernel_times()[conv]) == 3 * 2  # two timed runs in each of three passes
+    start = time.process_time()
+    time.sleep(0.15)
+    assert time.process_time() - start < 2e-3  # no pool left spinning
+
+
+def test_on_one_thread_a_profiled_job_keeps_one_session(monkeypatch, tmp_path: Path):
+    runner = jobs.Runner(1, "cpu", str(tmp_path))
+    built = graphs.tailed(graphs.conv(graphs.Rand(0), 32, 32, 28, 3))
+    seen = record_parking(monkeypatch)
+    job = jobs.Profiled(runner, "Conv 32->32 3x3 @28x28", built, frozenset({"conv"}))
+    for _ in range(3):
+        job.run_pass(2, jobs.Flush(1024))
+    assert seen == [True]
+    (conv,) = _conv_names(job)
+    assert len(job.kernel_times()[conv]) == 3 * 2

@@ -110,13 +110,23 @@ class Flush:
 
 
 class Runner:
-    """Creates sessions (kept for the whole calibration) in a scratch directory. Their thread pools park when a
-    run returns, so that the idle sessions do not take cores from the one being timed (see
-    sessions.session_options); within a run they spin as a user's session does."""
+    """Creates sessions in a scratch directory. Sessions kept for the whole calibration park their thread pools
+    when a run returns, so that the idle sessions do not take cores from the one being timed (see
+    sessions.session_options); within a run they spin as a user's session does.
+
+    On several threads a profiled benchmark opens a session for each pass instead (``per_pass``,
+    ``pass_session``): its pool spins from one run to the next, as in a user's loop, where a parked pool wakes at
+    every run's first parallel kernel and runs small parallel kernels slower; the session is closed when the pass
+    ends, which stops its threads before the next benchmark runs. One thread has no pool to park."""
 
     def __init__(self, threads: int, provider: str, tmp: str) -> None:
         self.threads, self.provider, self.tmp = threads, provider, tmp
         self.count = 0
+
+    @property
+    def per_pass(self) -> bool:
+        """Whether profiled benchmarks open a session for each pass (on several threads)."""
+        return self.threads > 1
 
     def _path(self, stem: str) -> str:
         self.count += 1
@@ -130,6 +140,11 @@ class Runner:
             model, self.provider, self.threads, "all", profile_prefix=prefix, optimized_path=opt, park_when_idle=True
         )
         return sess, onnx.load(opt, load_external_data=False)
+
+    def pass_session(self, model: onnx.ModelProto) -> Any:
+        """A profiled session for one pass, its pool spinning between runs; the caller closes it."""
+        sess, _ = sessions.make_session(model, self.provider, self.threads, "all", profile_prefix=self._path("prof"))
+        return sess
 
 
 class Job(Protocol):
@@ -145,12 +160,29 @@ def _timed(sess: Any, feeds: Mapping[str, np.ndarray]) -> float:
     return time.perf_counter() - t0
 
 
+def _profile_times(sess: Any, timed: list[bool]) -> dict[str, list[float]]:
+    """End ``sess``'s profiling and read, per node, its kernel times (seconds) in the runs ``timed`` marks (one
+    flag per run, in order); the profile file is deleted."""
+    path = sess.end_profiling()
+    try:
+        events = json.loads(Path(path).read_text(encoding="utf-8"))
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    per: dict[str, list[float]] = {}
+    for e in events:
+        if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time"):
+            per.setdefault(e["name"][: -len("_kernel_time")], []).append(float(e["dur"]) * 1e-6)
+    return {name: [t for t, on in zip(ts, timed) if on] for name, ts in per.items()}
+
+
 class Profiled:
     """A benchmark timed by onnxruntime's profiler: every node's kernel time in each timed run.
 
-    The session lives for the whole calibration; each pass runs it once untimed (to re-warm code and data after the
-    other benchmarks) and ``reps`` times timed, a cold benchmark reading the flush buffer before each timed run.
-    """
+    Each pass runs the benchmark once untimed (to re-warm code and data after the other benchmarks) and ``reps``
+    times timed, a cold benchmark reading the flush buffer before each timed run. On one thread the session
+    lives for the whole calibration; on several, each pass has a session of its own (Runner.per_pass), whose
+    profile is read when the pass ends."""
 
     def __init__(
         self, runner: Runner, label: str, built: Built, harvest: frozenset[str] | None = None, cold: bool | None = None
@@ -158,40 +190,42 @@ class Profiled:
         model, self.feeds = built
         self.label, self.harvest = label, harvest
         self.cold = _weight_bytes(model) >= engine.COLD_WEIGHTS if cold is None else cold
-        self.sess, self.opt = runner.session(model, profile=True)
-        self.timed: list[bool] = []  # per run, in order: whether it was a timed one
+        self.runner, self.model = runner, model
+        first, self.opt = runner.session(model, profile=True)
+        self.sess: Any = None if runner.per_pass else first  # per pass, the first session gives the graph only
+        if self.sess is None:
+            _profile_times(first, [])
+        self.timed: list[bool] = []  # per run of the lasting session, in order: whether it was a timed one
+        self._passes: dict[str, list[float]] = {}  # per node, the timed kernel times of the passes' sessions
         self._times: dict[str, list[float]] | None = None
 
     def run_pass(self, reps: int, flush: Flush) -> None:
         """One untimed run, then ``reps`` timed ones."""
-        self.sess.run(None, self.feeds)
-        self.timed.append(False)
+        sess = self.sess if self.sess is not None else self.runner.pass_session(self.model)
+        timed = [False] + [True] * reps
+        sess.run(None, self.feeds)
         for _ in range(reps):
             if self.cold:
                 flush()
                 for value in self.feeds.values():  # the activations come back: a model hands them over hot
                     float(value.sum())
-            self.sess.run(None, self.feeds)
-            self.timed.append(True)
+            sess.run(None, self.feeds)
+        if self.sess is not None:
+            self.timed += timed
+            return
+        for name, ts in _profile_times(sess, timed).items():
+            self._passes.setdefault(name, []).extend(ts)
 
     def kernel_times(self) -> dict[str, list[float]]:
         """Per node, its kernel times (seconds) in the timed runs; the first call ends the profiling."""
         if self._times is None:
-            self._times = self._read_profile()
+            self._times = _profile_times(self.sess, self.timed) if self.sess is not None else self._passes
         return self._times
 
-    def _read_profile(self) -> dict[str, list[float]]:
-        path = self.sess.end_profiling()
-        try:
-            events = json.loads(Path(path).read_text(encoding="utf-8"))
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-        per: dict[str, list[float]] = {}
-        for e in events:
-            if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time"):
-                per.setdefault(e["name"][: -len("_kernel_time")], []).append(float(e["dur"]) * 1e-6)
-        return {name: [t for t, timed in zip(ts, self.timed) if timed] for name, ts in per.items()}
+    def discard(self) -> None:
+        """End the profiling of a benchmark that will not be timed."""
+        if self.sess is not None:
+            _profile_times(self.sess, [])
 
     def samples(self, profiler_overhead: float) -> list[Sample]:
         """The nodes of the harvested classes, their kernel time net of the profiler's own cost per node."""

@@ -301,7 +301,7 @@ def _low_precision_jobs(n: int, runner: Runner) -> tuple[Profiled | None, Profil
     with contextlib.suppress(UserError):
         fp16 = Profiled(runner, f"MatMul fp16 ({n}x{n}) @ ({n}x{n})", graphs.fp16_matmul(n))
         if any(node.op_type == "Cast" for node in fp16.opt.graph.node):
-            fp16.sess.end_profiling()
+            fp16.discard()
             fp16 = None
     return int8, fp16
 

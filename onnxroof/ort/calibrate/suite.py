@@ -76,7 +76,10 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      its own kind, where one row of each had shared a single point.
 #  25: the same benchmarks; a group of binned points holds its median efficiency across the works its kernels
 #      span, where it had been one point at their geometric mean (bin_points).
-SUITE = 25
+#  26: the same benchmarks; on several threads each profiled benchmark runs in a session of its own for each pass,
+#      its pool spinning from one run to the next as in a user's loop (a parked pool had run small parallel
+#      kernels slower), closed when the pass ends.
+SUITE = 26
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
