@@ -191,10 +191,9 @@ class Profiled:
         self.label, self.harvest = label, harvest
         self.cold = _weight_bytes(model) >= engine.COLD_WEIGHTS if cold is None else cold
         self.runner, self.model = runner, model
-        first, self.opt = runner.session(model, profile=True)
-        self.sess: Any = None if runner.per_pass else first  # per pass, the first session gives the graph only
-        if self.sess is None:
-            _profile_times(first, [])
+        # Per pass, this first session gives the optimized graph only, and need not profile.
+        first, self.opt = runner.session(model, profile=not runner.per_pass)
+        self.sess: Any = None if runner.per_pass else first
         self.timed: list[bool] = []  # per run of the lasting session, in order: whether it was a timed one
         self._passes: dict[str, list[float]] = {}  # per node, the timed kernel times of the passes' sessions
         self._times: dict[str, list[float]] | None = None
