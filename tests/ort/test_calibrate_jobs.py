@@ -165,3 +165,32 @@ def test_on_one_thread_a_profiled_job_keeps_one_session(monkeypatch, tmp_path: P
     assert seen == [True]
     (conv,) = _conv_names(job)
     assert len(job.kernel_times()[conv]) == 3 * 2
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_chain_keeps_both_parked_sessions_on_any_number_of_threads(monkeypatch, tmp_path: Path, threads: int):
+    """A chain's node time is the difference of two runs' times: the pool's wake-up at each run's start cancels."""
+    runner = jobs.Runner(threads, "cpu", str(tmp_path))
+    rand = graphs.Rand(0)
+    seen = record_parking(monkeypatch)
+    chain = jobs.Chain(runner, "Relu 1x64", lambda n: chains.activation_chain(rand, n, "Relu", (1, 64)), (2, 5))
+    for _ in range(3):
+        chain.run_pass(2, jobs.Flush(1024))
+    assert seen == [True, True]
+    assert len(chain.t_lo) == len(chain.t_hi) == 3 * 2
+
+
+@pytest.mark.parametrize(("threads", "expected"), [(1, [True]), (2, [False, False, False])])
+def test_a_loop_keeps_one_parked_session_on_one_thread_and_opens_one_per_pass_on_several(
+    monkeypatch, tmp_path: Path, threads: int, expected: list[bool]
+):
+    runner = jobs.Runner(threads, "cpu", str(tmp_path))
+    seen = record_parking(monkeypatch)
+    loop = jobs.Loop(runner, "Relu 1x64", chains.activation_chain(graphs.Rand(0), 3, "Relu", (1, 64)))
+    for _ in range(3):
+        loop.run_pass(2, jobs.Flush(1024))
+    assert seen == expected
+    assert len(loop.times) == 3 * 2 and loop.time_s() is not None
+    start = time.process_time()
+    time.sleep(0.15)
+    assert time.process_time() - start < 2e-3  # no pool left spinning

@@ -114,10 +114,12 @@ class Runner:
     when a run returns, so that the idle sessions do not take cores from the one being timed (see
     sessions.session_options); within a run they spin as a user's session does.
 
-    On several threads a profiled benchmark opens a session for each pass instead (``per_pass``,
+    On several threads a profiled benchmark and a loop open a session for each pass instead (``per_pass``,
     ``pass_session``): its pool spins from one run to the next, as in a user's loop, where a parked pool wakes at
     every run's first parallel kernel and runs small parallel kernels slower; the session is closed when the pass
-    ends, which stops its threads before the next benchmark runs. One thread has no pool to park."""
+    ends, which stops its threads before the next benchmark runs. The chains keep their parked sessions: a chain's
+    node time is the difference of two runs' times, in which the wake-up at each run's start cancels. One thread
+    has no pool to park."""
 
     def __init__(self, threads: int, provider: str, tmp: str) -> None:
         self.threads, self.provider, self.tmp = threads, provider, tmp
@@ -125,7 +127,7 @@ class Runner:
 
     @property
     def per_pass(self) -> bool:
-        """Whether profiled benchmarks open a session for each pass (on several threads)."""
+        """Whether profiled benchmarks and loops open a session for each pass (on several threads)."""
         return self.threads > 1
 
     def _path(self, stem: str) -> str:
@@ -141,9 +143,10 @@ class Runner:
         )
         return sess, onnx.load(opt, load_external_data=False)
 
-    def pass_session(self, model: onnx.ModelProto) -> Any:
-        """A profiled session for one pass, its pool spinning between runs; the caller closes it."""
-        sess, _ = sessions.make_session(model, self.provider, self.threads, "all", profile_prefix=self._path("prof"))
+    def pass_session(self, model: onnx.ModelProto, *, profile: bool = False) -> Any:
+        """A session for one pass, its pool spinning between runs; the caller closes it."""
+        prefix = self._path("prof") if profile else None
+        sess, _ = sessions.make_session(model, self.provider, self.threads, "all", profile_prefix=prefix)
         return sess
 
 
@@ -200,7 +203,7 @@ class Profiled:
 
     def run_pass(self, reps: int, flush: Flush) -> None:
         """One untimed run, then ``reps`` timed ones."""
-        sess = self.sess if self.sess is not None else self.runner.pass_session(self.model)
+        sess = self.sess if self.sess is not None else self.runner.pass_session(self.model, profile=True)
         timed = [False] + [True] * reps
         sess.run(None, self.feeds)
         for _ in range(reps):
@@ -298,18 +301,20 @@ class Reference:
 
 class Loop:
     """A graph timed as a user's loop times a model: runs back to back by the wall clock, nothing read between
-    them, so that each run finds in the caches what the run before it left there."""
+    them, so that each run finds in the caches what the run before it left there. On several threads each pass
+    has a session of its own (Runner.per_pass)."""
 
     def __init__(self, runner: Runner, label: str, built: Built) -> None:
         self.model, self.feeds = built
-        self.label = label
-        self.sess, _ = runner.session(self.model)
+        self.label, self.runner = label, runner
+        self.sess: Any = None if runner.per_pass else runner.session(self.model)[0]
         self.times: list[float] = []
 
     def run_pass(self, reps: int, flush: Flush) -> None:
         """One untimed run (it brings the graph back after the other benchmarks), then ``reps`` timed ones."""
-        self.sess.run(None, self.feeds)
-        self.times.extend(_timed(self.sess, self.feeds) for _ in range(reps))
+        sess = self.sess if self.sess is not None else self.runner.pass_session(self.model)
+        sess.run(None, self.feeds)
+        self.times.extend(_timed(sess, self.feeds) for _ in range(reps))
 
     def time_s(self) -> float | None:
         """Seconds per run (the fast estimate of the timed runs); None before the first."""

@@ -79,7 +79,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #  26: the same benchmarks; on several threads each profiled benchmark runs in a session of its own for each pass,
 #      its pool spinning from one run to the next as in a user's loop (a parked pool had run small parallel
 #      kernels slower), closed when the pass ends.
-SUITE = 26
+#  27: the same benchmarks; on several threads the weights' reuse loops too: each pass opens their sessions, their
+#      pools spinning between runs (a parked pool wakes at each run's start, which a user's loop never waits for).
+SUITE = 27
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
