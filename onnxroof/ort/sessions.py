@@ -270,7 +270,7 @@ def session_options(
 
 
 def make_session(
-    model: ModelProto,
+    model: ModelProto | bytes,
     provider: str = "cpu",
     threads: int = 1,
     opt_level: str = "all",
@@ -284,6 +284,7 @@ def make_session(
 
     onnxruntime-gpu lists the CUDA provider even where there is no GPU and then falls back to the CPU without an
     error: only the session's own provider list is trusted. A fallback is a UserError unless ``allow_fallback``.
+    ``model`` may come serialized, for a caller that opens many sessions on one model.
     """
     rt = ort()
     wanted = provider_name(provider)
@@ -298,7 +299,8 @@ def make_session(
         threads, opt_level, profile_prefix=profile_prefix, optimized_path=optimized_path, park_when_idle=park_when_idle
     )
     try:
-        session = rt.InferenceSession(model.SerializeToString(), options, providers=providers)
+        serialized = model if isinstance(model, bytes) else model.SerializeToString()
+        session = rt.InferenceSession(serialized, options, providers=providers)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise UserError(

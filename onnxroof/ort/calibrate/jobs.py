@@ -143,10 +143,11 @@ class Runner:
         )
         return sess, onnx.load(opt, load_external_data=False)
 
-    def pass_session(self, model: onnx.ModelProto, *, profile: bool = False) -> Any:
-        """A session for one pass, its pool spinning between runs; the caller closes it."""
+    def pass_session(self, serialized: bytes, *, profile: bool = False) -> Any:
+        """A session for one pass on a serialized model (serialized once for all passes), its pool spinning
+        between runs; the caller closes it."""
         prefix = self._path("prof") if profile else None
-        sess, _ = sessions.make_session(model, self.provider, self.threads, "all", profile_prefix=prefix)
+        sess, _ = sessions.make_session(serialized, self.provider, self.threads, "all", profile_prefix=prefix)
         return sess
 
 
@@ -193,17 +194,18 @@ class Profiled:
         model, self.feeds = built
         self.label, self.harvest = label, harvest
         self.cold = _weight_bytes(model) >= engine.COLD_WEIGHTS if cold is None else cold
-        self.runner, self.model = runner, model
+        self.runner = runner
         # Per pass, this first session gives the optimized graph only, and need not profile.
         first, self.opt = runner.session(model, profile=not runner.per_pass)
         self.sess: Any = None if runner.per_pass else first
+        self.serialized = model.SerializeToString() if runner.per_pass else None  # what each pass's session loads
         self.timed: list[bool] = []  # per run of the lasting session, in order: whether it was a timed one
         self._passes: dict[str, list[float]] = {}  # per node, the timed kernel times of the passes' sessions
         self._times: dict[str, list[float]] | None = None
 
     def run_pass(self, reps: int, flush: Flush) -> None:
         """One untimed run, then ``reps`` timed ones."""
-        sess = self.sess if self.sess is not None else self.runner.pass_session(self.model, profile=True)
+        sess = self.sess if self.serialized is None else self.runner.pass_session(self.serialized, profile=True)
         timed = [False] + [True] * reps
         sess.run(None, self.feeds)
         for _ in range(reps):
@@ -308,11 +310,12 @@ class Loop:
         self.model, self.feeds = built
         self.label, self.runner = label, runner
         self.sess: Any = None if runner.per_pass else runner.session(self.model)[0]
+        self.serialized = self.model.SerializeToString() if runner.per_pass else None  # what each pass's session loads
         self.times: list[float] = []
 
     def run_pass(self, reps: int, flush: Flush) -> None:
         """One untimed run (it brings the graph back after the other benchmarks), then ``reps`` timed ones."""
-        sess = self.sess if self.sess is not None else self.runner.pass_session(self.model)
+        sess = self.sess if self.serialized is None else self.runner.pass_session(self.serialized)
         sess.run(None, self.feeds)
         self.times.extend(_timed(sess, self.feeds) for _ in range(reps))
 
