@@ -30,7 +30,21 @@ def _row() -> object:
         predicted_time_s=0.0116, machine_speed=0.95, agreement=SimpleNamespace(to_dict=lambda: {"count": 3})
     )
     # The machine ran at 0.9, 1.0 and 1.2 of its calibrated speed in the three rounds.
-    return accuracy.Row("zoo:test", "zoo:test", validation, None, rounds, [0.9, 1.0, 1.2])
+    row = accuracy.Row("zoo:test", "zoo:test", validation, rounds, [0.9, 1.0, 1.2])
+    # The validation's profile and one per round; the second round's kernels summed lowest (3 ms).
+    row.profiles = [_profile(0.005, 2.0), _profile(0.004, 1.5), _profile(0.003, 1.1), _profile(0.0045, 1.0)]
+    return row
+
+
+def _profile(kernel_sum_s: float, ratio: float) -> object:
+    """A profile of four kernels of 1, 2, 3 and 4 ms, each predicted ``ratio`` times its measured time."""
+    kernels = tuple(
+        SimpleNamespace(
+            predicted_time_s=ratio * m, measured_time_s=m, shape_only=False, engine_only=False, name=f"k{i}"
+        )
+        for i, m in enumerate((0.001, 0.002, 0.003, 0.004))
+    )
+    return accuracy.Profile(kernel_sum_s, kernels, kernels)
 
 
 def test_a_model_is_read_as_the_median_of_its_quietest_round():
@@ -65,6 +79,21 @@ def test_the_json_row_carries_measured_latency_and_error():
     assert out["measured_fast_s"] == pytest.approx(0.011)
     assert out["round_speeds"] == [0.9, 1.0, 1.2]
     assert len(out["rounds_samples_s"]) == 3
+    assert out["kernel_agreement_validation"] == {"count": 3}
+    assert out["profile_kernel_sums_s"] == [0.005, 0.004, 0.003, 0.0045]
+
+
+def test_the_kernels_are_read_on_the_quietest_profile():
+    row = _row()
+    # The profiles' kernel sums are 5, 4, 3 and 4.5 ms: the third (the second round's) is the quietest. Its
+    # kernels were each predicted 1.1 times their measured time: every relative error is +10%, their median
+    # absolute error 10%, and the ranks agree (Spearman 1).
+    assert row.quietest_profile is row.profiles[2]
+    stats = row.quietest_profile.agreement()
+    assert stats.count == 4
+    assert stats.median_abs_error == pytest.approx(0.10)
+    assert stats.spearman == pytest.approx(1.0)
+    assert accuracy.row_dict(row)["kernel_agreement"]["median_abs_error"] == pytest.approx(0.10)
 
 
 def _manifest(folder: Path) -> list[dict]:
