@@ -202,8 +202,8 @@ def family_lines(records: list[tuple[str, float, float | None]]) -> list[FamilyL
 
 @dataclass(frozen=True)
 class Profile:
-    """One profile of a model's kernels, each compared with its prediction at the machine's speed then: on the
-    engine graph (``kernels``) and on the exported graph's plain roofline (``plain``)."""
+    """One profile of a model's kernels, each compared with its prediction as calibrated: on the engine graph
+    (``kernels``) and on the exported graph's plain roofline (``plain``)."""
 
     kernel_sum_s: float  # the sum of its kernels' medians: lowest in the quietest moment
     kernels: tuple[Any, ...]
