@@ -101,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--calibrations must be 2 or more: a spread needs two")
     measured: dict[str, float] = {}
     if args.measured is not None:
+        if not args.measured.is_file():
+            parser.error(f"{args.measured}: no such file (write one with tools/accuracy.py --json FILE)")
         runs = json.loads(args.measured.read_text()).get(str(args.threads))
         if runs is None:
             parser.error(f"{args.measured} has no run at {args.threads} thread(s)")
@@ -152,8 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         from onnxroof import atomic
 
-        dump = {"cpu": cpu, "threads": args.threads, "calibrated": stamps, "network_factors": factors}
-        dump["predicted_time_s"] = predicted
+        dump: dict[str, Any] = {"cpu": cpu, "threads": args.threads, "calibrated": stamps}
+        dump |= {"network_factors": factors, "predicted_time_s": predicted}
         atomic.write_text(args.json, json.dumps(dump, indent=1) + "\n")
     return 0
 
