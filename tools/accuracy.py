@@ -209,12 +209,17 @@ class Profile:
     kernels: tuple[Any, ...]
     plain: tuple[Any, ...]
 
+    def scored(self, engine_graph: bool = True) -> list[Any]:
+        """The kernels the statistics count (validate.scored) of the engine graph's comparison, or the plain one's."""
+        from onnxroof.ort.validate import scored
+
+        return scored(self.kernels if engine_graph else self.plain, engine_graph=engine_graph)
+
     def agreement(self, engine_graph: bool = True) -> Any:
         """The agreement statistics over the scored kernels of the engine graph's comparison, or the plain one's."""
         from onnxroof.ort.agreement import agreement
-        from onnxroof.ort.validate import scored
 
-        counted = scored(self.kernels if engine_graph else self.plain, engine_graph=engine_graph)
+        counted = self.scored(engine_graph)
         return agreement([k.predicted_time_s for k in counted], [k.measured_time_s for k in counted])
 
 
@@ -393,11 +398,13 @@ def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, ar
     from onnxroof.ort.sessions import runnable_model
     from onnxroof.ort.validate import compare, profiler_overhead, validate
 
+    overhead = profiler_overhead(device)
+
     def compared(profile: Any, analysis: Any, plain_analysis: Any) -> Profile:
         """A profile's kernels against the prediction as calibrated: the quietest profile stands at the machine's
         quiet moments, where its calibration read the ceilings; a reference reading seconds before or after it
         may find another phase."""
-        kernels = compare(analysis, profile, engine_graph=True, profiler_overhead_s=profiler_overhead(device))
+        kernels = compare(analysis, profile, engine_graph=True, profiler_overhead_s=overhead)
         plain = compare(plain_analysis, profile, engine_graph=False)
         return Profile(profile.kernel_sum_s, tuple(kernels), tuple(plain))
 
@@ -438,7 +445,6 @@ def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, ar
 def _print_table(rows: list[Row]) -> None:
     """One line per model, then the targets' figures over all of them."""
     from onnxroof.ort.agreement import agreement, relative_error
-    from onnxroof.ort.validate import scored
 
     width = max([20] + [len(r.label) for r in rows])
     fam_width = max([6] + [len(r.family) for r in rows])
@@ -474,7 +480,7 @@ def _print_table(rows: list[Row]) -> None:
         medians.append(s.median_abs_error)
         first_medians.append(v.agreement.median_abs_error)
         plain_medians.append(plain_stats.median_abs_error)
-        counted = scored(quiet.kernels, engine_graph=True)
+        counted = quiet.scored()
         pooled_p += [k.predicted_time_s for k in counted]
         pooled_m += [k.measured_time_s for k in counted]
         speed = statistics.median(row.speeds) if at_speed else None  # type: ignore[type-var]
