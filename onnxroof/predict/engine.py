@@ -247,13 +247,15 @@ def epilogue_bytes(view: NodeView) -> float:
 
 
 def epilogue_time(view: NodeView, device: Device) -> float:
-    """A pass reading and writing the node's outputs, at the bandwidth of the level they sit in and the device's
-    epilogue ceiling (calibrated on convolutions fused with Clip; a device without one uses its elementwise
-    ceiling, see CLASS_FALLBACK). Zero for a node with no epilogue activation."""
+    """A pass reading and writing the node's outputs in place, at the bandwidth of the level they sit in and the
+    device's epilogue ceiling (calibrated on convolutions fused with Clip; a device without one uses its elementwise
+    ceiling, see CLASS_FALLBACK), by the bytes it moves. The level is the one the outputs fit in: the kernel has
+    just written them there, and the pass rewrites each value where it read it, so its working set is the outputs
+    once though it moves them twice. Zero for a node with no epilogue activation."""
     moved = epilogue_bytes(view)
     if moved <= 0 or epilogue_activation(view) is None:
         return 0.0
-    _, bw = memory_level(device, moved)
+    _, bw = memory_level(device, moved / 2)
     found = ceiling_for(device, "epilogue")
     eff = found[1].memory_efficiency(moved) if found is not None else 1.0
     return moved / (bw * eff)

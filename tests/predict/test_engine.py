@@ -735,6 +735,24 @@ def test_a_calibrated_epilogue_ceiling_replaces_the_elementwise_one_for_the_seco
     assert engine.epilogue_time(clip, calibrated_host({"conv": CONV})) == pytest.approx(401408 / 50e9)
 
 
+def test_the_second_pass_runs_in_the_level_its_outputs_fit_in_though_it_moves_them_twice():
+    dev = calibrated_host({"conv": CONV, "elementwise": ELEMENTWISE})
+    clip = make_node(
+        "Conv",
+        [T((1, 64, 56, 56)), W((64, 64, 3, 3)), W((64,))],
+        [T((1, 64, 56, 56))],
+        domain=NCHWC,
+        kernel_shape=[3, 3],
+        activation="Clip",
+        activation_params=[0.0, 6.0],
+    )
+    # The output is 64 * 56 * 56 * 4 = 802,816 B: it fits the 1 MiB L2 (50 GB/s), the 1,605,632 B the pass reads and
+    # writes do not. Rewritten in place, it stays in L2: 1,605,632 B at 50 GB/s and the elementwise ceiling's 1.0
+    # (held beyond its 1e6 B point) = 32.1 us, where DRAM's 10 GB/s would give 160.6 us.
+    assert engine.epilogue_bytes(clip) == 1_605_632
+    assert engine.epilogue_time(clip, dev) == pytest.approx(1_605_632 / 50e9)
+
+
 @pytest.mark.parametrize(
     ("shape", "perm", "cls"),
     [

@@ -81,7 +81,10 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      kernels slower), closed when the pass ends.
 #  27: the same benchmarks; on several threads the weights' reuse loops too: each pass opens their sessions, their
 #      pools spinning between runs (a parked pool wakes at each run's start, which a user's loop never waits for).
-SUITE = 27
+#  28: the same benchmarks; a fused activation's second pass over a convolution's output runs at the bandwidth of
+#      the level the output fits in, where the bytes it moves (the output twice) had chosen the level: the epilogue
+#      ceiling is read against it.
+SUITE = 28
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
