@@ -91,6 +91,21 @@ def test_a_profiled_job_keeps_the_harvested_nodes_long_enough_to_time(monkeypatc
     assert job.samples(0.0) == []
 
 
+def test_a_global_pool_benchmark_reads_its_input_hot_in_nchwc_layout(tmp_path: Path):
+    runner = jobs.Runner(1, "cpu", str(tmp_path))
+    job = jobs.Profiled(
+        runner,
+        "GlobalAveragePool 2048 @7x7",
+        graphs.global_pool(graphs.Rand(0), "GlobalAveragePool", 2048, 7, True),
+        frozenset({"global_pool"}),
+    )
+    # The depthwise conv in front holds 2048 * 9 * 4 = 73,728 B of weights: nothing to stream through the caches
+    # before the pool, and the job is not flushed cold (a dense 2048 x 2048 1x1 conv held 16 MiB).
+    assert not job.cold
+    pools = [n for n in job.opt.graph.node if n.op_type == "GlobalAveragePool"]
+    assert len(pools) == 1 and pools[0].domain == "com.microsoft.nchwc"
+
+
 def test_a_cold_job_leaves_out_the_reorders_of_activations_its_flush_pushed_out(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ):

@@ -84,7 +84,10 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #  28: the same benchmarks; a fused activation's second pass over a convolution's output runs at the bandwidth of
 #      the level the output fits in, where the bytes it moves (the output twice) had chosen the level: the epilogue
 #      ceiling is read against it.
-SUITE = 28
+#  29: global poolings in NCHWc layout timed after a depthwise conv, their input hot as a model's activation leaves
+#      it, where a dense 1x1 conv's weights (16 MB at 2048 channels) had streamed through the caches first and pushed
+#      it out: the pool ran 2-4 times slower than in a model.
+SUITE = 29
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
