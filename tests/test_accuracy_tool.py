@@ -26,8 +26,14 @@ def _row() -> object:
         [0.012, 0.019, 0.013, 0.017, 0.015, 0.016, 0.014, 0.018],
         [0.011, 0.012, 0.030, 0.013, 0.014, 0.015, 0.016, 0.017],
     ]
+    # The analysis classes kernels k0 and k1 as gemm, k2 as softmax, and has no node for k3.
+    nodes = [SimpleNamespace(name=n, engine=SimpleNamespace(op_class=c)) for n, c in (("k0", "gemm"), ("k1", "gemm"))]
+    nodes += [SimpleNamespace(name="k2", engine=SimpleNamespace(op_class="softmax"))]
     validation = SimpleNamespace(
-        predicted_time_s=0.0116, machine_speed=0.95, agreement=SimpleNamespace(to_dict=lambda: {"count": 3})
+        predicted_time_s=0.0116,
+        machine_speed=0.95,
+        agreement=SimpleNamespace(to_dict=lambda: {"count": 3}),
+        analysis=SimpleNamespace(nodes=nodes),
     )
     # The machine ran at 0.9, 1.0 and 1.2 of its calibrated speed in the three rounds.
     row = accuracy.Row("zoo:test", "zoo:test", validation, rounds, [0.9, 1.0, 1.2])
@@ -40,7 +46,12 @@ def _profile(kernel_sum_s: float, ratio: float) -> object:
     """A profile of four kernels of 1, 2, 3 and 4 ms, each predicted ``ratio`` times its measured time."""
     kernels = tuple(
         SimpleNamespace(
-            predicted_time_s=ratio * m, measured_time_s=m, shape_only=False, engine_only=False, name=f"k{i}"
+            predicted_time_s=ratio * m,
+            measured_time_s=m,
+            shape_only=False,
+            engine_only=False,
+            name=f"k{i}",
+            op_type="MatMul",
         )
         for i, m in enumerate((0.001, 0.002, 0.003, 0.004))
     )
@@ -94,6 +105,36 @@ def test_the_kernels_are_read_on_the_quietest_profile():
     assert stats.median_abs_error == pytest.approx(0.10)
     assert stats.spearman == pytest.approx(1.0)
     assert accuracy.row_dict(row)["kernel_agreement"]["median_abs_error"] == pytest.approx(0.10)
+
+
+def test_the_quietest_profile_is_summed_by_op_class():
+    # The quietest profile's kernels of 1, 2, 3 and 4 ms, each predicted 1.1 times: gemm holds k0 and k1 (3 ms,
+    # predicted 3.3), softmax k2 (3 ms, 3.3), and k3, which the analysis has no node for, goes by its op type
+    # MatMul (4 ms, 4.4).
+    times = _row().class_times()
+    assert set(times) == {"gemm", "softmax", "MatMul"}
+    assert times["gemm"] == pytest.approx((0.0033, 0.003))
+    assert times["softmax"] == pytest.approx((0.0033, 0.003))
+    assert times["MatMul"] == pytest.approx((0.0044, 0.004))
+    assert accuracy.row_dict(_row())["class_times_s"]["MatMul"] == pytest.approx([0.0044, 0.004])
+
+
+def test_each_model_weighs_alike_in_the_per_class_lines():
+    models = [
+        {"gemm": (2.0, 1.0), "softmax": (1.0, 1.0)},  # gemm half of this model's time, predicted 2x
+        {"gemm": (300.0, 300.0)},  # a model 150 times longer, all gemm, predicted exactly
+        {"gemm": (0.9, 1.0), "tiny": (0.01, 0.001)},  # tiny: 0.001 / 1.001 of this model, under 1% of the set's
+    ]
+    gemm, softmax = accuracy.class_lines(models)
+    # gemm's share: (0.5 + 1 + 1 / 1.001) / 3 = 0.8330; its ratios 2, 1 and 0.9: median 1.
+    assert (gemm.op_class, gemm.models) == ("gemm", 3)
+    assert gemm.share == pytest.approx((0.5 + 1 + 1 / 1.001) / 3)
+    assert gemm.median_ratio == pytest.approx(1.0)
+    # softmax: half of one model's time of three, 1/6; one ratio, 1.
+    assert (softmax.op_class, softmax.models) == ("softmax", 1)
+    assert softmax.share == pytest.approx(1 / 6)
+    assert softmax.median_ratio == pytest.approx(1.0)
+    assert "in   1 model(s),  16.7% of a model's kernel time, predicted / profiled 1.00" in str(softmax)
 
 
 def _manifest(folder: Path) -> list[dict]:

@@ -201,6 +201,46 @@ def family_lines(records: list[tuple[str, float, float | None]]) -> list[FamilyL
 
 
 @dataclass(frozen=True)
+class ClassLine:
+    """One op class over the set: in how many models its kernels ran, its share of a model's kernel time (the mean
+    over every model, 0 where it is absent, each model counted alike) and the median over those models of its
+    kernels' predicted time over their profiled time."""
+
+    op_class: str
+    models: int
+    share: float
+    median_ratio: float
+
+    def __str__(self) -> str:
+        return (
+            f"{self.op_class:<22} in {self.models:>3} model(s), {self.share:>6.1%} of a model's kernel time, "
+            f"predicted / profiled {self.median_ratio:.2f}"
+        )
+
+
+def class_lines(models: list[dict[str, tuple[float, float]]], min_share: float = 0.01) -> list[ClassLine]:
+    """Per op class, from each model's (predicted, profiled) kernel seconds by class: where the set's predictions
+    miss, a model's classes weighed by their share of its time so that a small model counts as much as a large
+    one. Classes under ``min_share`` of a model's time on average are left out; the largest share first."""
+    shares: dict[str, float] = {}
+    ratios: dict[str, list[float]] = {}
+    for by_class in models:
+        total = sum(profiled for _, profiled in by_class.values())
+        if total <= 0:
+            continue
+        for op_class, (predicted, profiled) in by_class.items():
+            shares[op_class] = shares.get(op_class, 0.0) + profiled / total / len(models)
+            if profiled > 0:
+                ratios.setdefault(op_class, []).append(predicted / profiled)
+    lines = [
+        ClassLine(op_class, len(ratios[op_class]), share, statistics.median(ratios[op_class]))
+        for op_class, share in shares.items()
+        if share >= min_share and op_class in ratios
+    ]
+    return sorted(lines, key=lambda line: -line.share)
+
+
+@dataclass(frozen=True)
 class Profile:
     """One profile of a model's kernels, each compared with its prediction as calibrated: on the engine graph
     (``kernels``) and on the exported graph's plain roofline (``plain``)."""
@@ -240,6 +280,17 @@ class Row:
     def quietest_profile(self) -> Profile:
         """The profile whose kernels' medians sum lowest: the per-kernel figures are read on it."""
         return min(self.profiles, key=lambda p: p.kernel_sum_s)
+
+    def class_times(self) -> dict[str, tuple[float, float]]:
+        """Per op class, the predicted and the profiled seconds of the quietest profile's scored kernels (a kernel
+        the analysis has no node for is classed by its op type)."""
+        classes = {n.name: n.engine.op_class for n in self.validation.analysis.nodes if n.engine is not None}
+        out: dict[str, tuple[float, float]] = {}
+        for k in self.quietest_profile.scored():
+            op_class = classes.get(k.name, k.op_type)
+            predicted, profiled = out.get(op_class, (0.0, 0.0))
+            out[op_class] = (predicted + k.predicted_time_s, profiled + k.measured_time_s)
+        return out
 
     @property
     def samples(self) -> list[float]:
@@ -357,7 +408,8 @@ def main(argv: list[str] | None = None) -> int:
 def row_dict(row: Row) -> dict[str, Any]:
     """One model's line of the JSON dump: its prediction, its measurement (the quietest round's median), the same
     at the calibrated speed and the fast estimate, the machine's speed per round, the per-kernel agreement on the
-    quietest profile and on the validation's, each profile's kernel sum and every round's samples."""
+    quietest profile and on the validation's, each profile's kernel sum, the quietest profile's predicted and
+    profiled seconds per op class and every round's samples."""
     from onnxroof.ort.agreement import relative_error
 
     v = row.validation
@@ -376,6 +428,7 @@ def row_dict(row: Row) -> dict[str, Any]:
         "kernel_agreement": row.quietest_profile.agreement().to_dict(),
         "kernel_agreement_validation": v.agreement.to_dict(),
         "profile_kernel_sums_s": [p.kernel_sum_s for p in row.profiles],
+        "class_times_s": {op_class: list(times) for op_class, times in row.class_times().items()},
         "rounds_samples_s": row.rounds,
     }
 
@@ -516,6 +569,9 @@ def _print_table(rows: list[Row]) -> None:
     print("per family (targets: no family's mean error beyond +-7%, per-kernel median |error| <= 15%):")
     for line in family_lines([(r.family, e, m) for r, e, m in zip(rows, errors, medians)]):
         print(f"  {line}")
+    print("per op class, on each model's quietest profile (classes over 1% of a model's kernel time on average):")
+    for class_line in class_lines([row.class_times() for row in rows]):
+        print(f"  {class_line}")
 
 
 def _say(text: str = "") -> None:
