@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from onnxroof.costs import Cost
+from onnxroof.costs import Cost, NodeView
 from onnxroof.devices import (
     OP_CLASSES,
     CacheLevel,
@@ -678,6 +678,20 @@ def test_model_time_adds_the_run_overhead_once():
     assert engine.model_time([], load_device("colab-xeon-1core")) == 0.0
 
 
+def _clip_conv(hw: int) -> NodeView:
+    """A 64 -> 64 3x3 NCHWc convolution on hw x hw fused with Clip (ReLU6), which onnxruntime applies in a second
+    pass over the output."""
+    return make_node(
+        "Conv",
+        [T((1, 64, hw, hw)), W((64, 64, 3, 3)), W((64,))],
+        [T((1, 64, hw, hw))],
+        domain=NCHWC,
+        kernel_shape=[3, 3],
+        activation="Clip",
+        activation_params=[0.0, 6.0],
+    )
+
+
 def test_an_activation_other_than_relu_is_a_second_pass_over_the_output():
     dev = calibrated_host({"conv": CONV, "elementwise": ELEMENTWISE})
     cost = Cost(flops=1e7, bytes_read=400_000, bytes_written=200_000, kernels=1)
@@ -689,15 +703,7 @@ def test_an_activation_other_than_relu_is_a_second_pass_over_the_output():
         kernel_shape=[3, 3],
         activation="Relu",
     )
-    clip = make_node(
-        "Conv",
-        [T((1, 64, 28, 28)), W((64, 64, 3, 3)), W((64,))],
-        [T((1, 64, 28, 28))],
-        domain=NCHWC,
-        kernel_shape=[3, 3],
-        activation="Clip",
-        activation_params=[0.0, 6.0],
-    )
+    clip = _clip_conv(28)
     assert engine.epilogue_activation(relu) is None and engine.epilogue_activation(clip) == "Clip"
     base, _ = engine.predict_engine(relu, cost, "fp32", dev)
     pred, note = engine.predict_engine(clip, cost, "fp32", dev)
@@ -716,15 +722,7 @@ def test_an_activation_other_than_relu_is_a_second_pass_over_the_output():
 def test_a_calibrated_epilogue_ceiling_replaces_the_elementwise_one_for_the_second_pass():
     epilogue = Ceiling(compute=(), memory=((1e5, 0.2), (1e7, 0.8)), source="calibrated: test epilogue")
     dev = calibrated_host({"conv": CONV, "elementwise": ELEMENTWISE, "epilogue": epilogue})
-    clip = make_node(
-        "Conv",
-        [T((1, 64, 28, 28)), W((64, 64, 3, 3)), W((64,))],
-        [T((1, 64, 28, 28))],
-        domain=NCHWC,
-        kernel_shape=[3, 3],
-        activation="Clip",
-        activation_params=[0.0, 6.0],
-    )
+    clip = _clip_conv(28)
     # 401,408 B moved in L2 (50 GB/s) at the epilogue ceiling's 0.2 + 0.6 * log(401408/1e5) / log(100) = 0.3808
     eff = 0.2 + 0.6 * math.log(401408 / 1e5) / math.log(100)
     assert engine.epilogue_bytes(clip) == 401408
@@ -737,15 +735,7 @@ def test_a_calibrated_epilogue_ceiling_replaces_the_elementwise_one_for_the_seco
 
 def test_the_second_pass_runs_in_the_level_its_outputs_fit_in_though_it_moves_them_twice():
     dev = calibrated_host({"conv": CONV, "elementwise": ELEMENTWISE})
-    clip = make_node(
-        "Conv",
-        [T((1, 64, 56, 56)), W((64, 64, 3, 3)), W((64,))],
-        [T((1, 64, 56, 56))],
-        domain=NCHWC,
-        kernel_shape=[3, 3],
-        activation="Clip",
-        activation_params=[0.0, 6.0],
-    )
+    clip = _clip_conv(56)
     # The output is 64 * 56 * 56 * 4 = 802,816 B: it fits the 1 MiB L2 (50 GB/s), the 1,605,632 B the pass reads and
     # writes do not. Rewritten in place, it stays in L2: 1,605,632 B at 50 GB/s and the elementwise ceiling's 1.0
     # (held beyond its 1e6 B point) = 32.1 us, where DRAM's 10 GB/s would give 160.6 us.
