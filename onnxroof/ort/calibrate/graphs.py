@@ -236,11 +236,19 @@ def recurrent(rand: Rand, op: str, steps: int, input_size: int, hidden: int) -> 
     return _single(op, x, weights, order=["x", "w", "r", "b"], hidden_size=hidden, **attrs)
 
 
-def _after_conv(rand: Rand, c: int, hw: int, node: onnx.NodeProto, weights: Mapping[str, np.ndarray]) -> Built:
-    """A 1x1 Conv (c -> c channels on hw x hw) into ``node``, which reads "c" and writes "y": onnxruntime runs
-    the node in NCHWc layout when it can, as it does after a model's convolutions."""
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]), node]
-    inits = {"w": rand.f(c, c, 1, 1), **weights}
+def _after_conv(
+    rand: Rand, c: int, hw: int, node: onnx.NodeProto, weights: Mapping[str, np.ndarray], *, depthwise: bool = False
+) -> Built:
+    """A 1x1 Conv (c -> c channels on hw x hw), or with ``depthwise`` a depthwise 3x3 one, into ``node``, which
+    reads "c" and writes "y": onnxruntime runs the node in NCHWc layout when it can, as it does after a model's
+    convolutions."""
+    if depthwise:
+        front = helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1] * 4, group=c)
+        inits = {"w": rand.f(c, 1, 3, 3), **weights}
+    else:
+        front = helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1])
+        inits = {"w": rand.f(c, c, 1, 1), **weights}
+    nodes = [front, node]
     return build_model(nodes, {"x": ((1, c, hw, hw), FLOAT)}, ["y"], inits), {"x": rand.f(1, c, hw, hw)}
 
 
@@ -260,12 +268,7 @@ def global_pool(rand: Rand, op: str, c: int, hw: int, after_conv: bool) -> Built
     channels) and push the pool's input out of them; the depthwise conv's weights are a few kilobytes."""
     if not after_conv:
         return _single(op, {"x": rand.f(1, c, hw, hw)}, order=["x"])
-    nodes = [
-        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=c),
-        helper.make_node(op, ["c"], ["y"], name="gpool"),
-    ]
-    model = build_model(nodes, {"x": ((1, c, hw, hw), FLOAT)}, ["y"], {"w": rand.f(c, 1, 3, 3)})
-    return model, {"x": rand.f(1, c, hw, hw)}
+    return _after_conv(rand, c, hw, helper.make_node(op, ["c"], ["y"], name="gpool"), {}, depthwise=True)
 
 
 def batchnorm_nchwc(rand: Rand, c: int, hw: int) -> Built:

@@ -86,7 +86,7 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      ceiling is read against it.
 #  29: global poolings in NCHWc layout timed after a depthwise conv, their input hot as a model's activation leaves
 #      it, where a dense 1x1 conv's weights (16 MB at 2048 channels) had streamed through the caches first and pushed
-#      it out: the pool ran 2-4 times slower than in a model.
+#      it out.
 SUITE = 29
 
 # ---------------------------------------------------------------------------------------------------- the suites
