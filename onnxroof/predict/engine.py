@@ -66,6 +66,7 @@ __all__ = [
     "COLD_WEIGHTS",
     "EngineNote",
     "bias_pass_time",
+    "core_cache_bytes",
     "distant_read_time",
     "epilogue_activation",
     "epilogue_bytes",
@@ -246,16 +247,26 @@ def epilogue_bytes(view: NodeView) -> float:
     return 2.0 * sum(t.nbytes for t in view.outputs if t is not None and t.known)
 
 
+def core_cache_bytes(device: Device) -> float:
+    """What the largest private (per-core) cache level with a measured bandwidth holds over the profile's threads;
+    zero on a device without one."""
+    private = [c for c in device.caches if c.bandwidth is not None and c.scope in ("per-core", "per-sm")]
+    return max((_capacity(device, c.size, c.scope) for c in private), default=0.0)
+
+
 def epilogue_time(view: NodeView, device: Device) -> float:
     """A pass reading and writing the node's outputs in place, at the bandwidth of the level they sit in and the
     device's epilogue ceiling (calibrated on convolutions fused with Clip; a device without one uses its elementwise
-    ceiling, see CLASS_FALLBACK), by the bytes it moves. The level is the one the outputs fit in: the kernel has
-    just written them there, and the pass rewrites each value where it read it, so its working set is the outputs
-    once though it moves them twice. Zero for a node with no epilogue activation."""
+    ceiling, see CLASS_FALLBACK), by the bytes it moves. onnxruntime applies the activation to each block of the
+    output right after the kernel computed it, while the block is in the core's own cache, and rewrites each value
+    where it read it: the level is the one the outputs fit in, up to the largest private cache (an output larger
+    than that is still rewritten there, a block at a time), and the pass's working set is the outputs once though
+    it moves them twice. Zero for a node with no epilogue activation."""
     moved = epilogue_bytes(view)
     if moved <= 0 or epilogue_activation(view) is None:
         return 0.0
-    _, bw = memory_level(device, moved / 2)
+    core = core_cache_bytes(device)
+    _, bw = memory_level(device, min(moved / 2, core) if core > 0 else moved / 2)
     found = ceiling_for(device, "epilogue")
     eff = found[1].memory_efficiency(moved) if found is not None else 1.0
     return moved / (bw * eff)

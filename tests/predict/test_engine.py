@@ -743,6 +743,25 @@ def test_the_second_pass_runs_in_the_level_its_outputs_fit_in_though_it_moves_th
     assert engine.epilogue_time(clip, dev) == pytest.approx(1_605_632 / 50e9)
 
 
+def test_an_output_larger_than_the_cores_cache_is_rewritten_there_a_block_at_a_time():
+    clip = _clip_conv(224)
+    # The output is 64 * 224 * 224 * 4 = 12,845,056 B, larger than the 1 MiB L2 (50 GB/s), the largest private
+    # cache: the activation runs on each block of it while the block is in L2, so the 25,690,112 B the pass moves
+    # stream at L2's 50 GB/s (the elementwise ceiling's 1.0 beyond its 1e6 B point) = 513.8 us, not DRAM's 10 GB/s
+    # (2569 us).
+    one = calibrated_host({"conv": CONV, "elementwise": ELEMENTWISE})
+    assert engine.core_cache_bytes(one) == 1024 * 1024
+    assert engine.epilogue_time(clip, one) == pytest.approx(25_690_112 / 50e9)
+    # At 2 threads each core rewrites its share in its own L2: 2 MiB of private cache, the same level.
+    two = calibrated_host({"conv": CONV, "elementwise": ELEMENTWISE}, threads=2)
+    assert engine.core_cache_bytes(two) == 2 * 1024 * 1024
+    assert engine.epilogue_time(clip, two) == pytest.approx(25_690_112 / 50e9)
+    # An output of 64 * 8 * 8 * 4 = 16,384 B fits the 32 KiB L1 (100 GB/s): 32,768 B moved at the elementwise
+    # ceiling's 0.5 + 0.5 * log(32768/1e4) / log(100) = 0.6288 -> 0.521 us.
+    eff = 0.5 + 0.5 * math.log(32768 / 1e4) / math.log(100)
+    assert engine.epilogue_time(_clip_conv(8), one) == pytest.approx(32768 / (100e9 * eff))
+
+
 @pytest.mark.parametrize(
     ("shape", "perm", "cls"),
     [

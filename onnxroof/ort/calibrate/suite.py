@@ -87,7 +87,10 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #  29: global poolings in NCHWc layout timed after a depthwise conv, their input hot as a model's activation leaves
 #      it, where a dense 1x1 conv's weights (16 MB at 2048 channels) had streamed through the caches first and pushed
 #      it out.
-SUITE = 29
+#  30: the same benchmarks; the fused activation's pass runs at the level of the core's own cache when the output
+#      is larger than it (onnxruntime applies it a block at a time, right after computing the block), where the
+#      output's whole size had chosen a shared level or DRAM.
+SUITE = 30
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
