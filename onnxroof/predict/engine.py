@@ -70,6 +70,7 @@ __all__ = [
     "distant_read_time",
     "epilogue_activation",
     "epilogue_bytes",
+    "epilogue_level",
     "epilogue_time",
     "exposed_dram_time",
     "exposed_weight_time",
@@ -254,6 +255,14 @@ def core_cache_bytes(device: Device) -> float:
     return max((_capacity(device, c.size, c.scope) for c in private), default=0.0)
 
 
+def epilogue_level(view: NodeView, device: Device) -> tuple[str, float]:
+    """(level name, bandwidth) of an epilogue pass (see :func:`epilogue_time`): the level the node's outputs fit
+    in, up to the largest private cache."""
+    output = epilogue_bytes(view) / 2
+    core = core_cache_bytes(device)
+    return memory_level(device, min(output, core) if core > 0 else output)
+
+
 def epilogue_time(view: NodeView, device: Device) -> float:
     """A pass reading and writing the node's outputs in place, at the bandwidth of the level they sit in and the
     device's epilogue ceiling (calibrated on convolutions fused with Clip; a device without one uses its elementwise
@@ -265,8 +274,7 @@ def epilogue_time(view: NodeView, device: Device) -> float:
     moved = epilogue_bytes(view)
     if moved <= 0 or epilogue_activation(view) is None:
         return 0.0
-    core = core_cache_bytes(device)
-    _, bw = memory_level(device, min(moved / 2, core) if core > 0 else moved / 2)
+    _, bw = epilogue_level(view, device)
     found = ceiling_for(device, "epilogue")
     eff = found[1].memory_efficiency(moved) if found is not None else 1.0
     return moved / (bw * eff)

@@ -23,6 +23,17 @@ def test_binning_merges_close_work_sizes():
     assert ceilings.bin_points(points, least=1) == ((1e6, 0.6), (1.2e6, 0.6), (1e8, 0.9))
 
 
+def test_memory_points_of_two_levels_are_binned_apart():
+    # Bytes within 1.6x of each other, but the third kernel's working set is in L3 where the first two are in L2:
+    # an efficiency is a fraction of its own level's bandwidth. Binned together they would hold one median, 0.62;
+    # apart, L2's two hold their median (0.6 + 0.62) / 2 = 0.61 and L3's one its own 1.1.
+    points = [(1e6, 0.6, "L2"), (1.2e6, 0.62, "L2"), (1.5e6, 1.1, "L3")]
+    assert ceilings.bin_points([(w, e) for w, e, _ in points]) == ((1e6, 0.62), (1.5e6, 0.62))
+    assert ceilings.bin_levels(points) == ((1e6, 0.61), (1.2e6, 0.61), (1.5e6, 1.1))
+    # Within a level the rules of bin_points hold: three L2 points within 1.6x are one group at their median.
+    assert ceilings.bin_levels([(1e6, 0.5, "L2"), (1.1e6, 0.7, "L2"), (1.2e6, 0.6, "L2")]) == ((1e6, 0.6), (1.2e6, 0.6))
+
+
 def test_a_group_holds_its_median_across_its_span_and_interpolation_runs_between_groups():
     # Two groups of three: (100, 120, 150) at median 0.4 and (1000, 1200, 1500) at median 0.8.
     points = [(100, 0.3), (120, 0.4), (150, 0.5), (1000, 0.7), (1200, 0.8), (1500, 0.9)]

@@ -37,6 +37,7 @@ from onnxroof.units import binary_bytes
 __all__ = [
     "HOLDS",
     "STEAL_WARN",
+    "bin_levels",
     "bin_points",
     "calibration_warnings",
     "class_ceilings",
@@ -72,6 +73,24 @@ def peak_candidates(samples: Sequence[Sample]) -> list[tuple[float, str]]:
         and x.time_s >= PEAK_MIN_S
         and x.cost.flops > 0
     ]
+
+
+def bin_levels(
+    points: list[tuple[float, float, str]], factor: float = 1.6, least: int = 3
+) -> tuple[tuple[float, float], ...]:
+    """Memory points (bytes, efficiency, memory level) binned as ``bin_points`` bins them, each level's apart: an
+    efficiency is a fraction of its level's bandwidth, and a group spanning two levels would give a kernel of one
+    the median of the other's (a pass over an L3-sized output at the efficiency of those in L2). A level with fewer
+    than ``least`` points is a group of its own. Where two levels' bytes overlap, the point of the level with the
+    smaller bytes is kept at a shared byte count."""
+    by_level: dict[str, list[tuple[float, float]]] = {}
+    for work, efficiency, level in points:
+        by_level.setdefault(level, []).append((work, efficiency))
+    out: dict[float, float] = {}
+    for group in sorted(by_level.values(), key=lambda g: min(w for w, _ in g)):
+        for work, efficiency in bin_points(group, factor, least=min(least, len(group))):
+            out.setdefault(work, efficiency)
+    return tuple(sorted(out.items()))
 
 
 def bin_points(
@@ -145,7 +164,7 @@ class _Points:
 
     def __init__(self) -> None:
         self.compute: dict[str, list[tuple[float, float]]] = {}
-        self.memory: dict[str, list[tuple[float, float]]] = {}
+        self.memory: dict[str, list[tuple[float, float, str]]] = {}  # (bytes, efficiency, memory level)
         self.labels: dict[str, list[str]] = {}
 
     def add(self, s: Sample, device: Device) -> None:
@@ -153,7 +172,8 @@ class _Points:
         op), if its class has a ceiling."""
         if s.part == "epilogue":
             pass_s = engine.epilogue_time(s.view, device)
-            self.memory.setdefault("epilogue", []).append((engine.epilogue_bytes(s.view), pass_s / s.time_s))
+            level, _ = engine.epilogue_level(s.view, device)
+            self.memory.setdefault("epilogue", []).append((engine.epilogue_bytes(s.view), pass_s / s.time_s, level))
             self.labels.setdefault("epilogue", []).append(s.label)
             return
         cls = op_classes.op_class(s.view)
@@ -173,7 +193,10 @@ class _Points:
         else:
             if nbytes <= 0:
                 return
-            self.memory.setdefault(cls, []).append((nbytes, pred.memory_time_s / s.time_s))
+            # A product bound by its weights reads them from DRAM whatever level its working set names: its
+            # points bin together.
+            level = note.level if cls in MEMORY_CLASSES else "weights"
+            self.memory.setdefault(cls, []).append((nbytes, pred.memory_time_s / s.time_s, level))
         self.labels.setdefault(cls, [])
         if s.label not in self.labels[cls]:
             self.labels[cls].append(s.label)
@@ -188,7 +211,7 @@ def _ceilings(points: _Points, threads: int) -> dict[str, Ceiling]:
         # pass: each is a point of its own, so that a step whose weights stay in L2 (hidden 64 to 128) and one
         # whose weights do not (256 and up), each timed at a few sizes only, are not merged into one median.
         least = 1 if cls in RECURRENT_CLASSES else 3
-        compute, memory = bin_points(by_class.get(cls, []), least=least), bin_points(by_memory.get(cls, []))
+        compute, memory = bin_points(by_class.get(cls, []), least=least), bin_levels(by_memory.get(cls, []))
         if not compute and not memory:
             continue
         what = "; ".join(labels[cls][:6]) + (f"; and {len(labels[cls]) - 6} more" if len(labels[cls]) > 6 else "")

@@ -90,7 +90,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #  30: the same benchmarks; the fused activation's pass runs at the level of the core's own cache when the output
 #      is larger than it (onnxruntime applies it a block at a time, right after computing the block), where the
 #      output's whole size had chosen a shared level or DRAM.
-SUITE = 30
+#  31: the same benchmarks; a memory class's points are binned apart by the memory level their working set is in
+#      (bin_levels), where a group had spanned two levels and held one median of fractions of two bandwidths.
+SUITE = 31
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
