@@ -28,7 +28,8 @@ spends on one node of the graph it actually runs (``onnxroof.ort.sessions.optimi
 - for a compute-bound matrix product by weights of ``COLD_WEIGHTS`` or more (class gemm), the time its weights
   take to arrive, in full: its kernel runs each prepacked panel of the weight over the rows of the input and
   waits for the next one, so a product with a few dozen rows (speech encoders' 50 frames) runs its arithmetic
-  plus its weights' time, not the larger of the two (:func:`exposed_weight_time`);
+  plus its weights' time, not the larger of the two (:func:`exposed_weight_time`); in a model, smaller weights
+  too, which the calibration reads warm but a model's layer finds where the rest of the inference left them;
 - for a Softmax behind a constant attention mask of large negative scores and the product that reads its output,
   the time its elements on the slow path of subnormal floats take (``onnxroof.predict.subnormal``), at the
   device's calibrated ``softmax_underflow`` and ``subnormal_product``;
@@ -297,19 +298,24 @@ def exposed_dram_time(device: Device, cls: str, level_bandwidth: float, compute_
     return (1.0 - device.dram_overlap.value) * memory_s
 
 
-def exposed_weight_time(cls: str, weights: float, weight_s: float, compute_s: float, memory_s: float) -> float:
+def exposed_weight_time(
+    cls: str, weights: float, weight_s: float, compute_s: float, memory_s: float, kept_s: float = 0.0
+) -> float:
     """The time a compute-bound matrix product by a weight (class gemm) waits for its weights on top of its
     arithmetic: all of ``weight_s``, the weights' read at the rate they come at (DRAM's, times the model's reuse
     between runs; not the class's memory efficiency, which is read on products with small weights whose time is
     mostly their dispatch, and the calibration takes this same time off a product's measured one before reading
     its compute ceiling). onnxruntime's kernel multiplies the rows of its input by one prepacked panel of the
     weight after another, and a panel read from memory is not hidden behind the arithmetic on the one before it.
-    Zero for weights under ``COLD_WEIGHTS``, whose warm reads the ceilings already carry (the calibration reads
-    them warm), for any other class, and for a product bound by its memory time (the roofline's ``max`` counts the
-    weights there)."""
-    if cls != "gemm" or weights < COLD_WEIGHTS or compute_s < memory_s:
+
+    Weights under ``COLD_WEIGHTS`` are read warm by the calibration, in the core's cache where the benchmark's
+    previous run left them, and the ceilings carry that read; in a model the rest of an inference has passed
+    through the caches since the layer last ran, and its weights come from where the model's traffic leaves them:
+    ``kept_s``, their read at DRAM's rate times the model's reuse (zero outside a model). Zero for any other class
+    and for a product bound by its memory time (the roofline's ``max`` counts the weights there)."""
+    if cls != "gemm" or compute_s < memory_s:
         return 0.0
-    return weight_s
+    return weight_s if weights >= COLD_WEIGHTS else kept_s
 
 
 def bias_pass_time(view: NodeView, device: Device, cls: str, compute_s: float, memory_s: float) -> float:
@@ -405,8 +411,10 @@ def predict_engine(
     effective_bw = cost.bytes / memory if memory > 0 else bw * eff_m / network
     epilogue = epilogue_activation(view)
     epilogue_s = network * epilogue_time(view, device)
+    # A small weight's read in a model, from the level the model's traffic leaves it in (none outside a model).
+    kept_s = network * weights / (dram * weight_speedup(device, traffic)) if traffic is not None else 0.0
     exposed = exposed_dram_time(device, cls, bw, compute, memory) + exposed_weight_time(
-        cls, weights, weight_dram_s, compute, memory
+        cls, weights, weight_dram_s, compute, memory, kept_s
     )
     slow_path = network * subnormal_time(device, subnormal)
     bias_s = network * bias_pass_time(view, device, cls, compute, memory)

@@ -452,6 +452,15 @@ def test_a_compute_bound_product_waits_for_its_cold_weights_on_top_of_its_arithm
         flops=2 * 50 * 256 * 256, bytes_read=4 * 50 * 256 + small_weights, bytes_written=4 * 50 * 256, kernels=1
     )
     assert engine.predict_engine(small, small_cost, "fp32", dev)[1].exposed_memory_s == 0.0
+    # In a model (a traffic given), the rest of an inference has passed through the caches since the layer last
+    # ran: its 263,168 B of weights come where the model's traffic leaves them, DRAM's 10 GB/s times the reuse of
+    # 2x = 13.2 us on top of its 65.5 us of arithmetic (6,553,600 FLOPs at 100 GFLOP/s; its memory time, 2.0 us of
+    # activations in L2 and 26.3 us of weights at DRAM's rate, stays under it).
+    in_model = engine.predict_engine(small, small_cost, "fp32", reused, traffic=1e6)[1]
+    assert in_model.exposed_memory_s == pytest.approx(small_weights / 20e9)
+    assert engine.predict_engine(small, small_cost, "fp32", dev, traffic=1e6)[1].exposed_memory_s == pytest.approx(
+        small_weights / 10e9
+    )
     # A product of one row is bound by its weight's read, which max() counts already; so is any memory-bound one.
     gemv = make_node("Gemm", [T((1, 768)), W((768, 768)), W((768,))], [T((1, 768))], transB=1)
     gemv_cost = Cost(flops=2 * 768 * 768, bytes_read=4 * 768 + weights, bytes_written=4 * 768, kernels=1)
