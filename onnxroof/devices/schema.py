@@ -31,6 +31,7 @@ OP_CLASSES: tuple[str, ...] = (
     "conv_small",  # dense convolution on a small output (<= 9x9 positions) or with few channels
     "conv_vector",  # a dense one with a single output position (squeeze-and-excitation): a matrix-vector product
     "conv_border",  # NCHWc dense convolution with most output columns' windows in the padding (dilated ASPP branches)
+    "conv_1d",  # dense convolution over one spatial axis (a speech encoder's): plain layout, im2col and a product
     "conv_grouped",  # grouped convolution in plain layout (not depthwise; a blocked NCHWc one is a dense class)
     "conv_grouped_narrow",  # the same with under 16 output channels per group (RegNet's, ResNeXt's narrow stages)
     "depthwise",  # one input channel per group, in onnxruntime's NCHWc layout

@@ -51,6 +51,7 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "conv_small": "conv",
     "conv_vector": "conv_small",
     "conv_border": "conv_mid",
+    "conv_1d": "conv",
     "conv_grouped": "conv_small",
     "conv_grouped_narrow": "conv_grouped",
     "depthwise_plain": "depthwise",
@@ -163,9 +164,10 @@ def _conv_class(view: NodeView) -> str:
     """depthwise / batchnorm (a depthwise 1x1 conv is a per-channel scale and shift) / conv_grouped (or
     conv_grouped_narrow, under NARROW_GROUP_CHANNELS output channels per group) / depthwise_plain (a depthwise
     convolution outside the NCHWc layout) / depthwise_border and conv_border (an NCHWc depthwise or dense one with
-    most output columns at the padding, see BORDER_CONV_SHARE) / conv_vector (one output position) / conv_small /
-    conv_mid / conv_stem / conv_wide / conv1x1 / conv, from the weight's shape (or the attributes when it is
-    unknown); a grouped convolution in onnxruntime's NCHWc layout takes the dense class of one group."""
+    most output columns at the padding, see BORDER_CONV_SHARE) / conv_1d (a dense one over one spatial axis) /
+    conv_vector (one output position) / conv_small / conv_mid / conv_stem / conv_wide / conv1x1 / conv, from the
+    weight's shape (or the attributes when it is unknown); a grouped convolution in onnxruntime's NCHWc layout takes
+    the dense class of one group."""
     x, y = known_shape(view.input(0)), known_shape(view.output(0))
     w = known_shape(view.input(1))
     nhwc = view.op_type in _NHWC_CONV
@@ -195,6 +197,10 @@ def _conv_class(view: NodeView) -> str:
         # is too short for the kernel's row blocks
         narrow = c_out is not None and c_out // group < NARROW_GROUP_CHANNELS
         return "conv_grouped_narrow" if narrow else "conv_grouped"
+    if len(kernel) == 1 and group == 1 and not nhwc and view.domain != NCHWC_DOMAIN:
+        # onnxruntime's NCHWc layout blocks two spatial axes only: over one, the kernel expands the input (im2col)
+        # and multiplies, at a rate of its own
+        return "conv_1d"
     if group > 1:
         # onnxruntime blocks a grouped convolution into NCHWc only when each group's channels fill whole blocks,
         # and then runs every group as a dense convolution of its own channels: such a convolution runs at the
@@ -406,6 +412,7 @@ REFINEMENTS: Mapping[str, Refinement] = {
                 "conv_small",
                 "conv_vector",
                 "conv_border",
+                "conv_1d",
                 "conv_grouped",
                 "conv_grouped_narrow",
                 "depthwise",

@@ -61,6 +61,17 @@ CASES = [
     (conv(48, 12, 1, 1, domain="", op="Conv"), "conv_vector"),
     (conv(512, 4096, 7, 7, out_hw=1), "conv_vector"),
     (conv(1152, 48, 2, 1), "conv_small"),  # four positions: a spatial convolution again
+    # over one axis (wav2vec2's feature encoder: 512 -> 512, 3 taps, stride 2, 799 -> 399 frames), whatever its size
+    (
+        make_node("Conv", [T((1, 512, 799)), W((512, 512, 3))], [T((1, 512, 399))], kernel_shape=[3], strides=[2]),
+        "conv_1d",
+    ),
+    (make_node("Conv", [T((1, 512, 99)), W((512, 512, 2))], [T((1, 512, 49))], kernel_shape=[2]), "conv_1d"),
+    # a grouped one over one axis is a plain-layout grouped convolution (wav2vec2's positional one, 16 groups)
+    (
+        make_node("Conv", [T((1, 768, 49)), W((768, 48, 128))], [T((1, 768, 50))], kernel_shape=[128], group=16),
+        "conv_grouped",
+    ),
     (conv(144, 144, 56, 3, group=144), "depthwise"),
     (conv(58, 58, 28, 3, group=58, domain=""), "depthwise_plain"),
     (conv(256, 256, 56, 1, group=256), "batchnorm"),  # a BatchNormalization onnxruntime turned into a 1x1 dw conv

@@ -26,6 +26,7 @@ __all__ = [
     "cast_pair",
     "concat",
     "conv",
+    "conv1d",
     "conv_integer",
     "fp16_matmul",
     "gemm",
@@ -175,6 +176,18 @@ def conv(
     else:
         nodes.append(helper.make_node(activation, ["c"], ["y"], name="act"))
     return build_model(nodes, {"x": ((batch, cin, hw, hw), FLOAT)}, ["y"], weights), {"x": rand.f(batch, cin, hw, hw)}
+
+
+def conv1d(rand: Rand, cin: int, cout: int, length: int, k: int, stride: int) -> Built:
+    """Conv over one spatial axis without padding, as a speech encoder's feature layers run over audio frames."""
+    return _single(
+        "Conv",
+        {"x": rand.f(1, cin, length)},
+        {"w": rand.f(cout, cin, k), "b": rand.f(cout)},
+        order=["x", "w", "b"],
+        kernel_shape=[k],
+        strides=[stride],
+    )
 
 
 def gemm(rand: Rand, m: int, k: int, n: int) -> Built:

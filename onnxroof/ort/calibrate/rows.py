@@ -30,6 +30,7 @@ __all__ = [
     "casts",
     "chain",
     "concats",
+    "conv1ds",
     "convs",
     "depthwise",
     "dilated",
@@ -74,6 +75,14 @@ def convs(*rows: tuple[int, int, int, int, int]) -> list[Bench]:
     return [
         profile(f"Conv {cin}->{cout} {k}x{k}/{s} @{hw}x{hw}", graphs.conv, (cin, cout, hw, k, s), CONV_CLASSES)
         for cin, cout, hw, k, s in rows
+    ]
+
+
+def conv1ds(*rows: tuple[int, int, int, int, int]) -> list[Bench]:
+    """Convolutions over one spatial axis (cin, cout, length, k, stride), plain layout."""
+    return [
+        profile(f"Conv1d {cin}->{cout} k{k}/{s} @{n}", graphs.conv1d, (cin, cout, n, k, s), CONV_CLASSES)
+        for cin, cout, n, k, s in rows
     ]
 
 

@@ -92,7 +92,8 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      output's whole size had chosen a shared level or DRAM.
 #  31: the same benchmarks; a memory class's points are binned apart by the memory level their working set is in
 #      (bin_levels), where a group had spanned two levels and held one median of fractions of two bandwidths.
-SUITE = 31
+#  32: convolutions over one spatial axis, a class of their own (conv_1d), timed on speech encoders' layers.
+SUITE = 32
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
@@ -160,6 +161,10 @@ _FULL_BENCHES: tuple[Bench, ...] = (
     # input (dilations 6 to 24 on 14x14, the last reading only its centre tap) and at 1/8
     *rows.dilated((960, 256, 14, 6), (960, 256, 14, 12), (960, 256, 14, 24), (512, 512, 14, 12)),
     *rows.dilated((256, 256, 28, 12), (256, 256, 28, 24)),
+    # over one axis (conv_1d): wav2vec2's feature encoder from its first layer (one channel, 10 taps, stride 5 over 1 s
+    # of 16 kHz audio) down its stride-2 layers, and Whisper's two layers over 80 mel bins
+    *rows.conv1ds((1, 512, 16000, 10, 5), (512, 512, 799, 3, 2), (512, 512, 399, 3, 2), (512, 512, 199, 3, 2)),
+    *rows.conv1ds((512, 512, 99, 2, 2), (80, 384, 1000, 3, 1), (384, 384, 1000, 3, 2)),
     # depthwise: the strided ones; the stride-1 ones are the Relu twins of the epilogue pairs below
     *rows.depthwise((96, 112, 2), (144, 56, 2), (576, 14, 2)),
     # depthwise with most output columns at the padding: LR-ASPP's and DeepLabV3's MobileNetV3 backbone at 1/16 of a
@@ -483,7 +488,7 @@ QUICK = Suite(
     # and the quantization of its int8 convolutions' small inputs run shorter than the profiler resolves
     measures=_MEASURED
     - {"conv_wide", "conv_stem", "conv_grouped_narrow", "depthwise_plain", "conv_border", "depthwise_border"}
-    - {"conv_vector"}
+    - {"conv_vector", "conv_1d"}
     - {"pool_nchw", "broadcast", "reorder", "transpose_inner"}
     - {"reorder_short"}
     - {"quantize", "gemm_short"}
