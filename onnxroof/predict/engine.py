@@ -30,6 +30,8 @@ spends on one node of the graph it actually runs (``onnxroof.ort.sessions.optimi
   waits for the next one, so a product with a few dozen rows (speech encoders' 50 frames) runs its arithmetic
   plus its weights' time, not the larger of the two (:func:`exposed_weight_time`); in a model, smaller weights
   too, which the calibration reads warm but a model's layer finds where the rest of the inference left them;
+- for a compute-bound matrix product (class gemm) whose working set does not fit the core's own cache, the write of
+  its output, each line read before it is written (:func:`output_write_time`);
 - for a Softmax behind a constant attention mask of large negative scores and the product that reads its output,
   the time its elements on the slow path of subnormal floats take (``onnxroof.predict.subnormal``), at the
   device's calibrated ``softmax_underflow`` and ``subnormal_product``;
@@ -77,6 +79,7 @@ __all__ = [
     "exposed_weight_time",
     "memory_level",
     "model_time",
+    "output_write_time",
     "predict_engine",
     "projection_time",
     "weight_bytes",
@@ -162,7 +165,7 @@ class EngineNote:
             else ""
         )
         exposed = (
-            f"; {self.exposed_memory_s * 1e6:.3g} us of DRAM traffic not hidden by compute"
+            f"; {self.exposed_memory_s * 1e6:.3g} us of memory traffic not hidden by compute"
             if self.exposed_memory_s
             else ""
         )
@@ -318,6 +321,26 @@ def exposed_weight_time(
     return weight_s if weights >= COLD_WEIGHTS else kept_s
 
 
+def output_write_time(view: NodeView, device: Device, cls: str, ws: float, compute_s: float, memory_s: float) -> float:
+    """The write of a compute-bound matrix product's (class gemm) output when its working set does not fit the
+    core's own cache: each line of the output is read from the level the working set is in before it is written
+    (write-allocate) and written back there, twice the output's bytes at that level's bandwidth, and the kernel
+    stalls on those stores instead of hiding them behind its arithmetic (a product with few terms per output, a
+    Swin stage's 3136 x 96 by 96 x 384, ran its arithmetic plus that time). The calibration takes it off a sample's
+    time before reading the gemm ceiling, as it does the weights' wait. Zero for any other class, for a product
+    bound by its memory time, and where the working set fits the core's cache (the ceilings carry those writes)."""
+    if cls != "gemm" or compute_s < memory_s:
+        return 0.0
+    core = core_cache_bytes(device)
+    if core <= 0 or ws <= core:
+        return 0.0
+    out = view.output(0)
+    if out is None or not out.known:
+        return 0.0
+    _, bandwidth = memory_level(device, ws)
+    return 2.0 * out.nbytes / bandwidth
+
+
 def bias_pass_time(view: NodeView, device: Device, cls: str, compute_s: float, memory_s: float) -> float:
     """The pass a compute-bound matrix product by a weight (class gemm) makes over its output for a Gemm's C input:
     onnxruntime's Gemm writes C, broadcast, into the output on one thread before the product, whose kernel then
@@ -413,8 +436,10 @@ def predict_engine(
     epilogue_s = network * epilogue_time(view, device)
     # A small weight's read in a model, from the level the model's traffic leaves it in (none outside a model).
     kept_s = network * weights / (dram * weight_speedup(device, traffic)) if traffic is not None else 0.0
-    exposed = exposed_dram_time(device, cls, bw, compute, memory) + exposed_weight_time(
-        cls, weights, weight_dram_s, compute, memory, kept_s
+    exposed = (
+        exposed_dram_time(device, cls, bw, compute, memory)
+        + exposed_weight_time(cls, weights, weight_dram_s, compute, memory, kept_s)
+        + network * output_write_time(view, device, cls, ws, compute, memory)
     )
     slow_path = network * subnormal_time(device, subnormal)
     bias_s = network * bias_pass_time(view, device, cls, compute, memory)

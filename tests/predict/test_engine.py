@@ -406,7 +406,7 @@ def test_a_conv_served_from_dram_adds_the_traffic_its_compute_does_not_hide():
     assert note.level == "DRAM" and pred.memory_time_s == pytest.approx(400e-6)
     assert note.exposed_memory_s == pytest.approx(300e-6)
     assert pred.predicted_time_s == pytest.approx(1e9 / 90e9 + 1e-6 + 300e-6)
-    assert pred.bound == "compute" and "300 us of DRAM traffic not hidden by compute" in note.describe()
+    assert pred.bound == "compute" and "300 us of memory traffic not hidden by compute" in note.describe()
     # The same conv with its data in L2, a memory-bound kernel in DRAM, or a device without the figure: max() alone.
     in_cache = Cost(flops=1e9, bytes_read=400_000, bytes_written=200_000, kernels=1)
     assert engine.predict_engine(view, in_cache, "fp32", dev)[1].exposed_memory_s == 0.0
@@ -422,13 +422,15 @@ def test_a_conv_served_from_dram_adds_the_traffic_its_compute_does_not_hide():
     assert via_l3.level == "L3" and via_l3.exposed_memory_s == pytest.approx(300e-6)
     # The figure, read on a convolution, does not apply to a compute-bound product by a weight in DRAM: it waits
     # for its weights in full instead (exposed_weight_time). 128 x 768 by 768 x 3072 (GPT-2's MLP): 604 MFLOP,
-    # 768 * 3072 * 4 + 3072 * 4 = 9,449,472 B of weights at 10 GB/s = 944.9 us, not 0.75 of its traffic.
+    # 768 * 3072 * 4 + 3072 * 4 = 9,449,472 B of weights at 10 GB/s = 944.9 us, not 0.75 of its traffic; and its
+    # working set being past the core's 1 MiB L2, the write of its 128 * 3072 * 4 = 1,572,864 B output, read and
+    # written at the working set's DRAM (output_write_time): 3,145,728 B at 10 GB/s = 314.6 us.
     gemm = make_node("Gemm", [T((128, 768)), W((768, 3072)), W((3072,))], [T((128, 3072))])
     gemm_cost = Cost(
         flops=2 * 128 * 768 * 3072, bytes_read=4 * (128 * 768 + 768 * 3072 + 3072), bytes_written=4 * 128 * 3072
     )
     _, gemm_note = engine.predict_engine(gemm, gemm_cost, "fp32", dev)
-    assert gemm_note.level == "DRAM" and gemm_note.exposed_memory_s == pytest.approx(9_449_472 / 10e9)
+    assert gemm_note.level == "DRAM" and gemm_note.exposed_memory_s == pytest.approx((9_449_472 + 3_145_728) / 10e9)
 
 
 def test_a_compute_bound_product_waits_for_its_cold_weights_on_top_of_its_arithmetic():
@@ -441,21 +443,25 @@ def test_a_compute_bound_product_waits_for_its_cold_weights_on_top_of_its_arithm
     pred, note = engine.predict_engine(gemm, cost, "fp32", dev)
     # compute = 58,982,400 FLOPs / 100 GFLOP/s = 589.8 us; the 2.67 MB working set is past L2 (1 MiB), so every
     # byte goes at DRAM's 10 GB/s: memory = 2,669,568 / 10e9 = 267.0 us, of which the weights 236.2 us. The bias
-    # C is written into the 153,600 B output and read back at L2's 50 GB/s: 307,200 / 50e9 = 6.1 us.
-    # time = max(589.8, 267.0) + 236.2 + 6.1 + 1 us of dispatch = 833.2 us.
+    # C is written into the 153,600 B output and read back at L2's 50 GB/s: 307,200 / 50e9 = 6.1 us. The working
+    # set past the core's cache, the output's write is read and written at DRAM's rate too (output_write_time):
+    # 307,200 / 10e9 = 30.7 us. time = max(589.8, 267.0) + 236.2 + 30.7 + 6.1 + 1 us of dispatch = 863.9 us.
+    out_write = 2 * 153_600 / 10e9
     assert pred.compute_time_s == pytest.approx(58_982_400 / 100e9)
-    assert note.exposed_memory_s == pytest.approx(weights / 10e9)
-    assert pred.predicted_time_s == pytest.approx(58_982_400 / 100e9 + weights / 10e9 + 2 * 153_600 / 50e9 + 1e-6)
+    assert note.exposed_memory_s == pytest.approx(weights / 10e9 + out_write)
+    assert pred.predicted_time_s == pytest.approx(
+        58_982_400 / 100e9 + weights / 10e9 + out_write + 2 * 153_600 / 50e9 + 1e-6
+    )
     # Weights kept between runs (a reuse of 2x at the model's traffic) arrive in half the time.
     reused = replace(dev, weight_reuse=WeightReuse(((1e6, 2.0),), "calibrated: test"))
     assert engine.predict_engine(gemm, cost, "fp32", reused, traffic=1e6)[1].exposed_memory_s == pytest.approx(
-        weights / 20e9
+        weights / 20e9 + out_write
     )
     # A gemm memory ceiling of 50% (read on products with small weights, mostly their dispatch) slows the memory
     # time, 267.0 / 0.5 = 533.9 us, still under the compute; the weights' 236.2 us wait at DRAM's rate, not half.
     slow_memory = Ceiling(compute=(), memory=((1e5, 0.5),), source="calibrated: test gemm memory")
     _, slowed = engine.predict_engine(gemm, cost, "fp32", calibrated_host({"gemm": slow_memory}))
-    assert slowed.memory_efficiency == 0.5 and slowed.exposed_memory_s == pytest.approx(weights / 10e9)
+    assert slowed.memory_efficiency == 0.5 and slowed.exposed_memory_s == pytest.approx(weights / 10e9 + out_write)
     # Under COLD_WEIGHTS the ceiling carries the weights' read (calibrated warm): nothing is added.
     small = make_node("Gemm", [T((50, 256)), W((256, 256)), W((256,))], [T((50, 256))], transB=1)
     small_weights = 4 * (256 * 256 + 256)
@@ -479,6 +485,30 @@ def test_a_compute_bound_product_waits_for_its_cold_weights_on_top_of_its_arithm
     assert engine.predict_engine(gemv, gemv_cost, "fp32", dev)[1].exposed_memory_s == 0.0
 
 
+def test_a_product_whose_working_set_leaves_the_cores_cache_waits_for_its_output_writes():
+    """Write-allocate: each line of the output is read before it is written, and the stores stall the kernel."""
+    dev = calibrated_host()
+    # Swin's first MLP product without C (a MatMul): 3136 x 96 by 96 x 384, 231,211,008 FLOPs at 100 GFLOP/s =
+    # 2312 us. Its working set (1,204,224 B of input, 147,456 B of weight, 4,816,896 B of output) is past the 1 MiB
+    # L2 and fits only L3, which has no bandwidth here: the output is read and written at DRAM's 10 GB/s,
+    # 2 x 4,816,896 / 10e9 = 963.4 us on top.
+    matmul = make_node("MatMul", [T((3136, 96)), W((96, 384))], [T((3136, 384))])
+    cost = Cost(flops=2 * 3136 * 96 * 384, bytes_read=4 * (3136 * 96 + 96 * 384), bytes_written=4 * 3136 * 384)
+    pred, note = engine.predict_engine(matmul, cost, "fp32", dev)
+    assert note.exposed_memory_s == pytest.approx(2 * 4_816_896 / 10e9)
+    assert pred.predicted_time_s == pytest.approx(2 * 3136 * 96 * 384 / 100e9 + 2 * 4_816_896 / 10e9 + 1e-6)
+    # 196 rows: 75,264 + 147,456 + 301,056 = 523,776 B fit the L2, where the ceilings were read: nothing added.
+    short = make_node("MatMul", [T((196, 96)), W((96, 384))], [T((196, 384))])
+    short_cost = Cost(flops=2 * 196 * 96 * 384, bytes_read=4 * (196 * 96 + 96 * 384), bytes_written=4 * 196 * 384)
+    assert engine.predict_engine(short, short_cost, "fp32", dev)[1].exposed_memory_s == 0.0
+    # At 2 threads the two cores' L2s hold 2 MiB; the large product still leaves them.
+    two = calibrated_host(threads=2)
+    assert engine.output_write_time(matmul, two, "gemm", 6_168_576, 2.3e-3, 0.6e-3) == pytest.approx(963.4e-6, 1e-4)
+    # Another class, or a product bound by its memory time, waits for nothing more.
+    assert engine.output_write_time(matmul, dev, "matmul", 6_168_576, 2.3e-3, 0.6e-3) == 0.0
+    assert engine.output_write_time(matmul, dev, "gemm", 6_168_576, 0.5e-3, 0.6e-3) == 0.0
+
+
 def test_a_gemm_writes_its_c_into_the_output_and_reads_it_back():
     """onnxruntime's Gemm broadcasts C into Y before the product and accumulates onto it (beta 1): a pass writing
     and reading the output, twice its bytes at the bandwidth of the level the output fits in."""
@@ -490,7 +520,8 @@ def test_a_gemm_writes_its_c_into_the_output_and_reads_it_back():
     cost = Cost(flops=2 * 3136 * 96 * 384, bytes_read=4 * 3136 * 96 + weights, bytes_written=4 * 3136 * 384)
     pred, note = engine.predict_engine(gemm, cost, "fp32", dev)
     assert note.bias_pass_s == pytest.approx(2 * 4_816_896 / 10e9)
-    assert pred.predicted_time_s == pytest.approx(2 * 3136 * 96 * 384 / 100e9 + 2 * 4_816_896 / 10e9 + 1e-6)
+    # the product's own write of that output adds as much again (see the next test)
+    assert pred.predicted_time_s == pytest.approx(2 * 3136 * 96 * 384 / 100e9 + 2 * 2 * 4_816_896 / 10e9 + 1e-6)
     # 196 rows: the 301,056 B output fits L2 (50 GB/s): 2 x 301,056 / 50e9 = 12.0 us.
     short = make_node("Gemm", [T((196, 96)), W((384, 96)), W((384,))], [T((196, 384))], transB=1)
     short_cost = Cost(flops=2 * 196 * 96 * 384, bytes_read=4 * 196 * 96 + weights, bytes_written=4 * 196 * 384)

@@ -93,7 +93,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #  31: the same benchmarks; a memory class's points are binned apart by the memory level their working set is in
 #      (bin_levels), where a group had spanned two levels and held one median of fractions of two bandwidths.
 #  32: convolutions over one spatial axis, a class of their own (conv_1d), timed on speech encoders' layers.
-SUITE = 32
+#  33: the same benchmarks; the gemm ceiling is read with a product's output write taken off where its working set
+#      leaves the core's cache (engine.output_write_time), as the prediction adds it.
+SUITE = 33
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
