@@ -92,6 +92,10 @@ __all__ = [
 # caches is read before each run) and one with fewer on warm weights: the ceilings of kernels with small weights
 # already carry warm reads, and only a node whose weights reach it reads them faster for being kept between runs.
 COLD_WEIGHTS = 2**20
+# Classes whose ceiling is read on cold weights whatever their size: a one-row product's time is its weight's read,
+# and the suite times those on weights past COLD_WEIGHTS only. A smaller weight of theirs in a model is kept between
+# runs as a larger one is.
+_READ_COLD = frozenset({"gemv"})
 
 # Fused activations onnxruntime's convolution and Gemm kernels apply while writing the output; any other one is a
 # second pass over the output.
@@ -422,7 +426,7 @@ def predict_engine(
     # A recurrent op's input projection runs as one product before its steps, at that product's ceiling.
     projection_s = network * projection_time(device, input_projection(view, cls), peak)
     compute = network * stepped_flops(view, cost, cls) / (peak * eff_c) + projection_s
-    reuse = weight_speedup(device, traffic) if weights >= COLD_WEIGHTS else 1.0
+    reuse = weight_speedup(device, traffic) if weights >= COLD_WEIGHTS or cls in _READ_COLD else 1.0
     weight_dram_s = network * weights / (dram * reuse)
     # A shape-only node reads no data (Shape reads its input's shape); a read counts no more bytes than the node's
     # cost reads (a Slice reads its slice of the input).

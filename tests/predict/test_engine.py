@@ -433,6 +433,22 @@ def test_a_conv_served_from_dram_adds_the_traffic_its_compute_does_not_hide():
     assert gemm_note.level == "DRAM" and gemm_note.exposed_memory_s == pytest.approx((9_449_472 + 3_145_728) / 10e9)
 
 
+def test_a_one_row_products_small_weight_is_kept_between_runs_as_a_large_one_is():
+    """gemv's ceiling is read on cold weights only: a weight under COLD_WEIGHTS is read at DRAM's rate times the
+    model's reuse too."""
+    reused = replace(calibrated_host(), weight_reuse=WeightReuse(((1e6, 2.0),), "calibrated: test"))
+    # A 1000-way classifier on 128 features: 4 * (128 * 1000 + 1000) = 516,000 B of weights and bias, 512 + 4,000 B of
+    # activations; 256,000 FLOPs take 2.56 us at 100 GFLOP/s, so it is bound by its memory time. The working set
+    # (520,512 B) fits the 1 MiB L2 (50 GB/s): activations 4,512 / 50e9 = 0.09 us; weights 516,000 / 10e9 = 51.6 us
+    # read cold, 516,000 / (10e9 * 2) = 25.8 us in a model whose traffic gives a reuse of 2.
+    gemv = make_node("Gemm", [T((1, 128)), W((1000, 128)), W((1000,))], [T((1, 1000))], transB=1)
+    cost = Cost(flops=256_000, bytes_read=512 + 516_000, bytes_written=4_000, kernels=1)
+    cold, note = engine.predict_engine(gemv, cost, "fp32", reused)
+    assert note.op_class == "gemv" and cold.memory_time_s == pytest.approx(4_512 / 50e9 + 516_000 / 10e9)
+    kept, note = engine.predict_engine(gemv, cost, "fp32", reused, traffic=1e6)
+    assert note.weight_speedup == 2.0 and kept.memory_time_s == pytest.approx(4_512 / 50e9 + 516_000 / 20e9)
+
+
 def test_a_compute_bound_product_waits_for_its_cold_weights_on_top_of_its_arithmetic():
     """A Gemm of 50 rows by a 768 x 768 weight (a speech encoder's projection over 50 frames) runs its arithmetic
     plus its weights' read: the two add up instead of overlapping."""
@@ -648,9 +664,12 @@ def test_a_small_models_weights_are_read_at_the_calibrated_reuse_speedup():
     # No traffic, or no calibration of the reuse: cold weights.
     assert engine.predict_engine(gemv, cost, "fp32", dev)[1].weight_speedup == 1.0
     assert engine.predict_engine(gemv, cost, "fp32", calibrated_host(), traffic=1e6)[1].weight_speedup == 1.0
-    # A node whose weights are under COLD_WEIGHTS (1 MiB) reads them as its ceiling was calibrated, warm: no speedup.
-    small = make_node("MatMul", [T((1, 256)), W((256, 256))], [T((1, 256))])
-    small_cost = Cost(flops=2 * 256 * 256, bytes_read=4 * 256 + 4 * 256 * 256, bytes_written=4 * 256, kernels=1)
+    # A node whose weights are under COLD_WEIGHTS (1 MiB) reads them as its ceiling was calibrated, warm: no speedup
+    # (but a one-row product, whose ceiling is read cold: see the test above).
+    small = make_node("MatMul", [T((32, 256)), W((256, 256))], [T((32, 256))])
+    small_cost = Cost(
+        flops=2 * 32 * 256 * 256, bytes_read=4 * 32 * 256 + 4 * 256 * 256, bytes_written=4 * 32 * 256, kernels=1
+    )
     assert engine.predict_engine(small, small_cost, "fp32", dev, traffic=1e6)[1].weight_speedup == 1.0
     # A speedup is never below 1, whatever a table says.
     slower = replace(dev, weight_reuse=WeightReuse(((4e6, 0.8),), "calibrated: test"))

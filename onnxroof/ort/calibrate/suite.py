@@ -95,7 +95,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #  32: convolutions over one spatial axis, a class of their own (conv_1d), timed on speech encoders' layers.
 #  33: the same benchmarks; the gemm ceiling is read with a product's output write taken off where its working set
 #      leaves the core's cache (engine.output_write_time), as the prediction adds it.
-SUITE = 33
+#  34: the same benchmarks; a one-row product's weight under 1 MiB is read with the model's reuse between runs (its
+#      ceiling is read cold): the reference block's classifier, and with it the network factor.
+SUITE = 34
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
