@@ -96,6 +96,8 @@ COLD_WEIGHTS = 2**20
 # and the suite times those on weights past COLD_WEIGHTS only. A smaller weight of theirs in a model is kept between
 # runs as a larger one is.
 _READ_COLD = frozenset({"gemv"})
+# The cache scopes private to a core (or a GPU's multiprocessor), of the device schema's CACHE_SCOPES.
+_PRIVATE_SCOPES = frozenset({"per-core", "per-sm"})
 
 # Fused activations onnxruntime's convolution and Gemm kernels apply while writing the output; any other one is a
 # second pass over the output.
@@ -217,7 +219,7 @@ def _threads(device: Device) -> int:
 
 def _capacity(device: Device, size: float, scope: str) -> float:
     """A cache's capacity for one run: a private cache counts once per thread the profile was measured with."""
-    return size * _threads(device) if scope in ("per-core", "per-sm") else size
+    return size * _threads(device) if scope in _PRIVATE_SCOPES else size
 
 
 def memory_level(device: Device, nbytes: float) -> tuple[str, float]:
@@ -259,7 +261,7 @@ def epilogue_bytes(view: NodeView) -> float:
 def core_cache_bytes(device: Device) -> float:
     """What the largest private (per-core) cache level with a measured bandwidth holds over the profile's threads;
     zero on a device without one."""
-    private = [c for c in device.caches if c.bandwidth is not None and c.scope in ("per-core", "per-sm")]
+    private = [c for c in device.caches if c.bandwidth is not None and c.scope in _PRIVATE_SCOPES]
     return max((_capacity(device, c.size, c.scope) for c in private), default=0.0)
 
 
@@ -329,9 +331,9 @@ def output_write_time(view: NodeView, device: Device, cls: str, ws: float, compu
     """The write of a compute-bound matrix product's (class gemm) output when its working set does not fit the
     core's own cache: each line of the output is read from the level the working set is in before it is written
     (write-allocate) and written back there, twice the output's bytes at that level's bandwidth, and the kernel
-    stalls on those stores instead of hiding them behind its arithmetic (a product with few terms per output, a
-    Swin stage's 3136 x 96 by 96 x 384, ran its arithmetic plus that time). The calibration takes it off a sample's
-    time before reading the gemm ceiling, as it does the weights' wait. Zero for any other class, for a product
+    stalls on those stores instead of hiding them behind its arithmetic (most visible on a product with few terms
+    per output and a large output, such as a Swin stage's 3136 x 96 by 96 x 384). The calibration takes it off a
+    sample's time before reading the gemm ceiling, as it does the weights' wait. Zero for any other class, for a product
     bound by its memory time, and where the working set fits the core's cache (the ceilings carry those writes)."""
     if cls != "gemm" or compute_s < memory_s:
         return 0.0
@@ -426,7 +428,8 @@ def predict_engine(
     # A recurrent op's input projection runs as one product before its steps, at that product's ceiling.
     projection_s = network * projection_time(device, input_projection(view, cls), peak)
     compute = network * stepped_flops(view, cost, cls) / (peak * eff_c) + projection_s
-    reuse = weight_speedup(device, traffic) if weights >= COLD_WEIGHTS or cls in _READ_COLD else 1.0
+    speedup = weight_speedup(device, traffic)
+    reuse = speedup if weights >= COLD_WEIGHTS or cls in _READ_COLD else 1.0
     weight_dram_s = network * weights / (dram * reuse)
     # A shape-only node reads no data (Shape reads its input's shape); a read counts no more bytes than the node's
     # cost reads (a Slice reads its slice of the input).
@@ -439,7 +442,7 @@ def predict_engine(
     epilogue = epilogue_activation(view)
     epilogue_s = network * epilogue_time(view, device)
     # A small weight's read in a model, from the level the model's traffic leaves it in (none outside a model).
-    kept_s = network * weights / (dram * weight_speedup(device, traffic)) if traffic is not None else 0.0
+    kept_s = network * weights / (dram * speedup) if traffic is not None else 0.0
     exposed = (
         exposed_dram_time(device, cls, bw, compute, memory)
         + exposed_weight_time(cls, weights, weight_dram_s, compute, memory, kept_s)
