@@ -137,6 +137,21 @@ def test_each_model_weighs_alike_in_the_per_class_lines():
     assert "in   1 model(s),  16.7% of a model's kernel time, predicted / profiled 1.00" in str(softmax)
 
 
+def test_the_error_splits_into_the_kernels_and_what_a_run_adds_to_them():
+    models = [
+        (0.0105, {"gemm": (0.0095, 0.0100)}),  # kernels predicted 0.95 of profiled, its run 1.05 of its kernels
+        (0.0220, {"gemm": (0.0100, 0.0100), "softmax": (0.0100, 0.0100)}),  # exact kernels; run 1.10
+        (0.0030, {"conv": (0.0031, 0.0030)}),  # 1.0333; run 1.00
+        (0.0050, {"tiny": (0.0010, 0.0)}),  # nothing profiled: left out
+    ]
+    split = accuracy.error_split(models)
+    # Kernels: medians of (-5%, 0%, +3.33%) = 0%; runs: of (+5%, +10%, 0%) = +5%.
+    assert split.kernels == pytest.approx(0.0, abs=1e-12)
+    assert split.runs == pytest.approx(0.05)
+    assert "kernels predicted over profiled +0.0%, a run over its profiled kernels +5.0%" in str(split)
+    assert accuracy.error_split([(0.005, {"tiny": (0.001, 0.0)})]) is None
+
+
 def _manifest(folder: Path) -> list[dict]:
     entries = [
         {

@@ -241,6 +241,36 @@ def class_lines(models: list[dict[str, tuple[float, float]]], min_share: float =
 
 
 @dataclass(frozen=True)
+class ErrorSplit:
+    """Where the set's error lies, medians over its models: their kernels' predicted sum over their profiled sum
+    (each kernel's median on the quietest profile), and a run (the quietest round's median) over those profiled
+    kernels, what the executor between kernels and a run's jitter add, which the network factor is there to carry.
+    A model's error is about the first times the network factor over the second."""
+
+    kernels: float  # median of (predicted kernel sum / profiled kernel sum - 1)
+    runs: float  # median of (measured run / profiled kernel sum - 1)
+
+    def __str__(self) -> str:
+        return (
+            f"where the error lies (medians over models): kernels predicted over profiled {self.kernels:+.1%}, "
+            f"a run over its profiled kernels {self.runs:+.1%}"
+        )
+
+
+def error_split(models: list[tuple[float, dict[str, tuple[float, float]]]]) -> ErrorSplit | None:
+    """The ErrorSplit of models given as (measured seconds, their (predicted, profiled) kernel seconds by class);
+    None without a model whose kernels were profiled."""
+    kernels, runs = [], []
+    for measured, by_class in models:
+        predicted = sum(p for p, _ in by_class.values())
+        profiled = sum(q for _, q in by_class.values())
+        if profiled > 0:
+            kernels.append(predicted / profiled - 1)
+            runs.append(measured / profiled - 1)
+    return ErrorSplit(statistics.median(kernels), statistics.median(runs)) if kernels else None
+
+
+@dataclass(frozen=True)
 class Profile:
     """One profile of a model's kernels, each compared with its prediction as calibrated: on the engine graph
     (``kernels``) and on the exported graph's plain roofline (``plain``)."""
@@ -566,6 +596,9 @@ def _print_table(rows: list[Row]) -> None:
         f"validation's own profile {statistics.median([m for m in first_medians if m is not None]):.1%}; plain "
         f"roofline: {statistics.median([m for m in plain_medians if m is not None]):.1%}"
     )
+    split = error_split([(row.measured_s, row.class_times()) for row in rows])
+    if split is not None:
+        print(split)
     print("per family (targets: no family's mean error beyond +-7%, per-kernel median |error| <= 15%):")
     for line in family_lines([(r.family, e, m) for r, e, m in zip(rows, errors, medians)]):
         print(f"  {line}")
