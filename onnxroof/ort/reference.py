@@ -75,11 +75,6 @@ def reference_model() -> ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-def reference_feeds() -> dict[str, np.ndarray]:
-    """The reference block's input, the same at every timing of it."""
-    return {"x": np.random.default_rng(1).standard_normal(REFERENCE_INPUT).astype(np.float32)}
-
-
 class ReferenceSampler:
     """The reference block, timed between the samples of a measurement: one untimed run, then timed batches of
     back-to-back runs each time it is called; every calibration pass times it through this class too.
@@ -94,7 +89,7 @@ class ReferenceSampler:
 
         # Parked between runs, as the calibration's reference session is: both moments read the kernel alike.
         session, _ = make_session(reference_model(), provider, threads, "all", park_when_idle=True)
-        feeds = reference_feeds()
+        feeds = {"x": np.random.default_rng(1).standard_normal(REFERENCE_INPUT).astype(np.float32)}
         self._run = lambda: session.run(None, feeds)
         self._clock = clock
         self.batch = time_runs(

@@ -177,26 +177,20 @@ def test_warnings_name_load_from_elsewhere_not_the_spread_a_machine_always_has()
     assert any("over its 120 s budget" in w for w in ceilings.calibration_warnings(130.0, 120.0))
 
 
-def test_the_network_factor_is_the_reference_blocks_run_over_its_profiled_kernels():
+def test_the_network_factor_is_the_reference_blocks_measured_work_over_its_predicted_work():
     device = calibrated_host({"conv": CONV})
     block = analyze(reference_model(), device)
     # The fixed costs, the run overhead (5 us) and one dispatch per node (1 us each), are not the kernels' work:
-    # a block whose kernels were profiled at 1.2 ms in all and whose median run took fixed + 1.5 x 1.2 ms spent
-    # half as long again around its kernels as in them.
+    # a block measured at fixed + 1.5 x (predicted - fixed) ran its kernels 1.5 times as long as predicted.
     fixed = 5e-6 + 1e-6 * len(block.nodes)
     assert sum(n.prediction.overhead_time_s for n in block.nodes) == pytest.approx(1e-6 * len(block.nodes))
-    kernels = 1.2e-3
-    measured = fixed + 1.5 * kernels
-    factor = ceilings.network_factor(device, measured, kernels, "test")
+    measured = fixed + 1.5 * (block.totals.predicted_time_s - fixed)
+    factor = ceilings.network_factor(device, measured, "test")
     assert factor.value == pytest.approx(1.5)
     assert factor.source.startswith("calibrated: the reference block (onnxroof.ort.reference) ran")
-    assert "1.2 ms of its kernels profiled" in factor.source
-    # The block's prediction from its ceilings does not enter: whatever they predict, the factor is the same.
-    slower = calibrated_host({"conv": replace(CONV, compute=((1e6, 0.25), (1e8, 0.45)))})
-    assert ceilings.network_factor(slower, measured, kernels, "test").value == pytest.approx(1.5)
-    # With the factor the device predicts the block at fixed + 1.5 x its predicted kernels.
+    # With the factor the device predicts the block at what it measured.
     scaled = analyze(reference_model(), replace(device, network_factor=factor))
-    assert scaled.totals.predicted_time_s == pytest.approx(fixed + 1.5 * (block.totals.predicted_time_s - fixed))
+    assert scaled.totals.predicted_time_s == pytest.approx(measured)
 
 
 def test_a_padded_nchwc_convolution_gives_back_its_measured_time():

@@ -291,29 +291,28 @@ def dram_overlap(sample: Sample, device: Device, how: str) -> Sourced | None:
     )
 
 
-def network_factor(device: Device, reference_s: float, kernels_s: float, how: str) -> Sourced:
-    """The reference block's measured time (its median run) over the time of its kernels, profiled in the same
-    passes, each net of the profiler's own cost as a class ceiling reads a kernel (``kernels_s``).
+def network_factor(device: Device, reference_s: float, how: str) -> Sourced:
+    """The reference block's measured time (its median run) over its prediction on ``device`` (which has no
+    factor yet).
 
-    Every ceiling is read on a kernel run alone, again and again, by its fast estimate; a user's timing loop
-    reports the median run, with the jitter the machine always has, and a run spends time between its kernels
-    (the executor's walk beyond its per-node dispatch). The block is typical kernels run one after the other as
-    in a model, so its run over its kernels carries both to every prediction. The kernels are the block's
-    profiled ones, not their prediction: a ceiling's error on one of the block's ten kernels (its 2x2 pooling
-    window, its depthwise convolution) would otherwise move every model's prediction with it. The fixed costs,
-    the run overhead and each node's dispatch, are taken off the run: the factor scales a kernel's work only."""
+    Every ceiling is read on a kernel run alone, again and again, by its fast estimate; in a network each kernel
+    follows others that took the caches, the branch predictors and the prefetchers for themselves, a shared
+    machine's neighbours weigh differently on the block's larger working sets than on the small benchmarks, and
+    a user's timing loop reports the median run, with the jitter the machine always has. The block is typical
+    kernels run one after the other as in a model, timed in the same passes as the benchmarks, so its ratio
+    carries all three to every prediction."""
     analysis = analyze_graph(sessions.engine_graph(reference_model(), device), device, engine=True)
     predicted = analysis.totals.predicted_time_s
+    # The factor scales the kernels' work, not the fixed costs: the run overhead and each node's dispatch.
     fixed = (device.run_overhead.value if device.run_overhead is not None else 0.0) + sum(
         n.prediction.overhead_time_s for n in analysis.nodes
     )
-    factor = (reference_s - fixed) / max(kernels_s, 1e-12)
+    factor = (reference_s - fixed) / max(predicted - fixed, 1e-12)
     return Sourced(
         float(f"{factor:.3g}"),
         (
             f"calibrated: the reference block (onnxroof.ort.reference) ran {reference_s * 1e3:.3g} ms a run against "
-            f"{kernels_s * 1e3:.3g} ms of its kernels profiled ({(predicted - fixed) * 1e3:.3g} ms predicted from "
-            f"their ceilings); {how}"
+            f"{predicted * 1e3:.3g} ms predicted from its kernels' ceilings; {how}"
         ),
     )
 

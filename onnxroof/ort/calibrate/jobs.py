@@ -29,7 +29,7 @@ from onnxroof.ort.calibrate.bench import Bench
 from onnxroof.ort.calibrate.classes import CONV_CLASSES, REORDER_CLASSES
 from onnxroof.ort.calibrate.graphs import FLOAT, Built, Rand
 from onnxroof.ort.measure import fast_estimate
-from onnxroof.ort.reference import ReferenceSampler, reference_feeds, reference_model
+from onnxroof.ort.reference import ReferenceSampler
 from onnxroof.predict import engine, op_classes
 
 __all__ = [
@@ -231,11 +231,6 @@ class Profiled:
         if self.sess is not None:
             _profile_times(self.sess, [])
 
-    def kernel_sum_s(self, profiler_overhead: float) -> float:
-        """The sum over every node of its kernel time (the fast estimate of its timed runs) net of the profiler's
-        own cost per node, as the class ceilings read a kernel; 0 before the first pass."""
-        return sum(max(fast_estimate(ts) - profiler_overhead, 0.0) for ts in self.kernel_times().values() if ts)
-
     def samples(self, profiler_overhead: float) -> list[Sample]:
         """The nodes of the harvested classes, their kernel time net of the profiler's own cost per node."""
         by_name = views(self.opt)
@@ -296,17 +291,14 @@ class EpiloguePair:
 
 
 class Reference:
-    """The reference block as a calibration job: ``reps`` batches a pass, timed as validation times it, and the
-    block run ``reps`` times more under the profiler, for its kernels' own times."""
+    """The reference block as a calibration job: ``reps`` batches a pass, timed as validation times it."""
 
-    def __init__(self, runner: Runner) -> None:
-        self.sampler = ReferenceSampler(runner.threads, runner.provider)
-        self.kernels = Profiled(runner, "reference block", (reference_model(), reference_feeds()), cold=False)
+    def __init__(self, threads: int, provider: str) -> None:
+        self.sampler = ReferenceSampler(threads, provider)
 
     def run_pass(self, reps: int, flush: Flush) -> None:
-        """``reps`` more samples of the block and one profiled pass of it (it has no weights to read cold)."""
+        """``reps`` more samples of the block (it has no weights to read cold)."""
         self.sampler.sample(reps)
-        self.kernels.run_pass(reps, flush)
 
 
 class Loop:

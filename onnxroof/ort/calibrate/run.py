@@ -176,7 +176,7 @@ def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, step
     node_chain, reshape_chain, single, profiler_probe = _overhead_jobs(chosen.overhead_lengths, runner)
     # The reference block, timed in every pass like the ceilings: its prediction from them gives the network
     # factor, and validation times it again to read the machine's speed against its speed while calibrating.
-    reference = Reference(runner)
+    reference = Reference(runner.threads, runner.provider)
     steps.advance(5)
     levels, probes = _level_jobs(chosen, caches, runner, steps)
     dram = _dram_job(chosen.dram_bytes(caches), runner)
@@ -349,7 +349,6 @@ class _Readings:
     samples: list[Sample]  # the op-class samples
     batched_conv: Sample | None  # the convolution whose data is larger than any cache
     subnormal_times: tuple[dict[str, list[float]], dict[str, list[float]]] | None  # per node: unmasked, masked
-    reference_kernels_s: float  # the reference block's kernels, profiled, each net of the profiler's cost
 
 
 def _read(jobs: _Jobs, matrix_size: int) -> _Readings:
@@ -397,7 +396,6 @@ def _read(jobs: _Jobs, matrix_size: int) -> _Readings:
         samples=samples,
         batched_conv=batched_conv,
         subnormal_times=subnormal_times,
-        reference_kernels_s=jobs.reference.kernels.kernel_sum_s(profiler_overhead),
     )
 
 
@@ -449,17 +447,15 @@ def _assemble(readings: _Readings, jobs: _Jobs, chosen: Suite, passes: int, run:
         device = replace(device, softmax_underflow=underflow, subnormal_product=product)
     loops = [(loop.model, seconds) for loop in jobs.reuse if (seconds := loop.time_s()) is not None]
     device = replace(device, weight_reuse=weight_reuse(device, loops, how))
-    # The block's median run, as a user's timing loop reports a model's time, over its kernels' profiled times: the
-    # factor carries what a run adds to its kernels (this machine's usual run-to-run jitter, which the ceilings'
-    # fast estimates set aside, and the executor between kernels) into every prediction. The median is that of the
-    # quietest third of the calibration, as a model's measured time is that of its quietest round.
+    # The block's median run, as a user's timing loop reports a model's time: the factor carries this machine's
+    # usual run-to-run jitter into every prediction, which the ceilings' fast estimates set aside. The median is
+    # that of the quietest third of the calibration, as a model's measured time is that of its quietest round.
     typical = jobs.reference.sampler.typical_s()
-    kernels = readings.reference_kernels_s
-    if typical is None or kernels <= 0:
+    if typical is None:
         return device
     samples = len(jobs.reference.sampler.samples)
     what = f"the median of its runs in the quietest of {QUIET_STRETCHES} stretches of {samples} runs; {how}"
-    return replace(device, network_factor=network_factor(device, typical, kernels, what))
+    return replace(device, network_factor=network_factor(device, typical, what))
 
 
 def _bare_device(readings: _Readings, jobs: _Jobs, chosen: Suite, run: _Run, how: str) -> Device:

@@ -97,9 +97,7 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      leaves the core's cache (engine.output_write_time), as the prediction adds it.
 #  34: the same benchmarks; a one-row product's weight under 1 MiB is read with the model's reuse between runs (its
 #      ceiling is read cold): the reference block's classifier, and with it the network factor.
-#  35: the same benchmarks; the reference block is profiled in every pass too, and the network factor is its median
-#      run over its profiled kernels, no longer over their prediction (ceilings.network_factor).
-SUITE = 35
+SUITE = 34
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
