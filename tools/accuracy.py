@@ -596,14 +596,15 @@ def _print_table(rows: list[Row]) -> None:
         f"validation's own profile {statistics.median([m for m in first_medians if m is not None]):.1%}; plain "
         f"roofline: {statistics.median([m for m in plain_medians if m is not None]):.1%}"
     )
-    split = error_split([(row.measured_s, row.class_times()) for row in rows])
+    class_times = [row.class_times() for row in rows]  # summed once for the split and the per-class lines
+    split = error_split([(row.measured_s, times) for row, times in zip(rows, class_times, strict=True)])
     if split is not None:
         print(split)
     print("per family (targets: no family's mean error beyond +-7%, per-kernel median |error| <= 15%):")
     for line in family_lines([(r.family, e, m) for r, e, m in zip(rows, errors, medians)]):
         print(f"  {line}")
     print("per op class, on each model's quietest profile (classes over 1% of a model's kernel time on average):")
-    for class_line in class_lines([row.class_times() for row in rows]):
+    for class_line in class_lines(class_times):
         print(f"  {class_line}")
 
 
