@@ -77,19 +77,30 @@ def reference_model() -> ModelProto:
 
 class ReferenceSampler:
     """The reference block, timed between the samples of a measurement: one untimed run, then timed batches of
-    back-to-back runs each time it is called; every calibration pass times it through this class too.
+    back-to-back runs each time it is called; every calibration pass times it through this class too, and the
+    calibration's factor network (``built``: another graph and its feeds) the same way.
 
     A shared machine runs in phases of seconds to minutes (a neighbour's load on the host), and a whole model's
     time follows them: timed between the model's own samples, the reference reads the machine in the same
     moments, where a separate window of its own would catch another phase (see reference_model for why the
     block mixes kernels)."""
 
-    def __init__(self, threads: int, provider: str = "cpu", *, clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self,
+        threads: int,
+        provider: str = "cpu",
+        *,
+        clock: Callable[[], float] = time.perf_counter,
+        built: tuple[ModelProto, dict[str, np.ndarray]] | None = None,
+    ) -> None:
         from onnxroof.ort.sessions import make_session
 
+        if built is None:
+            x = np.random.default_rng(1).standard_normal(REFERENCE_INPUT).astype(np.float32)
+            built = reference_model(), {"x": x}
+        model, feeds = built
         # Parked between runs, as the calibration's reference session is: both moments read the kernel alike.
-        session, _ = make_session(reference_model(), provider, threads, "all", park_when_idle=True)
-        feeds = {"x": np.random.default_rng(1).standard_normal(REFERENCE_INPUT).astype(np.float32)}
+        session, _ = make_session(model, provider, threads, "all", park_when_idle=True)
         self._run = lambda: session.run(None, feeds)
         self._clock = clock
         self.batch = time_runs(

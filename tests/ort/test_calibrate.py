@@ -16,8 +16,8 @@ from onnxroof.devices import Device, load_device
 from onnxroof.errors import UserError
 from onnxroof.ort import calibrate
 from onnxroof.ort.calibrate import run
+from onnxroof.ort.calibrate.network import factor_network
 from onnxroof.ort.calibrate.suite import QUICK
-from onnxroof.ort.reference import reference_model
 from onnxroof.ort.sessions import ort
 from onnxroof.units import binary_bytes
 from tests.helpers import calibrated_host
@@ -68,14 +68,14 @@ def test_the_reference_block_and_the_network_factor_predict_its_time(quick: Devi
     assert quick.calibration is not None
     reference = quick.calibration.reference_time_s
     assert reference is not None and 0.5 * at_peak < reference < 50 * at_peak
-    # The network factor makes the profile predict the block at its median run (to the factor's and the source's 3
-    # digits), which is no faster than its fast estimate.
+    # The network factor makes the profile predict the factor network at its median run (to the factor's and the
+    # source's 3 digits).
     factor = quick.network_factor
-    assert factor is not None and factor.source.startswith("calibrated: the reference block")
+    assert factor is not None and factor.source.startswith("calibrated: the factor network")
     median_ms = float(re.search(r"ran ([0-9.]+) ms a run", factor.source).group(1))
     assert "the median of" in factor.source
-    predicted = analyze(reference_model(), quick).totals.predicted_time_s
-    assert predicted == pytest.approx(median_ms / 1e3, rel=0.01) and predicted >= 0.99 * reference
+    predicted = analyze(factor_network()[0], quick).totals.predicted_time_s
+    assert predicted == pytest.approx(median_ms / 1e3, rel=0.01)
 
 
 def test_the_weight_reuse_has_a_point_per_chain_of_the_suite(quick: Device):

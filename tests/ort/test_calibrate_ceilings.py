@@ -12,7 +12,7 @@ from onnxroof.costs import Cost
 from onnxroof.devices import Ceiling, FrozenMap, Peak
 from onnxroof.ort.calibrate import ceilings, graphs
 from onnxroof.ort.calibrate.jobs import Sample
-from onnxroof.ort.reference import reference_model
+from onnxroof.ort.calibrate.network import factor_network
 from onnxroof.predict import engine
 from tests.helpers import CONV, ELEMENTWISE, INT32, UINT8, T, W, calibrated_host, conv, make_node
 
@@ -177,19 +177,20 @@ def test_warnings_name_load_from_elsewhere_not_the_spread_a_machine_always_has()
     assert any("over its 120 s budget" in w for w in ceilings.calibration_warnings(130.0, 120.0))
 
 
-def test_the_network_factor_is_the_reference_blocks_measured_work_over_its_predicted_work():
+def test_the_network_factor_is_the_factor_networks_measured_work_over_its_predicted_work():
     device = calibrated_host({"conv": CONV})
-    block = analyze(reference_model(), device)
+    model, _ = factor_network()
+    net = analyze(model, device)
     # The fixed costs, the run overhead (5 us) and one dispatch per node (1 us each), are not the kernels' work:
-    # a block measured at fixed + 1.5 x (predicted - fixed) ran its kernels 1.5 times as long as predicted.
-    fixed = 5e-6 + 1e-6 * len(block.nodes)
-    assert sum(n.prediction.overhead_time_s for n in block.nodes) == pytest.approx(1e-6 * len(block.nodes))
-    measured = fixed + 1.5 * (block.totals.predicted_time_s - fixed)
-    factor = ceilings.network_factor(device, measured, "test")
+    # a network measured at fixed + 1.5 x (predicted - fixed) ran its kernels 1.5 times as long as predicted.
+    fixed = 5e-6 + 1e-6 * len(net.nodes)
+    assert sum(n.prediction.overhead_time_s for n in net.nodes) == pytest.approx(1e-6 * len(net.nodes))
+    measured = fixed + 1.5 * (net.totals.predicted_time_s - fixed)
+    factor = ceilings.network_factor(device, model, measured, "test")
     assert factor.value == pytest.approx(1.5)
-    assert factor.source.startswith("calibrated: the reference block (onnxroof.ort.reference) ran")
-    # With the factor the device predicts the block at what it measured.
-    scaled = analyze(reference_model(), replace(device, network_factor=factor))
+    assert factor.source.startswith("calibrated: the factor network (onnxroof.ort.calibrate.network) ran")
+    # With the factor the device predicts the network at what it measured.
+    scaled = analyze(model, replace(device, network_factor=factor))
     assert scaled.totals.predicted_time_s == pytest.approx(measured)
 
 

@@ -28,7 +28,6 @@ from onnxroof.ort.calibrate.classes import (
 )
 from onnxroof.ort.calibrate.jobs import Profiled, Sample
 from onnxroof.ort.measure import OTHERS_LOAD_BOUND, fast_estimate
-from onnxroof.ort.reference import reference_model
 from onnxroof.predict import class_work, engine, op_classes
 from onnxroof.predict.analysis import analyze_graph, node_precision
 from onnxroof.predict.memory import bytes_moved
@@ -291,28 +290,29 @@ def dram_overlap(sample: Sample, device: Device, how: str) -> Sourced | None:
     )
 
 
-def network_factor(device: Device, reference_s: float, how: str) -> Sourced:
-    """The reference block's measured time (its median run) over its prediction on ``device`` (which has no
-    factor yet).
+def network_factor(device: Device, model: onnx.ModelProto, typical_s: float, how: str) -> Sourced:
+    """The factor network's (``network.factor_network``, ``model``) median run, ``typical_s``, over its prediction on
+    ``device`` (which has no factor yet).
 
     Every ceiling is read on a kernel run alone, again and again, by its fast estimate; in a network each kernel
     follows others that took the caches, the branch predictors and the prefetchers for themselves, a shared
-    machine's neighbours weigh differently on the block's larger working sets than on the small benchmarks, and
-    a user's timing loop reports the median run, with the jitter the machine always has. The block is typical
-    kernels run one after the other as in a model, timed in the same passes as the benchmarks, so its ratio
-    carries all three to every prediction."""
-    analysis = analyze_graph(sessions.engine_graph(reference_model(), device), device, engine=True)
+    machine's neighbours weigh differently on a network's larger working sets than on the small benchmarks, and
+    a user's timing loop reports the median run, with the jitter the machine always has. The network is a few
+    dozen typical kernels run one after the other as in a model, timed in the same passes as the benchmarks, so its
+    ratio carries all three to every prediction, and the misfits of single kernels to their class ceilings average
+    out over it."""
+    analysis = analyze_graph(sessions.engine_graph(model, device), device, engine=True)
     predicted = analysis.totals.predicted_time_s
     # The factor scales the kernels' work, not the fixed costs: the run overhead and each node's dispatch.
     fixed = (device.run_overhead.value if device.run_overhead is not None else 0.0) + sum(
         n.prediction.overhead_time_s for n in analysis.nodes
     )
-    factor = (reference_s - fixed) / max(predicted - fixed, 1e-12)
+    factor = (typical_s - fixed) / max(predicted - fixed, 1e-12)
     return Sourced(
         float(f"{factor:.3g}"),
         (
-            f"calibrated: the reference block (onnxroof.ort.reference) ran {reference_s * 1e3:.3g} ms a run against "
-            f"{predicted * 1e3:.3g} ms predicted from its kernels' ceilings; {how}"
+            f"calibrated: the factor network (onnxroof.ort.calibrate.network) ran {typical_s * 1e3:.3g} ms a run "
+            f"against {predicted * 1e3:.3g} ms predicted from its kernels' ceilings; {how}"
         ),
     )
 

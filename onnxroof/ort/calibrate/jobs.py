@@ -291,13 +291,14 @@ class EpiloguePair:
 
 
 class Reference:
-    """The reference block as a calibration job: ``reps`` batches a pass, timed as validation times it."""
+    """The reference block (or ``built``, another graph and its feeds) as a calibration job: ``reps`` batches a
+    pass, timed as validation times the block."""
 
-    def __init__(self, threads: int, provider: str) -> None:
-        self.sampler = ReferenceSampler(threads, provider)
+    def __init__(self, threads: int, provider: str, built: Built | None = None) -> None:
+        self.sampler = ReferenceSampler(threads, provider, built=built)
 
     def run_pass(self, reps: int, flush: Flush) -> None:
-        """``reps`` more samples of the block (it has no weights to read cold)."""
+        """``reps`` more samples of the graph, its runs back to back as a user's loop runs a model."""
         self.sampler.sample(reps)
 
 

@@ -51,6 +51,7 @@ from onnxroof.ort.calibrate.jobs import (
     conv_sample,
     profiled,
 )
+from onnxroof.ort.calibrate.network import factor_network
 from onnxroof.ort.calibrate.suite import FULL, QUICK, SUITE
 from onnxroof.ort.measure import fast_estimate
 from onnxroof.ort.reference import QUIET_STRETCHES
@@ -148,6 +149,7 @@ class _Jobs:
     single: Chain  # a one-node graph: the cost per run
     profiler_probe: Profiled  # tiny nodes: what the profiler adds per node
     reference: Reference
+    network: Reference  # the factor network (network.factor_network), timed as the block is
     levels: list[tuple[ReportedCache, Chain, int]]  # per cache level: its Neg chain and the floats it streams
     probes: dict[str, list[tuple[int, Chain]]]  # per shared level: chains on larger working sets (bytes, chain)
     dram: Profiled
@@ -161,7 +163,8 @@ class _Jobs:
 
     def in_order(self) -> list[Job]:
         """The jobs in the order each pass times them."""
-        order: list[Job] = [self.node_chain, self.reshape_chain, self.single, self.profiler_probe, self.reference]
+        order: list[Job] = [self.node_chain, self.reshape_chain, self.single, self.profiler_probe]
+        order += [self.reference, self.network]
         for cache, chain, _ in self.levels:
             order += [chain, *(wide for _, wide in self.probes.get(cache.level, []))]
         order += [self.dram, *self.peaks]
@@ -174,9 +177,11 @@ def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, step
     from one Rand in suite order (after the peaks'), so that a suite builds the same graphs every time; an op this
     onnxruntime build lacks leaves its benchmark out."""
     node_chain, reshape_chain, single, profiler_probe = _overhead_jobs(chosen.overhead_lengths, runner)
-    # The reference block, timed in every pass like the ceilings: its prediction from them gives the network
-    # factor, and validation times it again to read the machine's speed against its speed while calibrating.
+    # The reference block, timed in every pass like the ceilings: validation times it again to read the machine's
+    # speed against its speed while calibrating. The factor network, timed so too: its prediction from the
+    # ceilings gives the network factor.
     reference = Reference(runner.threads, runner.provider)
+    network = Reference(runner.threads, runner.provider, factor_network())
     steps.advance(5)
     levels, probes = _level_jobs(chosen, caches, runner, steps)
     dram = _dram_job(chosen.dram_bytes(caches), runner)
@@ -200,6 +205,7 @@ def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, step
         single=single,
         profiler_probe=profiler_probe,
         reference=reference,
+        network=network,
         levels=levels,
         probes=probes,
         dram=dram,
@@ -447,15 +453,16 @@ def _assemble(readings: _Readings, jobs: _Jobs, chosen: Suite, passes: int, run:
         device = replace(device, softmax_underflow=underflow, subnormal_product=product)
     loops = [(loop.model, seconds) for loop in jobs.reuse if (seconds := loop.time_s()) is not None]
     device = replace(device, weight_reuse=weight_reuse(device, loops, how))
-    # The block's median run, as a user's timing loop reports a model's time: the factor carries this machine's
-    # usual run-to-run jitter into every prediction, which the ceilings' fast estimates set aside. The median is
-    # that of the quietest third of the calibration, as a model's measured time is that of its quietest round.
-    typical = jobs.reference.sampler.typical_s()
+    # The factor network's median run, as a user's timing loop reports a model's time: the factor carries this
+    # machine's usual run-to-run jitter into every prediction, which the ceilings' fast estimates set aside. The
+    # median is that of the quietest third of the calibration, as a model's measured time is that of its quietest
+    # round.
+    typical = jobs.network.sampler.typical_s()
     if typical is None:
         return device
-    samples = len(jobs.reference.sampler.samples)
+    samples = len(jobs.network.sampler.samples)
     what = f"the median of its runs in the quietest of {QUIET_STRETCHES} stretches of {samples} runs; {how}"
-    return replace(device, network_factor=network_factor(device, typical, what))
+    return replace(device, network_factor=network_factor(device, factor_network()[0], typical, what))
 
 
 def _bare_device(readings: _Readings, jobs: _Jobs, chosen: Suite, run: _Run, how: str) -> Device:

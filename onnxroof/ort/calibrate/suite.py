@@ -97,7 +97,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      leaves the core's cache (engine.output_write_time), as the prediction adds it.
 #  34: the same benchmarks; a one-row product's weight under 1 MiB is read with the model's reuse between runs (its
 #      ceiling is read cold): the reference block's classifier, and with it the network factor.
-SUITE = 34
+#  36: the network factor is read on the factor network (network.factor_network: a small convolutional network and
+#      a transformer encoder layer), timed in every pass, in place of the reference block.
+SUITE = 36
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
