@@ -2,12 +2,13 @@
 
 The class ceilings are read on kernels run alone; the network factor is what a whole network's run adds to the
 sum of its kernels' predictions (``ceilings.network_factor``). Read on a block of a few kernels, the factor also
-carries those kernels' own misfits to their class ceilings (one convolution that happens to run 4% faster than its
-class's median moves every prediction by that much). This network holds a few dozen kernels of the kinds models
-spend their time in, in the proportions of a small model, so that such misfits average out and what remains is
-what a network's run adds: a convolutional stem and two stages (dense, depthwise and pointwise convolutions, a
-Clip and a SiLU, max and average pooling, a residual Add, a global pool and a classifier) and a transformer
-encoder layer (layer norms, the per-head attention products, Softmax, the projections and an erf GELU MLP).
+carries those kernels' own misfits to their class ceilings (one convolution that runs a few percent faster than
+its class's median moves every prediction by that much). This network holds a few dozen kernels of the kinds
+models spend their time in, in the proportions of a small model, so that such misfits average out and what
+remains is what a network's run adds: a convolutional stem and two stages (dense, depthwise and pointwise
+convolutions, a Clip and a SiLU, max and average pooling, a residual Add, a global pool and a classifier) and a
+transformer encoder layer (layer norms, the per-head attention products, Softmax, the projections and an erf GELU
+MLP).
 """
 
 from __future__ import annotations
