@@ -99,6 +99,7 @@ class ReferenceSampler:
             x = np.random.default_rng(1).standard_normal(REFERENCE_INPUT).astype(np.float32)
             built = reference_model(), {"x": x}
         model, feeds = built
+        self.model = model  # the graph it times
         # Parked between runs, as the calibration's reference session is: both moments read the kernel alike.
         session, _ = make_session(model, provider, threads, "all", park_when_idle=True)
         self._run = lambda: session.run(None, feeds)

@@ -462,7 +462,7 @@ def _assemble(readings: _Readings, jobs: _Jobs, chosen: Suite, passes: int, run:
         return device
     samples = len(jobs.network.sampler.samples)
     what = f"the median of its runs in the quietest of {QUIET_STRETCHES} stretches of {samples} runs; {how}"
-    return replace(device, network_factor=network_factor(device, factor_network()[0], typical, what))
+    return replace(device, network_factor=network_factor(device, jobs.network.sampler.model, typical, what))
 
 
 def _bare_device(readings: _Readings, jobs: _Jobs, chosen: Suite, run: _Run, how: str) -> Device:
