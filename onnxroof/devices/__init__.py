@@ -37,6 +37,9 @@ sits in::
     [weight_reuse]                 # optional: how much faster than from DRAM weights come back between runs
     points = [[4.2e6, 2.5], [3.4e7, 1.0]]   # [bytes one inference touches, speedup over DRAM]
     source = "calibrated: ..."
+    [conv_weight_wait]             # optional: how much of its weights' read a compute-bound convolution waits for
+    points = [[6.1e5, 1.2], [9.4e6, 0.5]]   # [weight bytes, share of their read at the DRAM bandwidth]
+    source = "calibrated: ..."
     [softmax_underflow]            # optional: seconds a Softmax element whose exp underflows adds
     value = 1.7e-08
     source = "calibrated: ..."
@@ -93,6 +96,7 @@ from onnxroof.devices.schema import (
     Peak,
     Sourced,
     WeightReuse,
+    WeightWait,
     normalize_precision,
 )
 
@@ -114,6 +118,7 @@ __all__ = [
     "Peak",
     "Sourced",
     "WeightReuse",
+    "WeightWait",
     "catalog",
     "device_from_dict",
     "load_device",

@@ -34,6 +34,7 @@ from onnxroof.devices.schema import (
     Peak,
     Sourced,
     WeightReuse,
+    WeightWait,
 )
 from onnxroof.errors import UserError
 
@@ -52,6 +53,7 @@ _OPTIONAL = (
     "dram_overlap",
     "network_factor",
     "weight_reuse",
+    "conv_weight_wait",
     "softmax_underflow",
     "subnormal_product",
 )
@@ -155,8 +157,9 @@ def _cache(table: Any, index: int, where: str) -> CacheLevel:
     )
 
 
-def _points(raw: Any, where: str) -> tuple[tuple[float, float], ...]:
-    """[[work, efficiency], ...] -> sorted tuple of pairs; work and efficiency positive, work distinct."""
+def _points(raw: Any, where: str, zero: bool = False) -> tuple[tuple[float, float], ...]:
+    """[[work, efficiency], ...] -> sorted tuple of pairs; work positive, efficiency positive (or zero with
+    ``zero``), work distinct."""
     hint = "write e.g. compute = [[1e6, 0.3], [1e8, 0.8]]: pairs of [work, efficiency], both positive"
     if not isinstance(raw, list) or not raw:
         raise _fail(where, f"must be a non-empty array of [work, efficiency] pairs, got {raw!r}", hint)
@@ -169,7 +172,7 @@ def _points(raw: Any, where: str) -> tuple[tuple[float, float], ...]:
         ):
             raise _fail(where, f"each point must be [work, efficiency], got {pair!r}", hint)
         work, eff = float(pair[0]), float(pair[1])
-        if not (math.isfinite(work) and math.isfinite(eff)) or work <= 0 or eff <= 0:
+        if not (math.isfinite(work) and math.isfinite(eff)) or work <= 0 or eff < 0 or (eff == 0 and not zero):
             raise _fail(where, f"work and efficiency must be positive and finite, got {pair!r}", hint)
         points.append((work, eff))
     points.sort()
@@ -199,6 +202,16 @@ def _weight_reuse(table: Any, where: str) -> WeightReuse:
     if "points" not in table:
         raise _fail(here, "needs 'points': [[bytes one inference touches, speedup over DRAM], ...]")
     return WeightReuse(_points(table["points"], f"{here}.points"), _text(table, "source", here))
+
+
+def _weight_wait(table: Any, where: str) -> WeightWait:
+    here = f"{where}, conv_weight_wait"
+    if not isinstance(table, Mapping):
+        raise _fail(here, f"must be a table with points and a source, got {table!r}")
+    _check_keys(table, ("points", "source"), here)
+    if "points" not in table:
+        raise _fail(here, "needs 'points': [[weight bytes, share of their read at the DRAM bandwidth], ...]")
+    return WeightWait(_points(table["points"], f"{here}.points", zero=True), _text(table, "source", here))
 
 
 def _calibration(table: Any, where: str) -> Calibration:
@@ -315,6 +328,7 @@ def device_from_dict(key: str, data: Mapping[str, Any], *, origin: str | None = 
         dram_overlap=_share(data, "dram_overlap", where) if "dram_overlap" in data else None,
         network_factor=_sourced(data, "network_factor", where) if "network_factor" in data else None,
         weight_reuse=_weight_reuse(data["weight_reuse"], where) if "weight_reuse" in data else None,
+        conv_weight_wait=_weight_wait(data["conv_weight_wait"], where) if "conv_weight_wait" in data else None,
         softmax_underflow=_sourced(data, "softmax_underflow", where, allow_zero=True)
         if "softmax_underflow" in data
         else None,

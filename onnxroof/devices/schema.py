@@ -24,11 +24,12 @@ CACHE_SCOPES: tuple[str, ...] = ("per-core", "per-sm", "shared")
 # ceiling).
 OP_CLASSES: tuple[str, ...] = (
     "conv",  # dense KxK convolution on a large output (20x20 positions or more)
-    "conv1x1",  # dense pointwise convolution on a large output
+    "conv1x1",  # dense pointwise convolution on more than one output position
     "conv_wide",  # dense convolution with a 5x5 or wider kernel on a large output, past the stem
     "conv_stem",  # a stem: a 5x5 or wider kernel over a few input channels (an image's 3), on a large output
-    "conv_mid",  # dense convolution on a mid-sized output (10x10 to 19x19 positions: a 14x14 stage)
-    "conv_small",  # dense convolution on a small output (<= 9x9 positions) or with few channels
+    "conv_mid",  # dense KxK convolution on a mid-sized output (10x10 to 19x19 positions: a 14x14 stage)
+    "conv_small",  # dense KxK convolution on a small output (<= 9x9 positions: a 7x7 stage)
+    "conv_narrow",  # dense convolution with few output channels (under 32), or a stem with a kernel under 5x5
     "conv_vector",  # a dense one with a single output position (squeeze-and-excitation): a matrix-vector product
     "conv_border",  # NCHWc dense convolution with most output columns' windows in the padding (dilated ASPP branches)
     "conv_1d",  # dense convolution over one spatial axis (a speech encoder's): plain layout, im2col and a product
@@ -231,6 +232,26 @@ class WeightReuse:
 
 
 @dataclass(frozen=True)
+class WeightWait:
+    """How much of its weights' read a compute-bound convolution waits for on top of its arithmetic, by its weights'
+    bytes: the time the convolution takes longer with its weights read cold (from DRAM) than with them in the
+    core's cache, as a share of ``weight bytes / DRAM bandwidth``. Its kernel reads each block of filters as it
+    reaches it; a small filter bank is read before its prefetch is under way and waits for all of it (a share
+    near or above 1), a large one overlaps part of its stream with the arithmetic on the blocks before it.
+
+    ``points`` are (weight bytes, share) pairs sorted by bytes, interpolated linearly in log(bytes) and held
+    constant beyond the measured range; a share is never below 0.
+    """
+
+    points: tuple[tuple[float, float], ...]
+    source: str
+
+    def share(self, weight_bytes: float) -> float:
+        """The share of ``weight_bytes / DRAM bandwidth`` a convolution with that many bytes of weights waits for."""
+        return max(_interpolate(self.points, weight_bytes), 0.0)
+
+
+@dataclass(frozen=True)
 class Calibration:
     """How a calibrated device profile was measured: engine, provider, threads, host, when, how long, and what
     went wrong (``warnings``, e.g. a busy machine). ``profiler_overhead`` is what the engine's profiler adds to
@@ -311,9 +332,11 @@ class Device:
     it), ``network_factor``: how many times their predictions a network's kernels take when they run one
     after the other in a model, where each ceiling was read on a kernel run alone (absent: 1), and
     ``weight_reuse``: how much faster than from DRAM a small model's weights come back between back-to-back runs
-    (see :class:`WeightReuse`; absent: never), ``softmax_underflow``: seconds a Softmax element whose exp falls
-    below the normal float range adds, and ``subnormal_product``: seconds a multiply-add with a subnormal operand
-    adds (see :mod:`onnxroof.predict.subnormal`; absent: none); datasheet devices have none of them.
+    (see :class:`WeightReuse`; absent: never), ``conv_weight_wait``: how much of its weights' read a
+    compute-bound convolution waits for (see :class:`WeightWait`; absent: none), ``softmax_underflow``: seconds a
+    Softmax element whose exp falls below the normal float range adds, and ``subnormal_product``: seconds a
+    multiply-add with a subnormal operand adds (see :mod:`onnxroof.predict.subnormal`; absent: none); datasheet
+    devices have none of them.
     """
 
     key: str
@@ -332,6 +355,7 @@ class Device:
     dram_overlap: Sourced | None = None
     network_factor: Sourced | None = None
     weight_reuse: WeightReuse | None = None
+    conv_weight_wait: WeightWait | None = None
     softmax_underflow: Sourced | None = None
     subnormal_product: Sourced | None = None
 
@@ -377,8 +401,9 @@ class Device:
         }
         if out["calibration"] is not None:
             out["calibration"]["warnings"] = list(out["calibration"]["warnings"])
-        if out["weight_reuse"] is not None:
-            out["weight_reuse"]["points"] = [list(p) for p in out["weight_reuse"]["points"]]
+        for curve in ("weight_reuse", "conv_weight_wait"):
+            if out[curve] is not None:
+                out[curve]["points"] = [list(p) for p in out[curve]["points"]]
         return out
 
     def to_toml(self) -> str:
@@ -443,9 +468,10 @@ class Device:
                 lines.append(f"reference_time_s = {_toml_num(cal.reference_time_s)}")
             lines.append("warnings = [" + ", ".join(_toml_str(w) for w in cal.warnings) + "]")
             lines.append(f"suite = {cal.suite}")
-        if self.weight_reuse is not None:
-            points = ", ".join(f"[{_toml_num(f)}, {_toml_num(x)}]" for f, x in self.weight_reuse.points)
-            lines += ["", "[weight_reuse]", f"points = [{points}]", f"source = {_toml_str(self.weight_reuse.source)}"]
+        for name, curve in (("weight_reuse", self.weight_reuse), ("conv_weight_wait", self.conv_weight_wait)):
+            if curve is not None:
+                points = ", ".join(f"[{_toml_num(f)}, {_toml_num(x)}]" for f, x in curve.points)
+                lines += ["", f"[{name}]", f"points = [{points}]", f"source = {_toml_str(curve.source)}"]
         for name, ceiling in self.ceilings.items():
             lines += ["", f"[ceilings.{name}]"]
             for table in ("compute", "memory"):

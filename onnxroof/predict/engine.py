@@ -30,6 +30,9 @@ spends on one node of the graph it actually runs (``onnxroof.ort.sessions.optimi
   waits for the next one, so a product with a few dozen rows (speech encoders' 50 frames) runs its arithmetic
   plus its weights' time, not the larger of the two (:func:`exposed_weight_time`); in a model, smaller weights
   too, which the calibration reads warm but a model's layer finds where the rest of the inference left them;
+- for a compute-bound dense convolution, the share of its weights' read its kernel does not hide behind its
+  arithmetic, at the device's calibrated ``conv_weight_wait`` (:func:`exposed_weight_time`), cold or, in a
+  model, from where the rest of the inference left them, as a product's;
 - for a compute-bound matrix product (class gemm) whose working set does not fit the core's own cache, the write of
   its output, each line read before it is written (:func:`output_write_time`);
 - for a Softmax behind a constant attention mask of large negative scores and the product that reads its output,
@@ -67,6 +70,7 @@ from onnxroof.units import decimal_bytes
 
 __all__ = [
     "COLD_WEIGHTS",
+    "WEIGHT_WAIT_CLASSES",
     "EngineNote",
     "bias_pass_time",
     "core_cache_bytes",
@@ -92,6 +96,11 @@ __all__ = [
 # caches is read before each run) and one with fewer on warm weights: the ceilings of kernels with small weights
 # already carry warm reads, and only a node whose weights reach it reads them faster for being kept between runs.
 COLD_WEIGHTS = 2**20
+# The dense convolutions in onnxruntime's NCHWc layout, whose time grows by a share of their weights' read when the
+# weights come from memory (the device's conv_weight_wait, exposed_weight_time).
+WEIGHT_WAIT_CLASSES = frozenset(
+    {"conv", "conv1x1", "conv_mid", "conv_small", "conv_narrow", "conv_stem", "conv_wide", "conv_border"}
+)
 # Classes whose ceiling is read on cold weights whatever their size: a one-row product's time is its weight's read,
 # and the suite times those on weights past COLD_WEIGHTS only. A smaller weight of theirs in a model is kept between
 # runs as a larger one is.
@@ -308,23 +317,35 @@ def exposed_dram_time(device: Device, cls: str, level_bandwidth: float, compute_
 
 
 def exposed_weight_time(
-    cls: str, weights: float, weight_s: float, compute_s: float, memory_s: float, kept_s: float = 0.0
+    device: Device, cls: str, weights: float, weight_s: float, compute_s: float, memory_s: float, kept_s: float = 0.0
 ) -> float:
-    """The time a compute-bound matrix product by a weight (class gemm) waits for its weights on top of its
-    arithmetic: all of ``weight_s``, the weights' read at the rate they come at (DRAM's, times the model's reuse
-    between runs; not the class's memory efficiency, which is read on products with small weights whose time is
-    mostly their dispatch, and the calibration takes this same time off a product's measured one before reading
-    its compute ceiling). onnxruntime's kernel multiplies the rows of its input by one prepacked panel of the
-    weight after another, and a panel read from memory is not hidden behind the arithmetic on the one before it.
+    """The time a compute-bound matrix product (class gemm) or dense convolution (``WEIGHT_WAIT_CLASSES``) waits
+    for its weights on top of its arithmetic: a share of ``weight_s``, the weights' read at the rate they come at
+    (DRAM's, times the model's reuse between runs; not the class's memory efficiency, which is read on kernels with
+    small weights whose time is mostly their dispatch). The calibration takes this same time off a sample's
+    measured time before reading its class's compute ceiling, so that the ceiling is the kernel's rate on weights
+    at hand.
+
+    A product waits for all of it: onnxruntime's kernel multiplies the rows of its input by one prepacked panel of
+    the weight after another, and a panel read from memory is not hidden behind the arithmetic on the one before
+    it. A convolution waits for the device's calibrated ``conv_weight_wait`` share at its weights' bytes (none
+    without it): its kernel overlaps part of a large filter bank's stream with its arithmetic, little of a small
+    one's.
 
     Weights under ``COLD_WEIGHTS`` are read warm by the calibration, in the core's cache where the benchmark's
     previous run left them, and the ceilings carry that read; in a model the rest of an inference has passed
     through the caches since the layer last ran, and its weights come from where the model's traffic leaves them:
     ``kept_s``, their read at DRAM's rate times the model's reuse (zero outside a model). Zero for any other class
-    and for a product bound by its memory time (the roofline's ``max`` counts the weights there)."""
-    if cls != "gemm" or compute_s < memory_s:
+    and for a kernel bound by its memory time (the roofline's ``max`` counts the weights there)."""
+    if compute_s < memory_s:
         return 0.0
-    return weight_s if weights >= COLD_WEIGHTS else kept_s
+    if cls == "gemm":
+        share = 1.0
+    elif cls in WEIGHT_WAIT_CLASSES and device.conv_weight_wait is not None:
+        share = device.conv_weight_wait.share(weights)
+    else:
+        return 0.0
+    return share * (weight_s if weights >= COLD_WEIGHTS else kept_s)
 
 
 def output_write_time(view: NodeView, device: Device, cls: str, ws: float, compute_s: float, memory_s: float) -> float:
@@ -445,7 +466,7 @@ def predict_engine(
     kept_s = network * weights / (dram * speedup) if traffic is not None else 0.0
     exposed = (
         exposed_dram_time(device, cls, bw, compute, memory)
-        + exposed_weight_time(cls, weights, weight_dram_s, compute, memory, kept_s)
+        + exposed_weight_time(device, cls, weights, weight_dram_s, compute, memory, kept_s)
         + network * output_write_time(view, device, cls, ws, compute, memory)
     )
     slow_path = network * subnormal_time(device, subnormal)

@@ -49,6 +49,7 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "conv_stem": "conv",
     "conv_mid": "conv",
     "conv_small": "conv",
+    "conv_narrow": "conv_small",
     "conv_vector": "conv_small",
     "conv_border": "conv_mid",
     "conv_1d": "conv",
@@ -94,9 +95,13 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "quantize": "elementwise",
 }
 
-# Dense convolutions this small run well below the large-conv efficiency: few output positions per image
-# (the 7x7 stages of ResNets), very few output channels, or a stem (a handful of input channels) with a small
-# kernel: its NCHWc kernel reads a plain NCHW input and does little work per input pixel. Stems with large
+# Dense convolutions with very few output channels, or a stem (a handful of input channels) with a small kernel,
+# run well below the large-conv efficiency (conv_narrow): the stem's NCHWc kernel reads a plain NCHW input and does
+# little work per input pixel. A pointwise convolution on more than one position is one product of its positions by
+# its weight, at one rate on a 7x7 map as on a 56x56 one (conv1x1). A KxK one on few output positions per image
+# (the 7x7 stages) runs at a rate of its own (conv_small), its rows short and its borders a large share of them.
+# The largest weights of a network are the late stages': they come from memory (the weights' wait,
+# engine.exposed_weight_time), which no ceiling carries. Stems with large
 # kernels (7x7, 11x11) come close to the large-conv efficiency on one thread but split less well over threads
 # than 3x3 convolutions of the same FLOPs: a class of their own, so that they do not set the large-conv ceiling
 # at their size. Mid-sized outputs (the 14x14 stages) lose efficiency to the short rows the kernel walks, which
@@ -165,7 +170,8 @@ def _conv_class(view: NodeView) -> str:
     conv_grouped_narrow, under NARROW_GROUP_CHANNELS output channels per group) / depthwise_plain (a depthwise
     convolution outside the NCHWc layout) / depthwise_border and conv_border (an NCHWc depthwise or dense one with
     most output columns at the padding, see BORDER_CONV_SHARE) / conv_1d (a dense one over one spatial axis) /
-    conv_vector (one output position) / conv_small / conv_mid / conv_stem / conv_wide / conv1x1 / conv, from the
+    conv_vector (one output position) / conv_narrow / conv_small / conv_mid / conv_stem / conv_wide / conv1x1 / conv,
+    from the
     weight's shape (or the attributes when it is unknown); a grouped convolution in onnxruntime's NCHWc layout takes
     the dense class of one group."""
     x, y = known_shape(view.input(0)), known_shape(view.output(0))
@@ -212,11 +218,11 @@ def _conv_class(view: NodeView) -> str:
     if positions == 1:
         return "conv_vector"
     stem = c_in is not None and c_in < SMALL_CONV_IN_CHANNELS and bool(kernel)
-    if (
-        (positions is not None and positions < SMALL_CONV_POSITIONS)
-        or (stem and prod(kernel) < SMALL_STEM_KERNEL_AREA)
-        or (c_out is not None and c_out < SMALL_CONV_OUT_CHANNELS)
-    ):
+    if (stem and prod(kernel) < SMALL_STEM_KERNEL_AREA) or (c_out is not None and c_out < SMALL_CONV_OUT_CHANNELS):
+        return "conv_narrow"
+    if pointwise:
+        return "conv1x1"
+    if positions is not None and positions < SMALL_CONV_POSITIONS:
         return "conv_small"
     if positions is not None and positions < MID_CONV_POSITIONS:
         return "conv_mid"
@@ -224,7 +230,7 @@ def _conv_class(view: NodeView) -> str:
         return "conv_stem"
     if kernel and prod(kernel) >= WIDE_CONV_KERNEL_AREA:  # past the stem: stems returned above
         return "conv_wide"
-    return "conv1x1" if pointwise else "conv"
+    return "conv"
 
 
 def _grouping(view: NodeView, w_index: int) -> tuple[int, int | None]:
@@ -410,6 +416,7 @@ REFINEMENTS: Mapping[str, Refinement] = {
                 "conv_stem",
                 "conv_mid",
                 "conv_small",
+                "conv_narrow",
                 "conv_vector",
                 "conv_border",
                 "conv_1d",

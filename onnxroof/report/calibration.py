@@ -38,6 +38,9 @@ def calibration_table(device: Device, cached_at: Path | None = None) -> str:
     if device.weight_reuse is not None:
         reuse = " ".join(f"{si(f, 'B')}:{x:.2g}x" for f, x in device.weight_reuse.points)
         lines.append(clip(f"  weights between runs, by the bytes a run moves, over DRAM's rate: {reuse}", TABLE_WIDTH))
+    if device.conv_weight_wait is not None:
+        wait = " ".join(f"{si(b, 'B')}:{x:.2g}" for b, x in device.conv_weight_wait.points)
+        lines.append(clip(f"  a convolution waits for its weights' DRAM read, by their bytes: {wait}", TABLE_WIDTH))
     if device.network_factor is not None:
         lines.append(f"  network factor: x{device.network_factor.value:.3g} on every kernel run in a network")
     if device.softmax_underflow is not None and device.subnormal_product is not None:

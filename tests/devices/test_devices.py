@@ -17,6 +17,7 @@ from onnxroof.devices import (
     CacheLevel,
     Sourced,
     WeightReuse,
+    WeightWait,
     catalog,
     device_from_dict,
     load_device,
@@ -592,6 +593,10 @@ source = "calibrated: a masked attention block"
 points = [[3.2e7, 1.0], [4e6, 2.5]]
 source = "calibrated: chains of MatMul back to back"
 
+[conv_weight_wait]
+points = [[9.4e6, 0.5], [6e5, 1.0], [2e5, 0]]
+source = "calibrated: convolutions with cold and warm weights"
+
 [[caches]]
 level = "L2"
 size = 2097152
@@ -657,6 +662,33 @@ def test_a_bad_weight_reuse_table_is_refused(tmp_path: Path, table: str, says: s
         load_device(_write(tmp_path, text))
 
 
+@pytest.mark.parametrize(
+    ("table", "says"),
+    [
+        ('source = "x"', "needs 'points'"),
+        ('points = [[6e5, -0.1]]\nsource = "x"', "must be positive"),
+        ('points = [[0, 1.0]]\nsource = "x"', "must be positive"),
+    ],
+)
+def test_a_bad_conv_weight_wait_table_is_refused(tmp_path: Path, table: str, says: str):
+    text = CALIBRATED_DEVICE.replace(
+        'points = [[9.4e6, 0.5], [6e5, 1.0], [2e5, 0]]\nsource = "calibrated: convolutions with cold and warm weights"',
+        table,
+    )
+    assert text != CALIBRATED_DEVICE
+    with pytest.raises(UserError, match=re.escape(says)):
+        load_device(_write(tmp_path, text))
+
+
+def test_a_weight_wait_share_is_interpolated_in_log_bytes_and_never_negative():
+    wait = WeightWait(((1e5, 0.0), (1e6, 1.0), (1e7, 0.4)), "x")
+    # held beyond the measured range; halfway in log(bytes) from 1e5 to 1e6 is 10^5.5 bytes: a share of 0.5
+    assert wait.share(1e4) == 0.0 and wait.share(1e8) == 0.4
+    assert wait.share(10**5.5) == pytest.approx(0.5)
+    # 10^6.5 bytes: halfway from 1.0 to 0.4
+    assert wait.share(10**6.5) == pytest.approx(0.7)
+
+
 def test_calibrated_device_round_trip(tmp_path: Path):
     from onnxroof.devices import Calibration, Ceiling
 
@@ -669,6 +701,10 @@ def test_calibrated_device_round_trip(tmp_path: Path):
     assert device.subnormal_product == Sourced(0.0, "calibrated: a masked attention block")  # 0: no slow path
     # sorted by traffic like a ceiling's points
     assert device.weight_reuse == WeightReuse(((4e6, 2.5), (3.2e7, 1.0)), "calibrated: chains of MatMul back to back")
+    # a share may be 0 (the cold run took no longer)
+    assert device.conv_weight_wait == WeightWait(
+        ((2e5, 0.0), (6e5, 1.0), (9.4e6, 0.5)), "calibrated: convolutions with cold and warm weights"
+    )
     assert device.caches[0].bandwidth == 45e9
     assert device.calibration == Calibration(
         "cpu",
@@ -708,13 +744,14 @@ def test_calibrated_device_serializes_to_plain_json(tmp_path: Path):
     assert data["calibration"]["warnings"] == ["timings varied between repeats"]
     assert data["run_overhead"]["value"] == 8e-6
     assert data["weight_reuse"]["points"] == [[4e6, 2.5], [3.2e7, 1.0]]
+    assert data["conv_weight_wait"]["points"] == [[2e5, 0.0], [6e5, 1.0], [9.4e6, 0.5]]
     assert pickle.loads(pickle.dumps(device)) == device
 
 
 def test_datasheet_devices_have_no_engine_profile():
     for key, device in catalog().items():
         assert device.run_overhead is None and device.dram_overlap is None and device.network_factor is None, key
-        assert device.weight_reuse is None, key
+        assert device.weight_reuse is None and device.conv_weight_wait is None, key
         assert device.calibration is None, key
         assert dict(device.ceilings) == {}, key
         assert "[ceilings" not in device.to_toml() and "[calibration]" not in device.to_toml(), key

@@ -91,6 +91,14 @@ def test_the_weight_reuse_has_a_point_per_chain_of_the_suite(quick: Device):
     assert min(speedups) >= 1.0 and speedups == sorted(speedups, reverse=True)
 
 
+def test_the_conv_weight_wait_has_a_point_at_the_weights_of_the_suites_convolution(quick: Device):
+    # The quick suite's pair: a 160 -> 960 1x1 on 7x7, 4 * (160 * 960 + 960) = 618,240 B of weights and bias.
+    wait = quick.conv_weight_wait
+    assert wait is not None and wait.source.startswith("calibrated: 1 convolution(s) profiled with their weights")
+    ((weights, share),) = wait.points
+    assert weights == 4 * (160 * 960 + 960) and share >= 0.0
+
+
 def test_the_quick_suite_sets_the_ceilings_it_declares(quick: Device):
     # A class whose every sample was lost in the machine's noise (the quick suite's one fused Clip, timed by
     # difference in two passes) is named in the calibration's warnings rather than left out silently.

@@ -9,7 +9,7 @@ import pytest
 
 from onnxroof.api import analyze
 from onnxroof.costs import Cost
-from onnxroof.devices import Ceiling, FrozenMap, Peak
+from onnxroof.devices import Ceiling, FrozenMap, Peak, WeightWait
 from onnxroof.ort.calibrate import ceilings, graphs
 from onnxroof.ort.calibrate.jobs import Sample
 from onnxroof.ort.calibrate.network import factor_network
@@ -210,6 +210,40 @@ def test_a_padded_nchwc_convolution_gives_back_its_measured_time():
     assert work == pytest.approx(inside, rel=1e-3) and efficiency == pytest.approx(inside / 100e9 / measured, rel=1e-3)
     pred, _ = engine.predict_engine(view, cost, "fp32", replace(bare, ceilings=FrozenMap(fitted)))
     assert pred.compute_time_s == pytest.approx(measured, rel=1e-3)
+
+
+def test_a_convolution_read_on_cold_weights_gives_back_its_measured_time():
+    """With the device's conv_weight_wait, a dense convolution's point is read on its time less the share of its
+    cold weights' read the prediction adds back. The padded 256 -> 256 3x3 on 7x7 above: 4 * (256 * 256 * 9 + 256)
+    = 2,360,320 B of weights (past COLD_WEIGHTS), half of whose read at DRAM's 10 GB/s is 118.0 us."""
+    view = conv(256, 256, 7, 3, pad=1)
+    flops, weights = 2 * 256 * 256 * 9 * 7 * 7, 4 * (256 * 256 * 9 + 256)
+    cost = Cost(flops=flops, bytes_read=4 * 256 * 49 + weights, bytes_written=4 * 256 * 49, kernels=1)
+    measured = 1e-3
+    bare = replace(calibrated_host(), conv_weight_wait=WeightWait(((1e5, 0.5),), "calibrated: test"))
+    fitted = ceilings.class_ceilings([Sample(view, cost, measured, f"conv {i}") for i in range(3)], bare, 1)
+    ((_, efficiency),) = fitted["conv_small"].compute
+    inside = flops * (19 / 21) ** 2
+    assert efficiency == pytest.approx(inside / 100e9 / (measured - 0.5 * weights / 10e9), rel=1e-3)
+    pred, _ = engine.predict_engine(view, cost, "fp32", replace(bare, ceilings=FrozenMap(fitted)))
+    assert pred.predicted_time_s - pred.overhead_time_s == pytest.approx(measured, rel=1e-3)
+
+
+def test_the_conv_weight_wait_is_the_cold_runs_extra_time_over_the_weights_read():
+    """Per convolution (weight bytes, output bytes, seconds the cold run took longer), at DRAM's 10 GB/s: the
+    extra time less the output's write-allocate (its bytes read at DRAM's rate), over the weights' read."""
+    waits = [
+        # 1 MB of weights, a 100 kB output (10 us): (100 - 10) us over 100 us = 0.9; (80 - 10) -> 0.7; (60 - 10) -> 0.5
+        (1e6, 1e5, 100e-6),
+        (1e6, 1e5, 80e-6),
+        (1e6, 1e5, 60e-6),
+        (4e6, 0.0, 100e-6),  # 100 us over 400 us: 0.25
+        (2e5, 5e5, 20e-6),  # its output's 50 us exceed the 20 us it took longer: 0, never below
+    ]
+    wait = ceilings.conv_weight_wait(waits, 10e9, "test")
+    assert wait is not None and wait.points == ((2e5, 0.0), (1e6, 0.7), (4e6, 0.25))
+    assert wait.source.startswith("calibrated: 5 convolution(s)")
+    assert ceilings.conv_weight_wait([], 10e9, "test") is None
 
 
 def test_a_product_read_on_cold_weights_gives_back_its_measured_time():

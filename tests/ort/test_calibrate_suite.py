@@ -28,7 +28,7 @@ def test_every_benchmark_has_its_own_label_and_a_known_kind(chosen: suite.Suite)
     rows = [*chosen.benches, *chosen.peaks, *([chosen.batched_conv] if chosen.batched_conv else [])]
     labels = [b.label for b in rows]
     assert len(labels) == len(set(labels))
-    assert {b.kind for b in rows} <= {"profile", "chain", "epilogue"}
+    assert {b.kind for b in rows} <= {"profile", "chain", "epilogue", "wait"}
     assert all(b.kind == "profile" for b in chosen.peaks)
 
 

@@ -14,6 +14,7 @@ from onnxroof.devices import (
     Ceiling,
     Sourced,
     WeightReuse,
+    WeightWait,
     load_device,
 )
 from onnxroof.predict import engine, op_classes, roofline
@@ -45,7 +46,8 @@ CASES = [
     (conv(256, 64, 56, 1), "conv1x1"),
     (conv(512, 512, 7, 3), "conv_small"),  # 49 output positions
     (conv(256, 256, 14, 3), "conv_mid"),  # 196 output positions
-    (conv(1024, 256, 14, 1), "conv_mid"),
+    (conv(1024, 256, 14, 1), "conv1x1"),  # a pointwise one is one product, whatever its map
+    (conv(160, 960, 7, 1), "conv1x1"),
     (conv(3, 64, 224, 7, out_hw=112), "conv_stem"),  # a stem with a large kernel: its own class ...
     (conv(3, 64, 224, 11, out_hw=55), "conv_stem"),
     (conv(16, 64, 55, 3), "conv"),  # ... 16 input channels are past the stem
@@ -53,14 +55,14 @@ CASES = [
     (conv(96, 256, 55, 5, out_hw=27), "conv_wide"),
     (conv(24, 64, 14, 5), "conv_mid"),  # a 14x14 output ranks first: a 5x5 there is a mid-sized conv
     (conv(48, 128, 7, 5), "conv_small"),
-    (conv(3, 32, 224, 3, out_hw=112), "conv_small"),  # a stem with a 3x3 kernel does not
-    (conv(64, 16, 56, 1), "conv_small"),  # 16 output channels
+    (conv(3, 32, 224, 3, out_hw=112), "conv_narrow"),  # a stem with a 3x3 kernel does not
+    (conv(64, 16, 56, 1), "conv_narrow"),  # 16 output channels
     # one output position: a squeeze-and-excitation product on its pooled vector, in either layout, and a 7x7
     # kernel over a 7x7 map without padding (a classifier written as a convolution)
     (conv(1152, 48, 1, 1), "conv_vector"),
     (conv(48, 12, 1, 1, domain="", op="Conv"), "conv_vector"),
     (conv(512, 4096, 7, 7, out_hw=1), "conv_vector"),
-    (conv(1152, 48, 2, 1), "conv_small"),  # four positions: a spatial convolution again
+    (conv(1152, 48, 2, 1), "conv1x1"),  # four positions: a spatial convolution again
     # over one axis (wav2vec2's feature encoder: 512 -> 512, 3 taps, stride 2, 799 -> 399 frames), whatever its size
     (
         make_node("Conv", [T((1, 512, 799)), W((512, 512, 3))], [T((1, 512, 399))], kernel_shape=[3], strides=[2]),
@@ -82,7 +84,7 @@ CASES = [
     # classed by one group's channels: 48 -> 128 with a 5x5 kernel on 27x27 positions is a wide conv ...
     (conv(96, 256, 27, 5, group=2), "conv_wide"),
     (conv(384, 384, 13, 3, group=2), "conv_mid"),  # ... 169 positions a mid-sized one
-    (conv(64, 64, 28, 3, group=4), "conv_small"),  # ... and 16 output channels per group a small one
+    (conv(64, 64, 28, 3, group=4), "conv_narrow"),  # ... and 16 output channels per group a narrow one
     # DeepLab's rate-12 ASPP branch on 14x14: every output column's window reaches into the padding
     (
         conv(960, 256, 14, 3, pad=12, dilation=12),
@@ -497,7 +499,7 @@ def test_a_compute_bound_product_waits_for_its_cold_weights_on_top_of_its_arithm
     # A product of one row is bound by its weight's read, which max() counts already; so is any memory-bound one.
     gemv = make_node("Gemm", [T((1, 768)), W((768, 768)), W((768,))], [T((1, 768))], transB=1)
     gemv_cost = Cost(flops=2 * 768 * 768, bytes_read=4 * 768 + weights, bytes_written=4 * 768, kernels=1)
-    assert engine.exposed_weight_time("gemm", weights, 236e-6, 10e-6, 240e-6) == 0.0
+    assert engine.exposed_weight_time(dev, "gemm", weights, 236e-6, 10e-6, 240e-6) == 0.0
     assert engine.predict_engine(gemv, gemv_cost, "fp32", dev)[1].exposed_memory_s == 0.0
 
 
@@ -891,3 +893,42 @@ def test_a_streaming_kernel_writes_into_lines_the_node_before_pushed_out_of_its_
     assert note.write_allocate_s == pytest.approx(2 * 262144 / 10e9)
     assert after.predicted_time_s - alone.predicted_time_s == pytest.approx(note.write_allocate_s)
     assert "us writing over lines the node before pushed out of L2" in note.describe()
+
+
+def test_a_compute_bound_convolution_waits_for_the_calibrated_share_of_its_weights_read():
+    """conv_weight_wait: the share of its weights' read a dense convolution's time grows by when they come from
+    memory, outside a model for cold weights only (as the calibration reads them), in a model from where the
+    model's traffic leaves them."""
+    wait = WeightWait(((1e5, 0.5), (1e7, 0.5)), "calibrated: test")
+    dev = replace(calibrated_host(), conv_weight_wait=wait)
+    # MobileNetV2's last-stage 1x1 on a 7x7 map, 1024 -> 256: 2 * 1024 * 256 * 49 = 25,690,112 FLOPs take 256.9 us
+    # at 100 GFLOP/s; 4 * (1024 * 256 + 256) = 1,049,600 B of weights and bias (past COLD_WEIGHTS), 200,704 B in and
+    # 50,176 B out: 1,300,480 B past the 1 MiB L2, all at DRAM's 10 GB/s: 130.0 us, under the arithmetic.
+    big = conv(1024, 256, 7, 1)
+    weights = 4 * (1024 * 256 + 256)
+    big_cost = Cost(flops=2 * 1024 * 256 * 49, bytes_read=200_704 + weights, bytes_written=50_176, kernels=1)
+    pred, note = engine.predict_engine(big, big_cost, "fp32", dev)
+    assert note.op_class == "conv1x1" and pred.compute_time_s > pred.memory_time_s
+    # read cold: half of 1,049,600 B at 10 GB/s = 52.5 us on top of the arithmetic
+    assert note.exposed_memory_s == pytest.approx(0.5 * weights / 10e9)
+    assert pred.predicted_time_s == pytest.approx(25_690_112 / 100e9 + 0.5 * weights / 10e9 + 1e-6)
+    # in a model whose traffic gives a reuse of 2, half of them at 20 GB/s: 26.2 us
+    reused = replace(dev, weight_reuse=WeightReuse(((1e6, 2.0),), "calibrated: test"))
+    assert engine.predict_engine(big, big_cost, "fp32", reused, traffic=1e6)[1].exposed_memory_s == pytest.approx(
+        0.5 * weights / 20e9
+    )
+    # without the calibrated share, none (the ceiling then carries the weights' read as its samples had it)
+    assert engine.predict_engine(big, big_cost, "fp32", calibrated_host())[1].exposed_memory_s == 0.0
+    # A 128 -> 128 3x3 on 28x28: 4 * (128 * 128 * 9 + 128) = 590,336 B of weights, under COLD_WEIGHTS: read warm by
+    # the calibration, so nothing outside a model; in one, half of them at 20 GB/s = 14.8 us.
+    small = conv(128, 128, 28, 3, pad=1)
+    small_weights = 4 * (128 * 128 * 9 + 128)
+    acts = 4 * 128 * 28 * 28
+    small_cost = Cost(flops=2 * 128 * 128 * 9 * 784, bytes_read=acts + small_weights, bytes_written=acts, kernels=1)
+    assert engine.predict_engine(small, small_cost, "fp32", dev)[1].exposed_memory_s == 0.0
+    in_model = engine.predict_engine(small, small_cost, "fp32", reused, traffic=1e6)[1]
+    assert in_model.exposed_memory_s == pytest.approx(0.5 * small_weights / 20e9)
+    # A depthwise convolution is no dense one: no wait, whatever its weights.
+    assert engine.exposed_weight_time(dev, "depthwise", weights, 1e-4, 1e-3, 1e-4) == 0.0
+    # Nor is a memory-bound one's: max() counts its weights' read already.
+    assert engine.exposed_weight_time(dev, "conv1x1", weights, 1e-4, 1e-5, 1e-3) == 0.0

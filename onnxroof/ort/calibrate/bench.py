@@ -23,8 +23,9 @@ class Bench:
     with a Rand, then ``args``) and which of its nodes give samples.
 
     ``kind`` is "profile" (onnxruntime's profiler times each node), "chain" (the wall clock times chains of the
-    node at two lengths; ``graph`` takes the length after the Rand) or "epilogue" (a convolution profiled with
-    Relu and with Clip; ``graph`` takes the activation as a keyword). ``harvest`` names the op classes whose
+    node at two lengths; ``graph`` takes the length after the Rand), "epilogue" (a convolution profiled with
+    Relu and with Clip; ``graph`` takes the activation as a keyword) or "wait" (a convolution profiled with its
+    weights cold and warm: what their read adds to it). ``harvest`` names the op classes whose
     nodes are kept (None: every node measured); ``cold`` reads the weights cold (None: when they are large).
     ``tail`` puts a Neg after the outputs, so that the measured node writes an intermediate tensor.
     """

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import onnx
 
-from onnxroof.devices import CEILING_NAMES, Ceiling, Device, FrozenMap, Sourced, WeightReuse
+from onnxroof.devices import CEILING_NAMES, Ceiling, Device, FrozenMap, Sourced, WeightReuse, WeightWait
 from onnxroof.ir import Graph
 from onnxroof.ort import sessions
 from onnxroof.ort.calibrate.classes import (
@@ -40,6 +40,7 @@ __all__ = [
     "bin_points",
     "calibration_warnings",
     "class_ceilings",
+    "conv_weight_wait",
     "dram_overlap",
     "effective_size",
     "matrix_rate",
@@ -388,6 +389,28 @@ def weight_reuse(device: Device, loops: Sequence[tuple[onnx.ModelProto, float]],
         tidy,
         f"calibrated: chains of 4 MatMul (1xN) @ (NxN) timed back to back read their weights at {shown} of the DRAM "
         f"rate their prediction reads cold weights at; {how}",
+    )
+
+
+def conv_weight_wait(waits: Sequence[tuple[float, float, float]], dram_bandwidth: float, how: str) -> WeightWait | None:
+    """How much of its weights' read a compute-bound convolution waits for, from convolutions profiled with their
+    weights cold and warm (``WaitPair.wait``: their weights' and output's bytes, the seconds the cold run's kernel
+    took longer): per convolution, that time less its output's write-allocate (each line read from memory before
+    it is written, at ``dram_bandwidth``) over its weights' read at ``dram_bandwidth``; a point per weight size (the
+    median where convolutions share one), a share never below 0. None without a measured convolution."""
+    by_bytes: dict[float, list[float]] = {}
+    for weights, output, extra_s in waits:
+        share = (extra_s - output / dram_bandwidth) * dram_bandwidth / weights
+        by_bytes.setdefault(weights, []).append(max(share, 0.0))
+    if not by_bytes:
+        return None
+    points = tuple((w, float(f"{statistics.median(shares):.3g}")) for w, shares in sorted(by_bytes.items()))
+    shown = ", ".join(f"{x:.3g} at {binary_bytes(int(w))}" for w, x in points)
+    return WeightWait(
+        points,
+        f"calibrated: {len(waits)} convolution(s) profiled with their weights cold and warm, the share of their "
+        f"weights' read at the DRAM bandwidth the cold runs took longer, their outputs' write-allocate apart: "
+        f"{shown}; {how}",
     )
 
 

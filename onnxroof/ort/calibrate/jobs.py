@@ -25,6 +25,7 @@ import onnx
 from onnxroof.costs import Cost, NodeView, compute_cost
 from onnxroof.ir import UnknownShape
 from onnxroof.ort import sessions
+from onnxroof.ort.calibrate import graphs
 from onnxroof.ort.calibrate.bench import Bench
 from onnxroof.ort.calibrate.classes import CONV_CLASSES, REORDER_CLASSES
 from onnxroof.ort.calibrate.graphs import FLOAT, Built, Rand
@@ -33,6 +34,7 @@ from onnxroof.ort.reference import ReferenceSampler
 from onnxroof.predict import engine, op_classes
 
 __all__ = [
+    "MASK_VALUE",
     "MIN_PROFILED_S",
     "Chain",
     "ClassJob",
@@ -44,12 +46,15 @@ __all__ = [
     "Reference",
     "Runner",
     "Sample",
+    "WaitPair",
     "class_job",
     "conv_sample",
     "profiled",
+    "subnormal_jobs",
     "views",
 ]
 
+MASK_VALUE = -100.0  # the subnormal benchmark's mask, Swin's: exp of a score this far down is a subnormal float
 MIN_PROFILED_S = 8e-6  # profiled kernels shorter than this are too coarse (1 us resolution) to calibrate with
 
 
@@ -376,7 +381,40 @@ class Chain:
         return [Sample(view, cost, max(self.per_node() - node_overhead, 1e-9), self.label)]
 
 
-ClassJob = Profiled | Chain | EpiloguePair
+class WaitPair:
+    """A convolution profiled with its weights cold (a buffer larger than the caches read before each timed run)
+    and warm (where its previous run left them), one after the other in each pass: the difference of their kernel
+    times is what its weights' read from memory adds to it. It gives no sample of its class: its reading is
+    :meth:`wait`, the device's ``conv_weight_wait``."""
+
+    def __init__(self, runner: Runner, label: str, built: Built) -> None:
+        self.label = label
+        self.weights = float(_weight_bytes(built[0]))
+        self.warm = Profiled(runner, f"{label} warm", built, CONV_CLASSES, cold=False)
+        self.cold = Profiled(runner, f"{label} cold", built, CONV_CLASSES, cold=True)
+
+    def run_pass(self, reps: int, flush: Flush) -> None:
+        """A pass of each twin, the warm one first."""
+        self.warm.run_pass(reps, flush)
+        self.cold.run_pass(reps, flush)
+
+    def samples(self, profiler_overhead: float) -> list[Sample]:
+        """None: the pair is timed for its weights' wait only."""
+        return []
+
+    def wait(self, profiler_overhead: float) -> tuple[float, float, float] | None:
+        """(weight bytes, output bytes, seconds the cold run's convolution took longer than the warm one's), or
+        None when either kernel went unmeasured. The cold run finds its output's lines out of the caches too, and
+        reads each from memory before writing it (write-allocate), which a model's kernel, writing into a buffer
+        the run has just used, does not."""
+        warm, cold = conv_sample(self.warm, profiler_overhead), conv_sample(self.cold, profiler_overhead)
+        if warm is None or cold is None:
+            return None
+        out = cold.view.output(0)
+        return self.weights, float(out.nbytes if out is not None and out.known else 0), cold.time_s - warm.time_s
+
+
+ClassJob = Profiled | Chain | EpiloguePair | WaitPair
 
 
 def profiled(bench: Bench, runner: Runner, rand: Rand) -> Profiled:
@@ -393,4 +431,21 @@ def class_job(bench: Bench, runner: Runner, rand: Rand, chain_target_s: float) -
         return EpiloguePair(runner, bench.label, lambda activation: bench.build(rand, activation=activation))
     if bench.kind == "profile":
         return profiled(bench, runner, rand)
+    if bench.kind == "wait":
+        return WaitPair(runner, bench.label, bench.build(rand))
     raise ValueError(f"unknown benchmark kind {bench.kind!r} ({bench.label})")
+
+
+def subnormal_jobs(
+    sizes: tuple[int, int, int, int] | None, runner: Runner, rand: Rand
+) -> tuple[Profiled, Profiled] | None:
+    """The masked attention block of ``sizes`` (map size, window, heads, d) with its mask at 0 and at -100
+    (Swin's), the same scores and values in both; None where the suite has no such block."""
+    if sizes is None:
+        return None
+    size, window, heads, d = sizes
+    plain = graphs.masked_attention(rand, size, window, heads, d, 0.0)
+    masked_model, _ = graphs.masked_attention(rand, size, window, heads, d, MASK_VALUE)
+    label = f"Softmax + MatMul in Swin's shifted {window}x{window} windows over {size}x{size}, {heads} heads"
+    slowed = Profiled(runner, f"{label}, mask at {MASK_VALUE:g}", (masked_model, plain[1]))
+    return Profiled(runner, f"{label}, mask at 0", plain), slowed

@@ -50,6 +50,7 @@ __all__ = [
     "reorders",
     "resizes",
     "transposes",
+    "weight_waits",
 ]
 
 
@@ -139,6 +140,14 @@ def epilogues(*rows: tuple[int, int, int, int, int]) -> list[Bench]:
             (cin, cout, hw, k, 1, g),
         )
         for cin, cout, hw, k, g in rows
+    ]
+
+
+def weight_waits(*rows: tuple[int, int, int, int]) -> list[Bench]:
+    """Dense convolutions (cin, cout, hw, k), NCHWc after optimization, profiled with their weights cold and warm."""
+    return [
+        Bench("wait", f"Conv {cin}->{cout} {k}x{k} @{hw}x{hw}, weights cold and warm", graphs.conv, (cin, cout, hw, k))
+        for cin, cout, hw, k in rows
     ]
 
 

@@ -18,6 +18,7 @@ from onnxroof.ort.calibrate.bench import Suite
 from onnxroof.ort.calibrate.ceilings import (
     calibration_warnings,
     class_ceilings,
+    conv_weight_wait,
     dram_overlap,
     effective_size,
     matrix_rate,
@@ -38,6 +39,7 @@ from onnxroof.ort.calibrate.host import (
     ort_version,
 )
 from onnxroof.ort.calibrate.jobs import (
+    MASK_VALUE,
     Chain,
     ClassJob,
     Flush,
@@ -47,9 +49,11 @@ from onnxroof.ort.calibrate.jobs import (
     Reference,
     Runner,
     Sample,
+    WaitPair,
     class_job,
     conv_sample,
     profiled,
+    subnormal_jobs,
 )
 from onnxroof.ort.calibrate.network import factor_network
 from onnxroof.ort.calibrate.suite import FULL, QUICK, SUITE
@@ -59,8 +63,6 @@ from onnxroof.predict import op_classes
 from onnxroof.units import binary_bytes
 
 __all__ = ["calibrate", "host_device"]
-
-MASK_VALUE = -100.0  # the subnormal benchmark's mask, Swin's: exp of a score this far down is a subnormal float
 
 
 def calibrate(
@@ -197,7 +199,7 @@ def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, step
             classes.append(class_job(bench, runner, rand, chosen.chain_target_s))
         steps.advance()
     reuse = _reuse_jobs(chosen, caches, runner)
-    subnormal = _subnormal_jobs(chosen.masked_attention, runner, rand)
+    subnormal = subnormal_jobs(chosen.masked_attention, runner, rand)
     steps.advance()
     return _Jobs(
         node_chain=node_chain,
@@ -217,21 +219,6 @@ def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, step
         reuse=reuse,
         subnormal=subnormal,
     )
-
-
-def _subnormal_jobs(
-    sizes: tuple[int, int, int, int] | None, runner: Runner, rand: Rand
-) -> tuple[Profiled, Profiled] | None:
-    """The masked attention block of ``sizes`` (map size, window, heads, d) with its mask at 0 and at -100
-    (Swin's), the same scores and values in both; None where the suite has no such block."""
-    if sizes is None:
-        return None
-    size, window, heads, d = sizes
-    plain = graphs.masked_attention(rand, size, window, heads, d, 0.0)
-    masked_model, _ = graphs.masked_attention(rand, size, window, heads, d, MASK_VALUE)
-    label = f"Softmax + MatMul in Swin's shifted {window}x{window} windows over {size}x{size}, {heads} heads"
-    slowed = Profiled(runner, f"{label}, mask at {MASK_VALUE:g}", (masked_model, plain[1]))
-    return Profiled(runner, f"{label}, mask at 0", plain), slowed
 
 
 def _overhead_jobs(lengths: tuple[int, int], runner: Runner) -> tuple[Chain, Chain, Chain, Profiled]:
@@ -354,6 +341,7 @@ class _Readings:
     fp16_rate: float | None
     samples: list[Sample]  # the op-class samples
     batched_conv: Sample | None  # the convolution whose data is larger than any cache
+    waits: list[tuple[float, float, float]]  # per WaitPair: weight and output bytes, seconds its cold run took longer
     subnormal_times: tuple[dict[str, list[float]], dict[str, list[float]]] | None  # per node: unmasked, masked
 
 
@@ -387,6 +375,7 @@ def _read(jobs: _Jobs, matrix_size: int) -> _Readings:
         for x in (job.samples(node_overhead) if isinstance(job, Chain) else job.samples(profiler_overhead))
     ]
     batched_conv = conv_sample(jobs.batched, profiler_overhead) if jobs.batched is not None else None
+    waits = [w for job in jobs.classes if isinstance(job, WaitPair) and (w := job.wait(profiler_overhead))]
     subnormal_times = (jobs.subnormal[0].kernel_times(), jobs.subnormal[1].kernel_times()) if jobs.subnormal else None
     return _Readings(
         node_overhead=node_overhead,
@@ -401,6 +390,7 @@ def _read(jobs: _Jobs, matrix_size: int) -> _Readings:
         fp16_rate=fp16_rate,
         samples=samples,
         batched_conv=batched_conv,
+        waits=waits,
         subnormal_times=subnormal_times,
     )
 
@@ -490,6 +480,7 @@ def _bare_device(readings: _Readings, jobs: _Jobs, chosen: Suite, run: _Run, how
         run_overhead=Sourced(
             readings.run_overhead, f"calibrated: session.run time of a one-node graph minus one node; {how}"
         ),
+        conv_weight_wait=conv_weight_wait(readings.waits, readings.dram_bandwidth, how),
     )
 
 

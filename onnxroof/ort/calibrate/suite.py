@@ -99,7 +99,12 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      ceiling is read cold): the reference block's classifier, and with it the network factor.
 #  36: the network factor is read on the factor network (network.factor_network: a small convolutional network and
 #      a transformer encoder layer), timed in every pass, in place of the reference block.
-SUITE = 36
+#  37: a compute-bound dense convolution waits for a share of its weights' read (conv_weight_wait), timed on
+#      convolutions with their weights cold and warm; the conv ceilings are read with that wait taken off their cold
+#      samples, and predictions add it back (in a model, the weights' read from where the inference left them);
+#      convolutions with few output channels and small stems are a class of their own (conv_narrow), apart from
+#      the small maps' (conv_small).
+SUITE = 37
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
@@ -197,6 +202,17 @@ _FULL_BENCHES: tuple[Bench, ...] = (
     *rows.grouped((136, 28, 1, 4), (272, 14, 1, 4), (544, 7, 1, 4), (384, 13, 3, 2), (128, 56, 3, 32)),
     # narrow groups, by the work of one group: RegNet's groups of 8 over its four stages, ResNeXt's of 8 at 28x28
     *rows.grouped((48, 56, 3, 6), (104, 28, 3, 13), (208, 14, 3, 26), (440, 7, 3, 55), (256, 28, 3, 32)),
+    # the weights' wait of dense convolutions (conv_weight_wait): MobileNet's and EfficientNet's 1x1 convolutions
+    # on their last stages' small maps, ResNet-50's and ResNet-18's last stages, 0.2 to 9.4 MB of weights
+    *rows.weight_waits(
+        (96, 576, 14, 1),
+        (160, 960, 7, 1),
+        (1024, 256, 7, 1),
+        (320, 1280, 7, 1),
+        (256, 256, 14, 3),
+        (2048, 512, 7, 1),
+        (512, 512, 7, 3),
+    ),
     # matrix products: transformer projections and MLPs, attention, and matrix-vector classifiers at batch 1
     *rows.gemms(
         (197, 768, 768),
@@ -376,10 +392,11 @@ _FULL_BENCHES: tuple[Bench, ...] = (
 )
 
 _QUICK_BENCHES: tuple[Bench, ...] = (
-    *rows.convs((32, 32, 28, 3, 1), (64, 64, 28, 1, 1), (64, 64, 14, 3, 1), (64, 64, 7, 3, 1)),
+    *rows.convs((32, 32, 28, 3, 1), (64, 64, 28, 1, 1), (64, 64, 14, 3, 1), (64, 64, 7, 3, 1), (64, 16, 28, 1, 1)),
     *rows.depthwise((64, 28, 1)),
     *rows.epilogues((32, 192, 28, 1, 1)),  # large enough that the Clip's pass stands out of the profiler's 1 us
     *rows.grouped((136, 28, 1, 4)),
+    *rows.weight_waits((160, 960, 7, 1)),
     *rows.gemms((64, 128, 128), (1, 1024, 1000)),
     *rows.attention((4, 64, 32, 64)),
     *rows.pools(("MaxPool", 64, 56, 3, 2, 1, True), ("AveragePool", 64, 28, 3, 1, 1, False)),
