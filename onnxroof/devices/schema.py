@@ -236,8 +236,8 @@ class WeightWait:
     """How much of its weights' read a compute-bound convolution waits for on top of its arithmetic, by its weights'
     bytes: the time the convolution takes longer with its weights read cold (from DRAM) than with them in the
     core's cache, as a share of ``weight bytes / DRAM bandwidth``. Its kernel reads each block of filters as it
-    reaches it; a small filter bank is read before its prefetch is under way and waits for all of it (a share
-    near or above 1), a large one overlaps part of its stream with the arithmetic on the blocks before it.
+    reaches it, and how much of that read its arithmetic hides depends on the bank's size: the calibration
+    measures it at a few sizes.
 
     ``points`` are (weight bytes, share) pairs sorted by bytes, interpolated linearly in log(bytes) and held
     constant beyond the measured range; a share is never below 0.
