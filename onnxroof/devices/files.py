@@ -194,24 +194,26 @@ def _ceiling(table: Any, name: str, where: str) -> Ceiling:
     return Ceiling(compute, memory, _text(table, "source", here))
 
 
-def _weight_reuse(table: Any, where: str) -> WeightReuse:
-    here = f"{where}, weight_reuse"
+def _curve(table: Any, here: str, needs: str, zero: bool = False) -> tuple[tuple[tuple[float, float], ...], str]:
+    """A curve table's points and source (``points = [[x, y], ...]``, ``source = "..."``); ``needs`` says what
+    its points are, ``zero`` allows a y of 0."""
     if not isinstance(table, Mapping):
         raise _fail(here, f"must be a table with points and a source, got {table!r}")
     _check_keys(table, ("points", "source"), here)
     if "points" not in table:
-        raise _fail(here, "needs 'points': [[bytes one inference touches, speedup over DRAM], ...]")
-    return WeightReuse(_points(table["points"], f"{here}.points"), _text(table, "source", here))
+        raise _fail(here, f"needs 'points': {needs}")
+    return _points(table["points"], f"{here}.points", zero=zero), _text(table, "source", here)
+
+
+def _weight_reuse(table: Any, where: str) -> WeightReuse:
+    return WeightReuse(
+        *_curve(table, f"{where}, weight_reuse", "[[bytes one inference touches, speedup over DRAM], ...]")
+    )
 
 
 def _weight_wait(table: Any, where: str) -> WeightWait:
-    here = f"{where}, conv_weight_wait"
-    if not isinstance(table, Mapping):
-        raise _fail(here, f"must be a table with points and a source, got {table!r}")
-    _check_keys(table, ("points", "source"), here)
-    if "points" not in table:
-        raise _fail(here, "needs 'points': [[weight bytes, share of their read at the DRAM bandwidth], ...]")
-    return WeightWait(_points(table["points"], f"{here}.points", zero=True), _text(table, "source", here))
+    needs = "[[weight bytes, share of their read at the DRAM bandwidth], ...]"
+    return WeightWait(*_curve(table, f"{where}, conv_weight_wait", needs, zero=True))
 
 
 def _calibration(table: Any, where: str) -> Calibration:
