@@ -57,8 +57,10 @@ def _chain(
 
 
 # Activations that halve a small input (x * Phi(x), x * sigmoid(x)): along a chain of them a small value decays
-# into the subnormal range, where the arithmetic runs many times slower than on normal floats. Past 4 they are
-# close to the identity, so a chain fed with inputs from 4 up keeps its values where a network's are.
+# into the subnormal range, where the arithmetic runs many times slower than on normal floats. From 12 up they keep
+# all but a few millionths of their input (x * sigmoid(x) at 4 still loses 2% a node, enough to reach the subnormal
+# range along a chain of a few hundred), so a chain fed with inputs from 12 up keeps its values normal however long
+# a fast machine makes it; their kernels take as long on such values as on a network's.
 _HALVING_ACTIVATIONS = frozenset({"Gelu", "FastGelu", "QuickGelu", "Swish"})
 
 
@@ -68,7 +70,7 @@ def activation_chain(rand: Rand, n: int, op: str, shape: Sequence[int], domain: 
     attrs: dict[str, Any] = {} if alpha is None else {"alpha": float(alpha)}
     model, feeds = _chain(op, shape, n, rand, domain=domain, **attrs)
     if op in _HALVING_ACTIVATIONS:
-        feeds = {"x": (rand.positive(*shape) + 3.5).astype(np.float32)}
+        feeds = {"x": (rand.positive(*shape) + 11.5).astype(np.float32)}
     return model, feeds
 
 
@@ -139,8 +141,14 @@ def add_chain(rand: Rand, n: int, shape: Sequence[int]) -> Built:
 
 
 def per_channel_chain(rand: Rand, n: int, op: str, shape: Sequence[int]) -> Built:
-    """``n`` of a binary op (Mul, Add) with a C x 1 x 1 weight broadcast over an NCHW tensor."""
-    return _chain(op, shape, n, rand, extra=["c"], inits={"c": rand.f(shape[1], 1, 1)})
+    """``n`` of a binary op (Mul, Add) with a C x 1 x 1 weight broadcast over an NCHW tensor. A Mul's weights are
+    1 and -1: multiplied by the same scale node after node, a channel's values would shrink into subnormal floats
+    (where the arithmetic runs many times slower than on normal ones) or grow to infinity, where a network's
+    per-channel scales (a squeeze-and-excitation block's) leave its activations in range."""
+    c = rand.f(shape[1], 1, 1)
+    if op == "Mul":
+        c = np.where(c < 0, -1.0, 1.0).astype(np.float32)
+    return _chain(op, shape, n, rand, extra=["c"], inits={"c": c})
 
 
 def pow_chain(rand: Rand, n: int, shape: Sequence[int], exponent: float) -> Built:
