@@ -60,7 +60,8 @@ OP_CLASSES: tuple[str, ...] = (
     "broadcast",  # elementwise arithmetic with an operand broadcast along the innermost axis (a per-channel Mul)
     "activation",  # transcendental activations without a class of their own (Log, Pow, Softplus, trigonometry, ...)
     "activation_exp",  # Exp and the activations built on it (Elu, Selu, Celu)
-    "activation_sigmoid",  # Sigmoid and x * sigmoid(x) (Swish; QuickGelu with alpha 1, SiLU as onnxruntime fuses it)
+    "activation_sigmoid",  # Sigmoid, and Swish (x * sigmoid(alpha * x) as ONNX defines it)
+    "activation_silu",  # QuickGelu with alpha 1: SiLU (x * sigmoid(x)) as onnxruntime fuses it
     "activation_quickgelu",  # x * sigmoid(alpha * x) with another alpha (QuickGelu's default 1.702, CLIP's)
     "activation_tanh",  # Tanh
     "activation_erf",  # Erf

@@ -143,7 +143,7 @@ CASES = [
     (make_node("Pow", [T((1, 128, 512)), W(())], [T((1, 128, 512))], constants={1: 0.5}), "activation_pow"),
     (make_node("Pow", [T((1, 128, 512)), T((1, 128, 512))], [T((1, 128, 512))]), "activation_pow"),  # not constant
     # QuickGelu with alpha 1 is SiLU as onnxruntime fuses it; its default alpha (1.702) a pass more
-    (make_node("QuickGelu", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))], domain=MS, alpha=1.0), "activation_sigmoid"),
+    (make_node("QuickGelu", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))], domain=MS, alpha=1.0), "activation_silu"),
     (make_node("QuickGelu", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))], domain=MS), "activation_quickgelu"),
     (make_node("QuickGelu", [T((1, 197, 768))], [T((1, 197, 768))], domain=MS, alpha=1.702), "activation_quickgelu"),
     (make_node("Exp", [T((1, 12, 197, 197))], [T((1, 12, 197, 197))]), "activation_exp"),

@@ -109,6 +109,8 @@ def views_of(domain: str, op_type: str) -> list[NodeView]:
         make_node(op_type, [T((1, 64, 28, 28)), T((1, 64, 28, 28))], [T((1, 64, 28, 28))], domain=domain),
         make_node(op_type, [T((1, 2), INT64)], [T((1, 2), INT64)], domain=domain),
     ]
+    # an alpha of 1 (QuickGelu's SiLU)
+    views.append(make_node(op_type, [T((1, 64, 28, 28))], [T((1, 64, 28, 28))], domain=domain, alpha=1.0))
     for exponent in (2.0, 3.0):  # a Pow onnxruntime computes by multiplying
         views.append(make_node(op_type, [T((1, 128, 512)), W(())], [T(None)], domain=domain, constants={1: exponent}))
     for perm in ([0, 2, 1, 3, 4], [0, 4, 3, 1, 2]):  # a channel shuffle in NCHW and in channels-last layout
