@@ -105,6 +105,8 @@ WEIGHT_WAIT_CLASSES = frozenset(
 # and the suite times those on weights past COLD_WEIGHTS only. A smaller weight of theirs in a model is kept between
 # runs as a larger one is.
 _READ_COLD = frozenset({"gemv"})
+# The recurrent ops, whose ceilings are read on warm weights whatever their size (exposed_weight_time).
+_RECURRENT_CLASSES = REFINEMENTS["recurrent"].classes
 # The cache scopes private to a core (or a GPU's multiprocessor), of the device schema's CACHE_SCOPES.
 _PRIVATE_SCOPES = frozenset({"per-core", "per-sm"})
 
@@ -319,12 +321,17 @@ def exposed_dram_time(device: Device, cls: str, level_bandwidth: float, compute_
 def exposed_weight_time(
     device: Device, cls: str, weights: float, weight_s: float, compute_s: float, memory_s: float, kept_s: float = 0.0
 ) -> float:
-    """The time a compute-bound matrix product (class gemm) or dense convolution (``WEIGHT_WAIT_CLASSES``) waits
-    for its weights on top of its arithmetic: a share of ``weight_s``, the weights' read at the rate they come at
-    (DRAM's, times the model's reuse between runs; not the class's memory efficiency, which is read on kernels with
-    small weights whose time is mostly their dispatch). The calibration takes this same time off a sample's
-    measured time before reading its class's compute ceiling, so that the ceiling is the kernel's rate on weights
-    at hand.
+    """The time a compute-bound matrix product (class gemm), dense convolution (``WEIGHT_WAIT_CLASSES``) or
+    recurrent op waits for its weights on top of its arithmetic: a share of ``weight_s``, the weights' read at the
+    rate they come at (DRAM's, times the model's reuse between runs; not the class's memory efficiency, which is
+    read on kernels with small weights whose time is mostly their dispatch). The calibration takes this same time
+    off a sample's measured time before reading its class's compute ceiling, so that the ceiling is the kernel's
+    rate on weights at hand.
+
+    A recurrent op (LSTM, GRU, RNN) waits for all of its weights' read in a model, ``kept_s``, and for none outside
+    one: its ceilings are read on warm weights whatever their size, as a model's steps run on weights its first step
+    brought in (a benchmark's first step on cold weights stalls for longer than their read from memory takes, and
+    its steps would spread that over the ceiling).
 
     A product waits for all of it: onnxruntime's kernel multiplies the rows of its input by one prepacked panel of
     the weight after another, and a panel read from memory is not hidden behind the arithmetic on the one before
@@ -339,6 +346,8 @@ def exposed_weight_time(
     and for a kernel bound by its memory time (the roofline's ``max`` counts the weights there)."""
     if compute_s < memory_s:
         return 0.0
+    if cls in _RECURRENT_CLASSES:
+        return kept_s
     if cls == "gemm":
         share = 1.0
     elif cls in WEIGHT_WAIT_CLASSES and device.conv_weight_wait is not None:
@@ -559,7 +568,7 @@ def step_network_factor(factor: float, view: NodeView, cls: str) -> float:
     the other on the state and weights the step before left in the caches, as its class's benchmarks run them:
     only its first step follows the kernels before it, and the factor's excess over 1 is spread over its steps,
     ``1 + (factor - 1) / steps`` (an LSTM tagger's 128 steps ran at their benchmark's rate in a model)."""
-    if cls not in REFINEMENTS["recurrent"].classes:
+    if cls not in _RECURRENT_CLASSES:
         return factor
     return 1.0 + (factor - 1.0) / max(repeats(view, cls), 1)
 

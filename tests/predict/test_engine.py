@@ -599,6 +599,25 @@ def test_a_recurrent_ops_input_projection_runs_at_its_products_ceiling():
     assert alone.compute_time_s == pytest.approx(projection / 100e9 + steps / 25e9)
 
 
+def test_a_recurrent_op_reads_its_weights_once_in_a_model_and_not_outside_one():
+    # The LSTM above: W and R, 2 x 4 x 1024 x 256 = 2,097,152 B. Its ceiling is read on warm weights, so outside a
+    # model nothing is added; in a model whose traffic gives a reuse of 2 they come once at 2 x 10 GB/s: 104.9 us
+    # on top of the arithmetic (the projection at the 100 GFLOP/s peak, 671.1 us, and the steps at 25%, 2,684.4
+    # us), whatever the number of steps that then run on them.
+    lstm_ceiling = Ceiling(compute=((1e6, 0.25),), memory=(), source="calibrated: test lstm")
+    dev = replace(calibrated_host({"lstm": lstm_ceiling}), weight_reuse=WeightReuse(((1e6, 2.0),), "calibrated: test"))
+    lstm = make_node("LSTM", [T((128, 1, 256)), W((1, 1024, 256)), W((1, 1024, 256))], [T((128, 1, 1, 256))])
+    weights = 2 * 4 * 1024 * 256
+    projection, steps = 2 * 128 * 1024 * 256, 128 * 2 * 1024 * 256
+    cost = Cost(flops=projection + steps, bytes_read=weights + 4 * 128 * 256, bytes_written=4 * 128 * 256, kernels=1)
+    alone, alone_note = engine.predict_engine(lstm, cost, "fp32", dev)
+    assert alone_note.exposed_memory_s == 0.0
+    assert alone.predicted_time_s == pytest.approx(projection / 100e9 + steps / 25e9 + 1e-6)
+    in_model, note = engine.predict_engine(lstm, cost, "fp32", dev, traffic=1e6)
+    assert note.exposed_memory_s == pytest.approx(weights / 20e9)
+    assert in_model.predicted_time_s == pytest.approx(alone.predicted_time_s + weights / 20e9)
+
+
 def test_an_input_written_long_before_is_read_from_the_level_its_distance_fits_in():
     # An Add of two 256 KiB inputs into a 256 KiB output: 786,432 B, in the hand-made host's L2 (1 MiB, 50 GB/s):
     # memory 786,432 / 50e9 = 15.73 us. One input was written 4 MB of traffic ago, past L2: it comes from DRAM

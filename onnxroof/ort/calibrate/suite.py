@@ -104,7 +104,11 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      samples, and predictions add it back (in a model, the weights' read from where the inference left them);
 #      convolutions with few output channels and small stems are a class of their own (conv_narrow), apart from
 #      the small maps' (conv_small).
-SUITE = 37
+#  38: per-channel Mul chains by scales of 1 and -1 (by random scales a chain's values had reached subnormal floats
+#      and infinity), chains of the activations that halve small inputs fed from 12 up (from 4 a long chain's had
+#      reached subnormal floats); QuickGelu with alpha 1 (SiLU) a class of its own (activation_silu), apart from
+#      Sigmoid; recurrent ops timed on warm weights, a model's read of them added by the prediction.
+SUITE = 38
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
@@ -374,8 +378,7 @@ _FULL_BENCHES: tuple[Bench, ...] = (
     *rows.casts((1, 64, 56, 56), (1, 256, 56, 56), (1, 128, 28, 28), (1, 197, 768)),
     *rows.int8_convs(graphs.conv_integer, "ConvInteger", *_DYNAMIC_INT8_ROWS),
     *rows.int8_convs(graphs.qdq_conv, "QDQ Conv", *_STATIC_INT8_ROWS),
-    # recurrent: a tagger's and a text recognizer's layers, and smaller and larger ones, each over enough steps that
-    # the first read of its cold weights does not set its rate
+    # recurrent: a tagger's and a text recognizer's layers, and smaller and larger ones, on warm weights
     *rows.recurrent(
         ("LSTM", 128, 256, 256),
         ("LSTM", 32, 64, 128),
