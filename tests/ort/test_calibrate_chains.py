@@ -34,7 +34,8 @@ def test_a_long_per_channel_mul_chain_neither_underflows_nor_overflows():
     [("QuickGelu", 1.0), ("QuickGelu", 1.702), ("Gelu", None), ("FastGelu", None)],
 )
 def test_a_long_chain_of_an_activation_that_halves_small_inputs_stays_normal(op: str, alpha: float | None):
-    # x * sigmoid(x) keeps 98% of an input of 4 and a quarter of one of 0.5 (0.5 * sigmoid(0.5) = 0.31), so from
-    # inputs of 4 the values fall below 1.2e-38 within 400 nodes; from 12 up each node keeps all but 6e-6 of them.
+    # x * sigmoid(x) keeps 98% of an input of 4, 62% of one of 0.5 (0.5 * sigmoid(0.5) = 0.31) and half of one near
+    # 0, so from inputs of 4 the values fall below 1.2e-38 within 400 nodes; from 12 up each node keeps all but 6e-6
+    # of them.
     out = _run(chains.activation_chain(graphs.Rand(0), 400, op, (1, 64), "com.microsoft", alpha))
     assert _normal(out)
