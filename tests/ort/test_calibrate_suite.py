@@ -70,6 +70,32 @@ def test_a_pow_chain_keeps_its_values_finite_and_away_from_one(exponent: float, 
         np.testing.assert_allclose(out, feeds["x"], rtol=1e-4)
 
 
+def _normal(values: np.ndarray) -> bool:
+    """Whether every value is a normal float: finite, and no smaller in magnitude than the smallest normal one (a
+    value in the subnormal range takes many times longer per operation, so a chain that drifts there times the slow
+    path instead of the kernel)."""
+    return bool(np.all(np.isfinite(values)) and np.all(np.abs(values) >= np.finfo(np.float32).tiny))
+
+
+def test_a_long_per_channel_mul_chain_neither_underflows_nor_overflows():
+    # 400 products by the same per-channel scale: any scale but +-1 takes a channel's values below 1.2e-38 or
+    # above 3.4e38 within that many nodes (0.8 ** 400 ~ 1e-39, 1.25 ** 400 ~ 1e39).
+    model, feeds = chains.per_channel_chain(graphs.Rand(0), 400, "Mul", (1, 16, 4, 4))
+    assert _normal(sessions.make_session(model)[0].run(None, feeds)[0])
+
+
+@pytest.mark.parametrize(
+    ("op", "alpha"),
+    [("QuickGelu", 1.0), ("QuickGelu", 1.702), ("Gelu", None), ("FastGelu", None)],
+)
+def test_a_long_chain_of_an_activation_that_halves_small_inputs_stays_normal(op: str, alpha: float | None):
+    # x * sigmoid(x) keeps 98% of an input of 4, 62% of one of 0.5 (0.5 * sigmoid(0.5) = 0.31) and half of one near
+    # 0, so from inputs of 4 the values fall below 1.2e-38 within 400 nodes; from 12 up each node keeps all but 6e-6
+    # of them.
+    model, feeds = chains.activation_chain(graphs.Rand(0), 400, op, (1, 64), "com.microsoft", alpha)
+    assert _normal(sessions.make_session(model)[0].run(None, feeds)[0])
+
+
 def test_the_swin_mask_masks_the_token_pairs_from_different_regions_of_a_shifted_window():
     # A 7x7 window shifted by 3: a window on the map's last row (not its corner) holds two regions, 4 rows of 7
     # tokens and 3 rows, and masks every pair across them, 2 * 28 * 21 = 1,176 (the last column alike); the
