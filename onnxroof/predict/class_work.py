@@ -1,8 +1,8 @@
 """At which work a node's class ceiling is read: a kernel's FLOPs and bytes, or those of one of the units it
 repeats one after the other (the products of a batched matmul, the groups of a plain-layout grouped convolution,
-the time steps of a recurrent op, the rows of a softmax), and the FLOPs the ceiling applies to (a recurrent op's
-input projection apart, which runs at its product's ceiling). The prediction and the calibration read the
-ceilings through the same functions.
+the time steps of a recurrent op, the rows of a softmax or a layer normalization), and the FLOPs the ceiling
+applies to (a recurrent op's input projection apart, which runs at its product's ceiling). The prediction and the
+calibration read the ceilings through the same functions.
 """
 
 from __future__ import annotations
@@ -20,11 +20,14 @@ def repeats(view: NodeView, cls: str) -> int:
     """How many units of work a node's kernel runs one after the other, each like the others, where its class's
     ceiling is read by the size of one unit: the products of a batched matmul (one per batch element and head),
     the groups of a plain-layout grouped or depthwise convolution, the time steps of a recurrent op in each of
-    its directions, the rows of a softmax. 1 for every other class, and where the shapes do not say."""
+    its directions, the rows of a softmax or a layer normalization. 1 for every other class, and where the shapes
+    do not say."""
     if cls == "matmul":
         return _products(view)
     if cls == "softmax":
         return _softmax_rows(view)
+    if cls == "layernorm":
+        return _normalized_rows(view)
     if cls in ("conv_grouped", "conv_grouped_narrow", "depthwise_plain"):
         return max(int(view.attr("group", 1) or 1), 1)
     if cls in REFINEMENTS["recurrent"].classes:
@@ -56,6 +59,22 @@ def _softmax_rows(view: NodeView) -> int:
     if not 0 <= axis < len(x) or x[axis] <= 0:
         return 1
     return max(prod(x) // x[axis], 1)
+
+
+def _normalized_rows(view: NodeView) -> int:
+    """The rows a layer normalization normalizes one after the other: its output's axes before ``axis`` (the last
+    by default; an EmbedLayerNormalization's output is [batch, sequence, hidden], one row per token).
+    onnxruntime's kernel makes a pass over each row for its mean and variance and another to scale it, so a row
+    costs a fixed part beside its elements, and short rows (ConvNeXt's and Swin's 96 channels) run slower per
+    element than a transformer's 768."""
+    out = known_shape(view.output(0))
+    if not out:
+        return 1
+    axis = int(view.attr("axis", -1))
+    axis = axis + len(out) if axis < 0 else axis
+    if not 0 <= axis < len(out):
+        return 1
+    return max(prod(out[:axis]), 1)
 
 
 def _directions(view: NodeView) -> int:

@@ -149,6 +149,24 @@ def test_the_dram_operand_is_twice_the_last_level_within_bounds_and_memory(monke
     assert suite.QUICK.dram_bytes([l3]) == 64 * MiB and suite.QUICK.dram_bytes([]) == 16 * MiB
 
 
+def test_the_full_suite_bins_layer_norm_rows_of_each_length_with_rows_like_them():
+    # A LayerNormalization's ceiling is read by the FLOPs of one row, 7 per element with its bias (costs).
+    works = [7.0 * b.args[-1] for b in suite.FULL.benches if b.label.startswith("LayerNormalization ")]
+    bins = ceilings.bin_points([(w, w / 1e4) for w in works])
+    # Groups of at least three within 1.6x: rows of 96 (x2, 672 FLOPs) with 128 (896), median 0.0672; 192 (x2,
+    # 1344) with 256 (1792), 0.1344; 384 (x2, 2688) with 512 (3584), 0.2688; 768 (x2, 5376) with 1024 (7168), 0.5376.
+    assert bins == (
+        (672, 0.0672),
+        (896, 0.0672),
+        (1344, 0.1344),
+        (1792, 0.1344),
+        (2688, 0.2688),
+        (3584, 0.2688),
+        (5376, 0.5376),
+        (7168, 0.5376),
+    )
+
+
 def test_the_full_suite_bins_softmax_rows_of_each_length_with_rows_like_them():
     # A Softmax's ceiling is read by the FLOPs of one row, 5 per element (costs: max, subtract, exp, sum, scale).
     works = [5.0 * b.args[0][-1] for b in suite.FULL.benches if b.label.startswith("Softmax ")]

@@ -247,6 +247,31 @@ def test_a_softmaxs_ceiling_is_read_at_one_row():
     assert class_work.repeats(make_node("Softmax", [T(None)], [T(None)]), "softmax") == 1
 
 
+def test_a_layer_normalizations_ceiling_is_read_at_one_row():
+    # ConvNeXt's first stage: LayerNormalization over the 96 channels of a channels-last 1x56x56x96 map, 3136 rows
+    # of 96; 7 FLOPs per element with its bias (costs.normalization) give 7 x 96 per row.
+    norm = make_node("LayerNormalization", [T((1, 56, 56, 96)), W((96,)), W((96,))], [T((1, 56, 56, 96))], axis=-1)
+    elements = 56 * 56 * 96
+    cost = Cost(flops=7 * elements, bytes_read=4 * elements, bytes_written=4 * elements)
+    assert class_work.repeats(norm, "layernorm") == 56 * 56
+    assert class_work.ceiling_work(norm, cost, "layernorm") == (7 * 96, 8 * 96)
+    # From axis 2 of (2, 3, 4, 5) each of the 2 x 3 rows holds 4 x 5 elements; without the attribute the last axis.
+    assert (
+        class_work.repeats(make_node("LayerNormalization", [T((2, 3, 4, 5))], [T((2, 3, 4, 5))], axis=2), "layernorm")
+        == 6
+    )
+    assert (
+        class_work.repeats(
+            make_node("SimplifiedLayerNormalization", [T((1, 128, 512))], [T((1, 128, 512))]), "layernorm"
+        )
+        == 128
+    )
+    # EmbedLayerNormalization reads token ids and writes one normalized row per token.
+    embed = make_node("EmbedLayerNormalization", [T((2, 128), INT64)], [T((2, 128, 768))], domain="com.microsoft")
+    assert class_work.repeats(embed, "layernorm") == 256
+    assert class_work.repeats(make_node("LayerNormalization", [T(None)], [T(None)]), "layernorm") == 1
+
+
 def test_a_recurrent_ops_input_projection_is_one_product_and_its_steps_the_rest():
     # A bidirectional LSTM, 32 steps at batch 1, input 1024, hidden 256 (a text recognizer's first layer): W is
     # [2, 4*256, 1024]. Its input projection, X W^T for all steps at once, is one 32-row product per direction:

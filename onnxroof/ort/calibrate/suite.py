@@ -108,7 +108,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      and infinity), chains of the activations that halve small inputs fed from 12 up (from 4 a long chain's had
 #      reached subnormal floats); QuickGelu with alpha 1 (SiLU) a class of its own (activation_silu), apart from
 #      Sigmoid; recurrent ops timed on warm weights, a model's read of them added by the prediction.
-SUITE = 38
+#  39: a layer normalization's ceiling is read by the FLOPs of one row (class_work.repeats), as a softmax's is,
+#      timed on rows of 96 to 1024.
+SUITE = 39
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
@@ -291,7 +293,13 @@ _FULL_BENCHES: tuple[Bench, ...] = (
     *rows.batchnorms((64, 56), (128, 28), (256, 14), (512, 7), (256, 56), (640, 14)),
     *rows.norm_chains(
         batchnorm=[(64, 56), (96, 28)],
-        layernorm=[(197, 768), (50, 512), (128, 1024), (16, 256)],
+        # by the length of their rows, at least three of each (bin_points): ConvNeXt's and Swin's 96 channels (at
+        # 56x56, and fewer positions) with 128; their 192 at 28x28 and DeiT-tiny's over 197 tokens with 256; their
+        # 384 at 14x14 and Whisper-tiny's over 50 frames with 512; ViT's and BERT's 768 with 1024
+        layernorm=[(3136, 96), (784, 96), (1024, 128)]
+        + [(784, 192), (197, 192), (16, 256)]
+        + [(196, 384), (50, 384), (50, 512)]
+        + [(197, 768), (49, 768), (128, 1024)],
         skip_layernorm=[(197, 768), (49, 768), (128, 384), (16, 256)],
         instancenorm=[(64, 56), (32, 128), (256, 14)],
         lrn=[(96, 55), (64, 56), (192, 27), (256, 13)],
