@@ -73,6 +73,7 @@ OP_CLASSES: tuple[str, ...] = (
     "movement",  # copies: Concat, Split, Slice, Pad, Gather, Expand, Tile, ...
     "transpose",  # Transpose that keeps the innermost axis last (copies whole rows), DepthToSpace, SpaceToDepth
     "transpose_inner",  # a Transpose that moves the innermost axis (a key's transpose, a channels-last change)
+    "transpose_batched",  # a Transpose that moves an axis in each matrix of a batch, one by one (Swin's key transposes)
     "transpose_generic",  # a Transpose that moves more than one axis: onnxruntime's element-by-element kernel
     "reorder",  # onnxruntime's NCHW <-> NCHWc layout conversions
     "reorder_short",  # NCHWc -> NCHW onto a small output (under 20x20 positions): short rows, slower per byte

@@ -1,6 +1,7 @@
 """At which work a node's class ceiling is read: a kernel's FLOPs and bytes, or those of one of the units it
 repeats one after the other (the products of a batched matmul, the groups of a plain-layout grouped convolution,
-the time steps of a recurrent op, the rows of a softmax or a layer normalization), and the FLOPs the ceiling
+the time steps of a recurrent op, the rows of a softmax or a layer normalization, the matrices of a batched
+transpose), and the FLOPs the ceiling
 applies to (a recurrent op's input projection apart, which runs at its product's ceiling). The prediction and the
 calibration read the ceilings through the same functions.
 """
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from math import prod
 
 from onnxroof.costs import Cost, NodeView
-from onnxroof.predict.op_classes import REFINEMENTS, known_shape, rows_class, taps_inside
+from onnxroof.predict.op_classes import REFINEMENTS, known_shape, rows_class, taps_inside, transposed_matrices
 
 __all__ = ["InputProjection", "ceiling_work", "input_projection", "repeats", "stepped_flops"]
 
@@ -20,14 +21,16 @@ def repeats(view: NodeView, cls: str) -> int:
     """How many units of work a node's kernel runs one after the other, each like the others, where its class's
     ceiling is read by the size of one unit: the products of a batched matmul (one per batch element and head),
     the groups of a plain-layout grouped or depthwise convolution, the time steps of a recurrent op in each of
-    its directions, the rows of a softmax or a layer normalization. 1 for every other class, and where the shapes
-    do not say."""
+    its directions, the rows of a softmax or a layer normalization, the matrices of a batched transpose. 1 for
+    every other class, and where the shapes do not say."""
     if cls == "matmul":
         return _products(view)
     if cls == "softmax":
         return _softmax_rows(view)
     if cls == "layernorm":
         return _normalized_rows(view)
+    if cls == "transpose_batched":
+        return transposed_matrices(view)
     if cls in ("conv_grouped", "conv_grouped_narrow", "depthwise_plain"):
         return max(int(view.attr("group", 1) or 1), 1)
     if cls in REFINEMENTS["recurrent"].classes:

@@ -38,6 +38,7 @@ __all__ = [
     "product_rows",
     "rows_class",
     "taps_inside",
+    "transposed_matrices",
 ]
 
 NCHWC_DOMAIN = "com.microsoft.nchwc"  # onnxruntime's blocked-layout CPU kernels
@@ -93,6 +94,7 @@ CLASS_FALLBACK: Mapping[str, str] = {
     "cast": "elementwise",
     "transpose_generic": "transpose",
     "transpose_inner": "transpose",
+    "transpose_batched": "transpose_inner",
     "quantize": "elementwise",
 }
 
@@ -376,7 +378,9 @@ def _transpose_class(view: NodeView) -> str:
     runs element by element; for one that moves a single axis, for which it has block-copy kernels, transpose where
     the innermost axis stays innermost (a head split, a channel shuffle in NCHW: whole rows copied) and
     transpose_inner where it moves (a key transposed for its product, a change to or from channels-last: one
-    element at a time along the rows, slower per byte); transpose for DepthToSpace and SpaceToDepth."""
+    element at a time along the rows, slower per byte), transpose_batched where it moves in each matrix of a batch
+    (:func:`transposed_matrices`: onnxruntime transposes one matrix after the other, each with a fixed cost);
+    transpose for DepthToSpace and SpaceToDepth."""
     shape = known_shape(view.input(0))
     perm = view.attr("perm")
     if view.op_type != "Transpose" or shape is None:
@@ -385,7 +389,21 @@ def _transpose_class(view: NodeView) -> str:
     moved = [int(a) for a in axes if shape[int(a)] != 1]
     if not _moves_one_axis(moved):
         return "transpose_generic"
-    return "transpose" if not moved or moved[-1] == max(moved) else "transpose_inner"
+    if not moved or moved[-1] == max(moved):
+        return "transpose"
+    return "transpose_batched" if transposed_matrices(view) > 1 else "transpose_inner"
+
+
+def transposed_matrices(view: NodeView) -> int:
+    """The matrices a Transpose copies one after the other: the product of its input's axes before the first one
+    its permutation moves (Swin's key transpose, perm (0, 2, 3, 1) on 64 windows x 49 tokens x 3 heads x 32, copies
+    64 matrices of 49 x 96; a channels-last change, one). 1 where the shape or the permutation is unknown."""
+    x = known_shape(view.input(0))
+    perm = view.attr("perm")
+    if not x or perm is None or len(perm) != len(x):
+        return 1
+    first = next((i for i, axis in enumerate(perm) if int(axis) != i), len(x))
+    return max(prod(x[:first]), 1)
 
 
 def _moves_one_axis(order: list[int]) -> bool:
@@ -457,7 +475,9 @@ REFINEMENTS: Mapping[str, Refinement] = {
     "pool": Refinement(_pool_class, frozenset({"pool", "pool_nchw"})),
     "elementwise": Refinement(_elementwise_class, frozenset({"elementwise", "broadcast"})),
     "reorder": Refinement(_reorder_class, frozenset({"reorder", "reorder_short"})),
-    "transpose": Refinement(_transpose_class, frozenset({"transpose", "transpose_inner", "transpose_generic"})),
+    "transpose": Refinement(
+        _transpose_class, frozenset({"transpose", "transpose_inner", "transpose_batched", "transpose_generic"})
+    ),
     "resize": Refinement(_resize_class, frozenset({"resize", "resize_linear", "resize_linear_nchw"})),
 }
 

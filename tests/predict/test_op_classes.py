@@ -115,6 +115,8 @@ def views_of(domain: str, op_type: str) -> list[NodeView]:
         views.append(make_node(op_type, [T((1, 128, 512)), W(())], [T(None)], domain=domain, constants={1: exponent}))
     for perm in ([0, 2, 1, 3, 4], [0, 4, 3, 1, 2]):  # a channel shuffle in NCHW and in channels-last layout
         views.append(make_node(op_type, [T((1, 4, 8, 7, 7))], [T(None)], domain=domain, perm=perm))
+    for batch in (1, 4):  # the innermost axis moved in one matrix, and in each of a batch of them
+        views.append(make_node(op_type, [T((batch, 49, 32))], [T(None)], domain=domain, perm=[0, 2, 1]))
     for mode in ("nearest", "linear", "cubic"):  # a resize that copies or interpolates
         views.append(make_node(op_type, [T((1, 8, 7, 7))], [T((1, 8, 14, 14))], domain=domain, mode=mode))
     for hw in (7, 20):
@@ -270,6 +272,23 @@ def test_a_layer_normalizations_ceiling_is_read_at_one_row():
     embed = make_node("EmbedLayerNormalization", [T((2, 128), INT64)], [T((2, 128, 768))], domain="com.microsoft")
     assert class_work.repeats(embed, "layernorm") == 256
     assert class_work.repeats(make_node("LayerNormalization", [T(None)], [T(None)]), "layernorm") == 1
+
+
+def test_a_batched_transposes_ceiling_is_read_at_one_of_its_matrices():
+    # Swin's key transpose: perm (0, 2, 3, 1) on 64 windows x 49 tokens x 3 heads x 32 keeps the first axis, so it
+    # copies 64 matrices of 49 x 96, each 49 * 96 * 4 bytes read and as many written.
+    keys = make_node("Transpose", [T((64, 49, 3, 32))], [T((64, 3, 32, 49))], perm=[0, 2, 3, 1])
+    elements = 64 * 49 * 3 * 32
+    cost = Cost(flops=0, bytes_read=4 * elements, bytes_written=4 * elements)
+    assert op_classes.op_class(keys) == "transpose_batched"
+    assert class_work.repeats(keys, "transpose_batched") == 64
+    assert class_work.ceiling_work(keys, cost, "transpose_batched") == (0, 8 * 49 * 96)
+    # A channels-last change moves the axis after the batch's single image: one matrix (the whole tensor).
+    to_nhwc = make_node("Transpose", [T((1, 96, 56, 56))], [T((1, 56, 56, 96))], perm=[0, 2, 3, 1])
+    assert op_classes.transposed_matrices(to_nhwc) == 1
+    # Without a perm or a shape: one unit.
+    assert op_classes.transposed_matrices(make_node("Transpose", [T((2, 3))], [T((3, 2))])) == 1
+    assert op_classes.transposed_matrices(make_node("Transpose", [T(None)], [T(None)], perm=[1, 0])) == 1
 
 
 def test_a_recurrent_ops_input_projection_is_one_product_and_its_steps_the_rest():

@@ -68,6 +68,7 @@ MEMORY_CLASSES: frozenset[str] = REORDER_CLASSES | frozenset(
         "movement",
         "transpose",
         "transpose_inner",
+        "transpose_batched",
         "transpose_generic",
         "resize",
         "reduce",

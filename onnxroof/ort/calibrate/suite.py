@@ -109,7 +109,8 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      reached subnormal floats); QuickGelu with alpha 1 (SiLU) a class of its own (activation_silu), apart from
 #      Sigmoid; recurrent ops timed on warm weights, a model's read of them added by the prediction.
 #  39: a layer normalization's ceiling is read by the FLOPs of one row (class_work.repeats), as a softmax's is,
-#      timed on rows of 96 to 1024.
+#      timed on rows of 96 to 1024; a transpose that moves the innermost axis of a batch of matrices is a class of
+#      its own (transpose_batched), read by the bytes of one matrix.
 SUITE = 39
 
 # ---------------------------------------------------------------------------------------------------- the suites
@@ -364,6 +365,11 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         ((1, 56, 56, 96), (0, 3, 1, 2)),
         ((1, 28, 28, 192), (0, 3, 1, 2)),
         ((1, 14, 14, 384), (0, 3, 1, 2)),
+        # batched (transpose_batched), read by one matrix's bytes (class_work.repeats): Swin's key transposes in
+        # its first three stages, each window's 49 tokens moved after its heads' channels
+        ((64, 49, 3, 32), (0, 2, 3, 1)),
+        ((16, 49, 6, 32), (0, 2, 3, 1)),
+        ((4, 49, 12, 32), (0, 2, 3, 1)),
     ),
     *rows.transposes(
         ((1, 28, 28, 3, 80), (0, 4, 3, 1, 2)),
@@ -480,6 +486,7 @@ _MEASURED = (
         "movement",
         "transpose",
         "transpose_inner",
+        "transpose_batched",
         "transpose_generic",
         "reorder",
         "reorder_short",
@@ -523,7 +530,7 @@ QUICK = Suite(
     measures=_MEASURED
     - {"conv_wide", "conv_stem", "conv_grouped_narrow", "depthwise_plain", "conv_border", "depthwise_border"}
     - {"conv_vector", "conv_1d"}
-    - {"pool_nchw", "broadcast", "reorder", "transpose_inner"}
+    - {"pool_nchw", "broadcast", "reorder", "transpose_inner", "transpose_batched"}
     - {"reorder_short"}
     - {"quantize", "gemm_short"}
     - (ACTIVATION_CLASSES - {"activation_sigmoid"})
