@@ -1,9 +1,8 @@
 """At which work a node's class ceiling is read: a kernel's FLOPs and bytes, or those of one of the units it
 repeats one after the other (the products of a batched matmul, the groups of a plain-layout grouped convolution,
 the time steps of a recurrent op, the rows of a softmax or a layer normalization, the matrices of a batched
-transpose), and the FLOPs the ceiling
-applies to (a recurrent op's input projection apart, which runs at its product's ceiling). The prediction and the
-calibration read the ceilings through the same functions.
+transpose), and the FLOPs the ceiling applies to (a recurrent op's input projection apart, which runs at its
+product's ceiling). The prediction and the calibration read the ceilings through the same functions.
 """
 
 from __future__ import annotations

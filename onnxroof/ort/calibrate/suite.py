@@ -109,8 +109,8 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      reached subnormal floats); QuickGelu with alpha 1 (SiLU) a class of its own (activation_silu), apart from
 #      Sigmoid; recurrent ops timed on warm weights, a model's read of them added by the prediction.
 #  39: a layer normalization's ceiling is read by the FLOPs of one row (class_work.repeats), as a softmax's is,
-#      timed on rows of 96 to 1024; a transpose that moves the innermost axis of a batch of matrices is a class of
-#      its own (transpose_batched), read by the bytes of one matrix.
+#      timed on rows of 96 to 1024; a transpose that moves an axis in each matrix of a batch is a class of its own
+#      (transpose_batched), read by the bytes of one matrix.
 SUITE = 39
 
 # ---------------------------------------------------------------------------------------------------- the suites
