@@ -54,11 +54,8 @@ def _softmax_rows(view: NodeView) -> int:
     its own, so a row costs a fixed part beside its elements and short rows (Swin's 49-token windows) run slower
     per element than long ones (ViT's 197 tokens)."""
     x = known_shape(view.input(0))
-    if not x:
-        return 1
-    axis = int(view.attr("axis", -1))
-    axis = axis + len(x) if axis < 0 else axis
-    if not 0 <= axis < len(x) or x[axis] <= 0:
+    axis = _axis(view, len(x)) if x else None
+    if x is None or axis is None or x[axis] <= 0:
         return 1
     return max(prod(x) // x[axis], 1)
 
@@ -70,13 +67,18 @@ def _normalized_rows(view: NodeView) -> int:
     costs a fixed part beside its elements, and short rows (ConvNeXt's and Swin's 96 channels) run slower per
     element than a transformer's 768."""
     out = known_shape(view.output(0))
-    if not out:
-        return 1
-    axis = int(view.attr("axis", -1))
-    axis = axis + len(out) if axis < 0 else axis
-    if not 0 <= axis < len(out):
+    axis = _axis(view, len(out)) if out else None
+    if out is None or axis is None:
         return 1
     return max(prod(out[:axis]), 1)
+
+
+def _axis(view: NodeView, rank: int) -> int | None:
+    """A node's ``axis`` attribute (the last axis by default) as an index into a shape of ``rank`` axes; None
+    where it lies outside."""
+    axis = int(view.attr("axis", -1))
+    axis = axis + rank if axis < 0 else axis
+    return axis if 0 <= axis < rank else None
 
 
 def _directions(view: NodeView) -> int:
