@@ -22,16 +22,26 @@ result is a device file, cached per CPU model, onnxruntime version, provider and
 host' anywhere uses it, and calibrates first when there is none or when the cached one comes from an earlier
 version of the benchmark suite.
 
+With --provider cuda it measures the GPU's roofline through onnxruntime's CUDA provider instead: fp32 and fp16
+MatMul peaks, the memory's bandwidth, the cost of a kernel launch and of a run (no op-class ceilings: those
+describe the CPU's kernels). It stops with an error where onnxruntime would run the graphs on the CPU.
+
 examples:
   onnxroof calibrate --threads 1
   onnxroof calibrate --threads 2 -o my-host.toml
+  onnxroof calibrate --provider cuda
   onnxroof analyze zoo:resnet50 --device host
 """
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=1, metavar="N", help="onnxruntime intra-op threads (default 1)")
-    parser.add_argument("--provider", default="cpu", choices=("cpu",), help="execution provider (default cpu)")
+    parser.add_argument(
+        "--provider",
+        default="cpu",
+        choices=("cpu", "cuda"),
+        help="execution provider (default cpu; cuda measures the GPU's roofline: peaks, bandwidth, launch cost)",
+    )
     parser.add_argument(
         "--budget", type=float, default=120.0, metavar="S", help="seconds the micro-benchmarks may take (default 120)"
     )

@@ -48,7 +48,9 @@ The package, one job per module:
 - ``classes``: the op classes as the calibration sorts its samples;
 - ``jobs``: the timing jobs (profiled, chain, epilogue pair, reference) and the samples they give;
 - ``ceilings``: from samples to ceilings, cache sizes, peaks, dram_overlap, network_factor and warnings;
-- ``run``: ``calibrate`` phase by phase, and ``host_device``, the cached profile.
+- ``run``: ``calibrate`` phase by phase, and ``host_device``, the cached profile;
+- ``accelerator``: a GPU's roofline through the CUDA provider (peaks, bandwidth, launch and run costs), which
+  ``calibrate`` runs for ``provider="cuda"``.
 """
 
 from __future__ import annotations

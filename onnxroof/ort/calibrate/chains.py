@@ -21,13 +21,18 @@ __all__ = [
     "instancenorm_chain",
     "layernorm_chain",
     "lrn_chain",
+    "matmul_chain",
     "neg_reshape_chain",
     "per_channel_chain",
     "pow_chain",
     "skip_layernorm_chain",
     "softmax_chain",
+    "stream_chain",
     "vector_conv_chain",
 ]
+
+# What a roofline chain hands back to the host: the first elements of its last tensor.
+_RETURNED = 16
 
 
 def _chain(
@@ -186,3 +191,50 @@ def neg_reshape_chain(rand: Rand, n: int) -> Built:
         prev = out
     inits = {"s0": np.array([4, 4], np.int64), "s1": np.array([16], np.int64)}
     return build_model(nodes, {"x": (tiny, FLOAT)}, ["y"], inits), {"x": rand.f(*tiny)}
+
+
+def stream_chain(rand: Rand, n: int, floats: int, dtype: int = FLOAT) -> Built:
+    """``n`` Neg over ``floats`` elements, each reading its whole input and writing its whole output. The graph's
+    input is one element, expanded on the device, and its output the first elements of the last tensor: on an
+    accelerator a run copies a few bytes between host and device, not the streamed tensors."""
+    nodes = [helper.make_node("Expand", ["x", "shape"], ["t0"], name="expand")]
+    for i in range(n):
+        nodes.append(helper.make_node("Neg", [f"t{i}"], [f"t{i + 1}"], name=f"Neg_{i}"))
+    nodes.append(helper.make_node("Slice", [f"t{n}", "start", "end"], ["y"], name="returned"))
+    inits = {
+        "shape": np.array([floats], np.int64),
+        "start": np.array([0], np.int64),
+        "end": np.array([_RETURNED], np.int64),
+    }
+    x = rand.f(1).astype(helper.tensor_dtype_to_np_dtype(dtype))
+    return build_model(nodes, {"x": ((1,), dtype)}, ["y"], inits, output_type=dtype), {"x": x}
+
+
+def hadamard(size: int) -> np.ndarray:
+    """The ``size`` x ``size`` Sylvester Hadamard matrix over sqrt(size) (``size`` a power of two): orthogonal and
+    symmetric, so a product by it keeps a vector's length and two products give the vector back."""
+    if size < 1 or size & (size - 1):
+        raise ValueError(f"a Hadamard matrix of this construction needs a power of two, got {size}")
+    h = np.ones((1, 1), np.float64)
+    while h.shape[0] < size:
+        h = np.block([[h, h], [h, -h]])
+    return h / np.sqrt(size)
+
+
+def matmul_chain(rand: Rand, n: int, size: int, dtype: int = FLOAT) -> Built:
+    """``n`` MatMul of a ``size`` x ``size`` matrix by the same ``size`` x ``size`` weight (``hadamard``: the values
+    keep their magnitude along the chain, in fp16 too). The input is one row, expanded on the device to the whole
+    matrix, and the output the first elements of the last product's first row, as ``stream_chain``'s are."""
+    nodes = [helper.make_node("Expand", ["x", "shape"], ["t0"], name="expand")]
+    for i in range(n):
+        nodes.append(helper.make_node("MatMul", [f"t{i}", "w"], [f"t{i + 1}"], name=f"MatMul_{i}"))
+    nodes.append(helper.make_node("Slice", [f"t{n}", "start", "end"], ["y"], name="returned"))
+    np_dtype = helper.tensor_dtype_to_np_dtype(dtype)
+    inits = {
+        "w": hadamard(size).astype(np_dtype),
+        "shape": np.array([size, size], np.int64),
+        "start": np.array([0, 0], np.int64),
+        "end": np.array([1, _RETURNED], np.int64),
+    }
+    x = rand.f(1, size).astype(np_dtype)
+    return build_model(nodes, {"x": ((1, size), dtype)}, ["y"], inits, output_type=dtype), {"x": x}

@@ -79,13 +79,15 @@ def build_model(
     inputs: Mapping[str, tuple[Sequence[int], int]],
     outputs: Sequence[str],
     inits: Mapping[str, np.ndarray] | None = None,
+    output_type: int = FLOAT,
 ) -> onnx.ModelProto:
-    """A model of ``nodes`` (opset 17 plus com.microsoft) with typed inputs and float outputs of unstated shape."""
+    """A model of ``nodes`` (opset 17 plus com.microsoft) with typed inputs and outputs of unstated shape (float
+    unless ``output_type`` says otherwise)."""
     graph = helper.make_graph(
         list(nodes),
         "calibration",
         [_vi(n, s, t) for n, (s, t) in inputs.items()],
-        [_vi(o, None) for o in outputs],
+        [_vi(o, None, output_type) for o in outputs],
         [onnx.numpy_helper.from_array(v, k) for k, v in (inits or {}).items()],
     )
     model = helper.make_model(

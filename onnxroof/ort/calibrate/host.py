@@ -1,5 +1,6 @@
 """Facts about this host that a calibration reads and records: the CPU model, the data cache levels the OS
-reports, CPU and memory readings from /proc, and where calibrated profiles are cached."""
+reports, CPU and memory readings from /proc, the GPU the NVIDIA driver reports, and where calibrated profiles are
+cached."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from onnxroof.ort import sessions
 __all__ = [
     "DEFAULT_CACHES",
     "CpuIdentity",
+    "Gpu",
     "ReportedCache",
     "cache_dir",
     "cache_levels",
@@ -27,8 +29,10 @@ __all__ = [
     "host_key",
     "lscpu_caches",
     "memory_available",
+    "nvidia_gpu",
     "ort_version",
     "parse_lscpu",
+    "parse_nvidia_smi",
     "parse_size",
     "sysfs_caches",
     "vector_extension",
@@ -237,4 +241,37 @@ def memory_available() -> int | None:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemAvailable:"):
                 return int(line.split()[1]) * 1024
+    return None
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """The GPU the NVIDIA driver reports: its name and memory in bytes."""
+
+    name: str
+    memory_bytes: int
+
+
+def parse_nvidia_smi(out: str) -> Gpu | None:
+    """The first GPU of ``nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits`` (memory in
+    MiB), None where the text holds none."""
+    for line in out.splitlines():
+        name, _, memory = line.rpartition(",")
+        with contextlib.suppress(ValueError):
+            if name.strip():
+                return Gpu(name.strip(), int(float(memory.strip()) * 2**20))
+    return None
+
+
+def nvidia_gpu() -> Gpu | None:
+    """This host's first NVIDIA GPU as ``nvidia-smi`` reports it; None without the driver's tool."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
+        return parse_nvidia_smi(out)
     return None

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from onnxroof.devices import CacheLevel, Calibration, Device, FrozenMap, Peak, Sourced, load_device, save_device
 from onnxroof.errors import UserError
 from onnxroof.ort.calibrate import chains, graphs
+from onnxroof.ort.calibrate.accelerator import GPU, TINY, calibrate_roofline
 from onnxroof.ort.calibrate.bench import Suite
 from onnxroof.ort.calibrate.ceilings import (
     calibration_warnings,
@@ -59,6 +60,7 @@ from onnxroof.ort.calibrate.network import factor_network
 from onnxroof.ort.calibrate.suite import FULL, QUICK, SUITE
 from onnxroof.ort.measure import fast_estimate
 from onnxroof.ort.reference import QUIET_STRETCHES
+from onnxroof.ort.sessions import provider_name
 from onnxroof.predict import op_classes
 from onnxroof.units import binary_bytes
 
@@ -75,18 +77,20 @@ def calibrate(
 ) -> Device:
     """Measure this host's onnxruntime roofline and per-op-class ceilings; return it as a calibrated Device.
 
-    ``threads`` is onnxruntime's intra-op thread count, ``provider`` the execution provider (only "cpu" can be
-    calibrated), ``budget_s`` the time the run may take: every benchmark is set up once, then timed in passes
-    spread over the budget (a few runs each per pass), so that a benchmark a busy moment slowed down in one pass is
-    measured again in the next; a kernel's time is the mean of its fastest eighth of runs. ``progress(done,
-    total)`` is called as benchmarks are set up and passes run. ``quick`` runs the quick suite (a reduced set of
-    small shapes in two passes, for tests and smoke checks). Other processes' load while calibrating (CPU time the
-    machine spent beyond this process's own), the hypervisor's steal and a class the suite measures that got no
-    ceiling are reported in ``device.calibration.warnings``; nothing is raised for them. The spread between runs
-    is not: a shared virtual machine's runs spread with nothing else running, so a spread says nothing of load
-    from elsewhere.
+    ``threads`` is onnxruntime's intra-op thread count, ``provider`` the execution provider ("cuda" measures the
+    GPU's roofline only: ``accelerator.calibrate_roofline``), ``budget_s`` the time the run may take: every
+    benchmark is set up once, then timed in passes spread over the budget (a few runs each per pass), so that a
+    benchmark a busy moment slowed down in one pass is measured again in the next; a kernel's time is the mean of
+    its fastest eighth of runs. ``progress(done, total)`` is called as benchmarks are set up and passes run.
+    ``quick`` runs the quick suite (a reduced set of small shapes in two passes, for tests and smoke checks). Other
+    processes' load while calibrating (CPU time the machine spent beyond this process's own), the hypervisor's
+    steal and a class the suite measures that got no ceiling are reported in ``device.calibration.warnings``;
+    nothing is raised for them. The spread between runs is not: a shared virtual machine's runs spread with
+    nothing else running, so a spread says nothing of load from elsewhere.
     """
     _check_arguments(threads, provider, budget_s)
+    if provider_name(provider) == "CUDAExecutionProvider":
+        return calibrate_roofline("cuda", threads, budget_s, progress, TINY if quick else GPU)
     run = _Run(threads, "cpu", budget_s, time.perf_counter(), cpu_times(), time.process_time())
     chosen = QUICK if quick else FULL
     caches = cache_levels()
@@ -112,12 +116,9 @@ class _Run:
 
 
 def _check_arguments(threads: int, provider: str, budget_s: float) -> None:
-    """A UserError for what cannot be calibrated: another provider than the CPU, a thread count or budget below 1."""
-    if provider.lower() not in ("cpu", "cpuexecutionprovider"):
-        raise UserError(
-            f"cannot calibrate the {provider!r} provider",
-            "calibration measures onnxruntime's CPU executor: use provider cpu",
-        )
+    """A UserError for what cannot be calibrated: a provider other than the CPU's and CUDA's, a thread count or
+    budget below 1."""
+    provider_name(provider)  # a UserError for any other provider
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise UserError(f"threads must be a positive integer, got {threads!r}", "pass threads=1 or more")
     if budget_s <= 0:
