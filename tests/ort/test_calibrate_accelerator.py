@@ -8,6 +8,8 @@ import onnxruntime as rt
 import pytest
 from onnx import TensorProto
 
+from onnxroof.api import analyze
+from onnxroof.devices import Device
 from onnxroof.errors import UserError
 from onnxroof.ort import calibrate
 from onnxroof.ort.calibrate import chains
@@ -94,9 +96,14 @@ def test_parse_nvidia_smi_reads_the_first_gpu_in_bytes():
     assert parse_nvidia_smi("No devices were found") is None
 
 
-def test_roofline_calibration_end_to_end_on_the_cpu_provider():
+@pytest.fixture(scope="module")
+def roofline_run() -> tuple[Device, list[tuple[int, int]]]:
     calls: list[tuple[int, int]] = []
-    device = calibrate_roofline("cpu", 1, 30.0, lambda done, total: calls.append((done, total)), TINY)
+    return calibrate_roofline("cpu", 1, 30.0, lambda done, total: calls.append((done, total)), TINY), calls
+
+
+def test_roofline_calibration_end_to_end_on_the_cpu_provider(roofline_run: tuple[Device, list[tuple[int, int]]]):
+    device, calls = roofline_run
     assert device.kind == "cpu" and device.overlap == "max" and device.engine == "onnxruntime"
     assert device.peak_flops["fp32"].value > 0 and "64x64x64 fp32 MatMul" in device.peak_flops["fp32"].source
     assert device.memory_bandwidth.value > 0
@@ -115,3 +122,16 @@ def test_cuda_calibration_without_a_gpu_is_a_user_error(cli):
     result = cli("calibrate", "--provider", "cuda")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "cannot calibrate CUDAExecutionProvider" in result.stderr and "hint:" in result.stderr
+
+
+def test_a_roofline_profile_predicts_each_kernel_by_its_longest_term(
+    roofline_run: tuple[Device, list[tuple[int, int]]], conv_bn_relu
+):
+    device, _ = roofline_run
+    analysis = analyze(conv_bn_relu, device)
+    assert analysis.graph == "onnxruntime-optimized" and analysis.nodes
+    for node in analysis.nodes:
+        p = node.prediction
+        # overlap "max" and no ceiling: the longest of compute at the peak, memory at the bandwidth, and a launch
+        assert p.predicted_time_s == pytest.approx(max(p.compute_time_s, p.memory_time_s, p.overhead_time_s))
+        assert p.overhead_time_s == device.launch_overhead.value
