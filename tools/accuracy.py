@@ -31,6 +31,10 @@ has the machine's speed relative to its calibration ("speed", the median over ro
 round's median at the calibrated speed (times its speed) and takes their median, and the error beside it
 compares the prediction with that, as validate compares the prediction scaled to the measurement's speed.
 
+``--provider cuda`` runs it all on a GPU: the host profile is then the GPU's roofline (``onnxroof calibrate
+--provider cuda``), and the models are timed through the CUDA provider. onnxruntime's profiler times a CUDA kernel
+on the host as it launches it, so there the per-kernel figures say less than the model's latency.
+
 The benchmark set (``--set benchmark``, or ``bench:NAME`` among --models) is the folder tools/export_models.py
 writes: models users run, exported by torch's two exporters, listed with their family in its manifest.json. Every
 model has a family (the zoo's and the light models' are below); after the table, one line per family gives its
@@ -388,6 +392,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--recalibrate", action="store_true", help="calibrate each thread count afresh first")
     parser.add_argument(
+        "--provider",
+        default="cpu",
+        choices=("cpu", "cuda"),
+        help="onnxruntime execution provider (default cpu; cuda calibrates the GPU's roofline and times on it)",
+    )
+    parser.add_argument(
         "--runs", type=int, default=20, help="profiled runs per model (default 20, as onnxroof validate profiles)"
     )
     parser.add_argument(
@@ -408,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     families = {label: family_of(label, manifest) for label, _ in sources}
     dump: dict[str, Any] = {}
     for threads in [int(t) for t in args.threads.split(",") if t]:
-        device = host_device(threads, recalibrate=args.recalibrate)
+        device = host_device(threads, args.provider, recalibrate=args.recalibrate)
         rows = _measured_rows(sources, device, threads, args)
         for row in rows:
             row.family = families[row.label]
@@ -496,7 +506,15 @@ def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, ar
     for label, source in sources:
         _say(f"{threads} thread(s): validating {label}")
         try:
-            v = validate(source, device, threads=threads, repeat=args.repeat, runs=args.runs, spread_s=args.spread)
+            v = validate(
+                source,
+                device,
+                provider=args.provider,
+                threads=threads,
+                repeat=args.repeat,
+                runs=args.runs,
+                spread_s=args.spread,
+            )
         except Exception as exc:  # a model this onnxruntime cannot run: say so and go on
             print(f"{label:<28} failed: {str(exc).splitlines()[0][:70]}")
             continue
@@ -511,16 +529,16 @@ def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, ar
             runs = loop_runs(row.validation.measurement.median_s, args.repeat, args.loop_seconds)
             # A plain loop: onnxruntime's default session, single runs back to back. Its session is gone when
             # measure returns, so no pool thread of it spins while the reference is timed after it.
-            timing = measure(runnable, threads=threads, repeat=runs, batch=1)
+            timing = measure(runnable, provider=args.provider, threads=threads, repeat=runs, batch=1)
             row.rounds.append(list(timing.samples_s))
             speed = None
             if calibrated_time:
-                reference = ReferenceSampler(threads)
+                reference = ReferenceSampler(threads, args.provider)
                 reference.sample(REFERENCE_BATCHES)
                 speed = reference.speed(calibrated_time)
             row.speeds.append(speed)
             _say(f"{threads} thread(s), round {round_no}/{args.rounds}: profiling {row.label}")
-            profile = profile_nodes(runnable, threads=threads, runs=args.runs)
+            profile = profile_nodes(runnable, provider=args.provider, threads=threads, runs=args.runs)
             row.profiles.append(compared(profile, row.validation.analysis, plain_analyses[row.label]))
     return rows
 
