@@ -29,7 +29,7 @@ describe the CPU's kernels). It stops with an error where onnxruntime would run 
 examples:
   onnxroof calibrate --threads 1
   onnxroof calibrate --threads 2 -o my-host.toml
-  onnxroof calibrate --provider cuda
+  onnxroof calibrate --provider cuda -o gpu.toml   (then: onnxroof analyze model.onnx --device gpu.toml)
   onnxroof analyze zoo:resnet50 --device host
 """
 
