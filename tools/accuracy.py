@@ -408,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--rounds must be 1 or more")
 
     sys.path.insert(0, str(ROOT))
+    from onnxroof.errors import UserError
     from onnxroof.ort.calibrate import host_device
 
     warnings.simplefilter("ignore")
@@ -418,7 +419,11 @@ def main(argv: list[str] | None = None) -> int:
     families = {label: family_of(label, manifest) for label, _ in sources}
     dump: dict[str, Any] = {}
     for threads in [int(t) for t in args.threads.split(",") if t]:
-        device = host_device(threads, args.provider, recalibrate=args.recalibrate)
+        try:
+            device = host_device(threads, args.provider, recalibrate=args.recalibrate)
+        except UserError as exc:  # a provider this machine cannot run (cuda without a GPU): one line, exit 2
+            print(f"accuracy: {exc}", file=sys.stderr)
+            return 2
         rows = _measured_rows(sources, device, threads, args)
         for row in rows:
             row.family = families[row.label]
