@@ -209,3 +209,25 @@ def test_a_loop_keeps_one_parked_session_on_one_thread_and_opens_one_per_pass_on
     start = time.process_time()
     time.sleep(0.15)
     assert time.process_time() - start < 2e-3  # no pool left spinning
+
+
+class _CountingJob:
+    """A job that records the reps of each pass it is asked to run."""
+
+    def __init__(self) -> None:
+        self.passes: list[int] = []
+
+    def run_pass(self, reps: int, flush: jobs.Flush) -> None:
+        self.passes.append(reps)
+
+
+def test_passes_run_every_job_until_the_count_or_the_deadline_with_two_at_least():
+    first, second = _CountingJob(), _CountingJob()
+    steps: list[None] = []
+    far = time.perf_counter() + 3600.0
+    assert jobs.time_passes([first, second], 3, 5, far, jobs.Flush(4), lambda: steps.append(None)) == 5
+    assert first.passes == second.passes == [3] * 5 and len(steps) == 5
+    # A deadline already past still gets two passes, then stops.
+    late = _CountingJob()
+    assert jobs.time_passes([late], 2, 5, time.perf_counter() - 1.0, jobs.Flush(4), lambda: None) == 2
+    assert late.passes == [2, 2]

@@ -31,7 +31,7 @@ from onnxroof.ort import sessions
 from onnxroof.ort.calibrate import chains
 from onnxroof.ort.calibrate.graphs import FLOAT, Built, Rand
 from onnxroof.ort.calibrate.host import cpu_model, host_key, nvidia_gpu, ort_version
-from onnxroof.ort.calibrate.jobs import Chain, Flush, Job, Reference, Runner
+from onnxroof.ort.calibrate.jobs import Chain, Flush, Job, Reference, Runner, time_passes
 from onnxroof.ort.calibrate.suite import SUITE
 from onnxroof.ort.measure import fast_estimate
 
@@ -122,7 +122,10 @@ def calibrate_roofline(
     _check_provider(provider, threads)
     with tempfile.TemporaryDirectory(prefix="onnxroof-calibrate-") as tmp:
         jobs = _set_up(Runner(threads, provider, tmp), suite, step)
-        passes = _time_passes(jobs, suite, budget_s - (time.perf_counter() - start), step)
+        order: list[Job] = [jobs.launch, jobs.single, jobs.stream, jobs.fp32, *([jobs.fp16] if jobs.fp16 else [])]
+        order.append(jobs.reference)
+        # chains hold no cold weights: nothing to flush between runs
+        passes = time_passes(order, suite.reps, suite.passes, start + budget_s - 1.0, Flush(0), step)
         if progress is not None:
             progress(total, total)
         return _device(jobs, suite, provider, threads, passes, time.perf_counter() - start)
@@ -177,25 +180,6 @@ def _set_up(runner: Runner, suite: RooflineSuite, step: Callable[[], None]) -> _
     reference = Reference(runner.threads, runner.provider)
     step()
     return _Jobs(launch, single, stream, fp32, fp16, reference)
-
-
-def _time_passes(jobs: _Jobs, suite: RooflineSuite, budget_s: float, step: Callable[[], None]) -> int:
-    """Time every chain in passes until the suite's passes are done or the next would overrun ``budget_s`` (at
-    least two); the number of passes."""
-    order: list[Job] = [jobs.launch, jobs.single, jobs.stream, jobs.fp32, *([jobs.fp16] if jobs.fp16 else [])]
-    order.append(jobs.reference)
-    flush = Flush(0)  # chains hold no cold weights
-    start, passes, pass_time = time.perf_counter(), 0, 0.0
-    while passes < suite.passes:
-        if passes >= 2 and budget_s - (time.perf_counter() - start) < 1.2 * pass_time:
-            break
-        t0 = time.perf_counter()
-        for job in order:
-            job.run_pass(suite.reps, flush)
-        pass_time = time.perf_counter() - t0
-        passes += 1
-        step()
-    return passes
 
 
 def _per_node(chain: Chain) -> float:

@@ -14,7 +14,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -51,6 +51,7 @@ __all__ = [
     "conv_sample",
     "profiled",
     "subnormal_jobs",
+    "time_passes",
     "views",
 ]
 
@@ -416,6 +417,25 @@ class WaitPair:
 
 
 ClassJob = Profiled | Chain | EpiloguePair | WaitPair
+
+
+def time_passes(
+    jobs: Sequence[Job], reps: int, passes: int, deadline: float, flush: Flush, step: Callable[[], None]
+) -> int:
+    """Run every job in passes of ``reps`` timed runs until ``passes`` are done or the next pass, as long as the
+    last, would end past ``deadline`` (a ``time.perf_counter()`` reading) with a fifth to spare; at least two
+    passes. ``step()`` after each pass; the number of passes run."""
+    done, pass_time = 0, 0.0
+    while done < passes:
+        if done >= 2 and deadline - time.perf_counter() < 1.2 * pass_time:
+            break
+        t0 = time.perf_counter()
+        for job in jobs:
+            job.run_pass(reps, flush)
+        pass_time = time.perf_counter() - t0
+        done += 1
+        step()
+    return done
 
 
 def profiled(bench: Bench, runner: Runner, rand: Rand) -> Profiled:

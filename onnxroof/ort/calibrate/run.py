@@ -55,6 +55,7 @@ from onnxroof.ort.calibrate.jobs import (
     conv_sample,
     profiled,
     subnormal_jobs,
+    time_passes,
 )
 from onnxroof.ort.calibrate.network import factor_network
 from onnxroof.ort.calibrate.suite import FULL, QUICK, SUITE
@@ -306,19 +307,8 @@ def _low_precision_jobs(n: int, runner: Runner) -> tuple[Profiled | None, Profil
 def _time_passes(jobs: Sequence[Job], chosen: Suite, run: _Run, steps: _Progress) -> int:
     """Time every job in passes until the suite's passes are done or the next one would overrun the budget (at
     least two passes); the number of passes."""
-    flush = Flush(chosen.flush_bytes)
-    passes = 0
-    pass_time = 0.0
-    while passes < chosen.passes:
-        left = run.budget_s - (time.perf_counter() - run.start)
-        if passes >= 2 and left < 1.2 * pass_time + 1.0:
-            break
-        t0 = time.perf_counter()
-        for job in jobs:
-            job.run_pass(chosen.reps, flush)
-        pass_time = time.perf_counter() - t0
-        passes += 1
-        steps.advance()
+    deadline = run.start + run.budget_s - 1.0
+    passes = time_passes(jobs, chosen.reps, chosen.passes, deadline, Flush(chosen.flush_bytes), steps.advance)
     steps.finish()
     return passes
 
