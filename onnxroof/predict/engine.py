@@ -21,19 +21,19 @@ spends on one node of the graph it actually runs (``onnxroof.ort.sessions.optimi
   activation but Relu, e.g. MobileNet's Clip): a separate pass reading and writing the output at that level's
   bandwidth and the device's ``epilogue`` ceiling (the calibration's conv ceilings are measured with Relu, which
   is free; its epilogue ceiling is what the same convolutions take longer with Clip);
-- for a compute-bound convolution whose working set is served at DRAM bandwidth (a batched one, larger than
+- for a convolution whose working set is served at DRAM bandwidth (a batched one, larger than
   every faster cache), the DRAM traffic its computation does not hide: ``(1 - dram_overlap) * memory``, the
   share the calibration measured on such a convolution (its ceilings come from kernels whose data sits in a
   cache);
-- for a compute-bound matrix product by weights of ``COLD_WEIGHTS`` or more (class gemm), the time its weights
+- for a matrix product by weights of ``COLD_WEIGHTS`` or more (class gemm), the time its weights
   take to arrive, in full: its kernel runs each prepacked panel of the weight over the rows of the input and
   waits for the next one, so a product with a few dozen rows (speech encoders' 50 frames) runs its arithmetic
   plus its weights' time, not the larger of the two (:func:`exposed_weight_time`); in a model, smaller weights
   too, which the calibration reads warm but a model's layer finds where the rest of the inference left them;
-- for a compute-bound dense convolution, the share of its weights' read its kernel does not hide behind its
+- for a dense convolution, the share of its weights' read its kernel does not hide behind its
   arithmetic, at the device's calibrated ``conv_weight_wait`` (:func:`exposed_weight_time`), cold or, in a
   model, from where the rest of the inference left them, as a product's;
-- for a compute-bound matrix product (class gemm) whose working set does not fit the core's own cache, the write of
+- for a matrix product (class gemm) whose working set does not fit the core's own cache, the write of
   its output, each line read before it is written (:func:`output_write_time`);
 - for a Softmax behind a constant attention mask of large negative scores and the product that reads its output,
   the time its elements on the slow path of subnormal floats take (``onnxroof.predict.subnormal``), at the
@@ -41,9 +41,13 @@ spends on one node of the graph it actually runs (``onnxroof.ort.sessions.optimi
 - for a Gemm with a C input, the pass over its output that writes C there and reads it back
   (:func:`bias_pass_time`).
 
-``time = combine(overlap, flops / (peak * eff_c), (activation bytes / bw_level + weight bytes / bw_dram) / eff_m,
-per-node overhead) + epilogue + exposed DRAM time + subnormal time + bias pass``, i.e. ``max(compute, memory) +
-epilogue + exposed + subnormal + bias pass + overhead`` on a calibrated (serial) host profile.
+``time = combine(overlap, compute + stalls, memory, per-node overhead) + epilogue + subnormal time`` with
+``compute = flops / (peak * eff_c)``, ``memory = (activation bytes / bw_level + weight bytes / bw_dram) / eff_m``
+and ``stalls`` the four additions above that stall the arithmetic (the DRAM traffic a convolution does not hide,
+the weights' wait, the output's write, the pass for C), i.e. ``max(compute + stalls, memory) + epilogue +
+subnormal + overhead`` on a calibrated (serial) host profile. The stalls count where the arithmetic with them
+outlasts the memory time, and not otherwise: the memory time holds the weights and the output then. A kernel
+whose ceilings move it from one side to the other moves its prediction continuously, not by the stalls at once.
 
 Every node the executor runs pays the per-node overhead, shape-only nodes (Reshape, Flatten, Squeeze, ...) too:
 they cost no FLOPs and no bytes (their output aliases their input), and the calibration measures the per-node
@@ -301,9 +305,9 @@ def epilogue_time(view: NodeView, device: Device) -> float:
     return moved / (bw * eff)
 
 
-def exposed_dram_time(device: Device, cls: str, level_bandwidth: float, compute_s: float, memory_s: float) -> float:
+def exposed_dram_time(device: Device, cls: str, level_bandwidth: float, memory_s: float) -> float:
     """The part of a kernel's memory time that adds to its compute time instead of overlapping it: for a
-    compute-bound convolution whose working set is served at DRAM bandwidth (it fits no faster level), the share
+    convolution whose working set is served at DRAM bandwidth (it fits no faster level), the share
     of its memory time that the device's calibrated ``dram_overlap`` says compute does not hide. The figure is
     read on a batched convolution, whose activations stream through it; a matrix product by a weight streams its
     prepacked panels in order (see :func:`exposed_weight_time`). Zero for any other kernel (its ceiling was
@@ -312,21 +316,18 @@ def exposed_dram_time(device: Device, cls: str, level_bandwidth: float, compute_
         device.dram_overlap is None
         or cls not in _DRAM_OVERLAP_CLASSES
         or level_bandwidth > device.memory_bandwidth.value
-        or compute_s < memory_s
     ):
         return 0.0
     return (1.0 - device.dram_overlap.value) * memory_s
 
 
-def exposed_weight_time(
-    device: Device, cls: str, weights: float, weight_s: float, compute_s: float, memory_s: float, kept_s: float = 0.0
-) -> float:
-    """The time a compute-bound matrix product (class gemm), dense convolution (``WEIGHT_WAIT_CLASSES``) or
-    recurrent op waits for its weights on top of its arithmetic: a share of ``weight_s``, the weights' read at the
-    rate they come at (DRAM's, times the model's reuse between runs; not the class's memory efficiency, which is
-    read on kernels with small weights whose time is mostly their dispatch). The calibration takes this same time
-    off a sample's measured time before reading its class's compute ceiling, so that the ceiling is the kernel's
-    rate on weights at hand.
+def exposed_weight_time(device: Device, cls: str, weights: float, weight_s: float, kept_s: float = 0.0) -> float:
+    """The time a matrix product (class gemm), dense convolution (``WEIGHT_WAIT_CLASSES``) or recurrent op of
+    onnxruntime's CPU executor waits for its weights on top of its arithmetic: a share of ``weight_s``, the
+    weights' read at the rate they come at (DRAM's, times the model's reuse between runs; not the class's memory
+    efficiency, which is read on kernels with small weights whose time is mostly their dispatch). The calibration
+    takes this same time off a sample's measured time before reading its class's compute ceiling, so that the
+    ceiling is the kernel's rate on weights at hand.
 
     A recurrent op (LSTM, GRU, RNN) waits for all of its weights' read in a model, ``kept_s``, and for none outside
     one: its ceilings are read on warm weights whatever their size, as a model's steps run on weights its first step
@@ -334,17 +335,16 @@ def exposed_weight_time(
     its steps would spread that over the ceiling).
 
     A product waits for all of it: onnxruntime's kernel multiplies the rows of its input by one prepacked panel of
-    the weight after another, and a panel read from memory is not hidden behind the arithmetic on the one before
-    it. A convolution waits for the device's calibrated ``conv_weight_wait`` share at its weights' bytes (none
-    without it): its kernel overlaps part of a large filter bank's stream with its arithmetic, little of a small
-    one's.
+    the weight after another, and a panel read from memory is not hidden behind the arithmetic on the one before it.
+    A convolution waits for the device's calibrated ``conv_weight_wait`` share at its weights' bytes (none without
+    it): its kernel overlaps part of a large filter bank's stream with its arithmetic, little of a small one's.
 
     Weights under ``COLD_WEIGHTS`` are read warm by the calibration, in the core's cache where the benchmark's
-    previous run left them, and the ceilings carry that read; in a model the rest of an inference has passed
-    through the caches since the layer last ran, and its weights come from where the model's traffic leaves them:
+    previous run left them, and the ceilings carry that read; in a model the rest of an inference has passed through
+    the caches since the layer last ran, and its weights come from where the model's traffic leaves them:
     ``kept_s``, their read at DRAM's rate times the model's reuse (zero outside a model). Zero for any other class
-    and for a kernel bound by its memory time (the roofline's ``max`` counts the weights there)."""
-    if compute_s < memory_s:
+    and on a GPU, which streams a kernel's weights while it computes."""
+    if device.kind != "cpu":
         return 0.0
     if cls in _RECURRENT_CLASSES:
         return kept_s
@@ -357,15 +357,15 @@ def exposed_weight_time(
     return share * (weight_s if weights >= COLD_WEIGHTS else kept_s)
 
 
-def output_write_time(view: NodeView, device: Device, cls: str, ws: float, compute_s: float, memory_s: float) -> float:
-    """The write of a compute-bound matrix product's (class gemm) output when its working set does not fit the
+def output_write_time(view: NodeView, device: Device, cls: str, ws: float) -> float:
+    """The write of a matrix product's (class gemm) output when its working set does not fit the
     core's own cache: each line of the output is read from the level the working set is in before it is written
     (write-allocate) and written back there, twice the output's bytes at that level's bandwidth, and the kernel
     stalls on those stores instead of hiding them behind its arithmetic (most visible on a product with few terms
     per output and a large output, such as a Swin stage's 3136 x 96 by 96 x 384). The calibration takes it off a
-    sample's time before reading the gemm ceiling, as it does the weights' wait. Zero for any other class, for a product
-    bound by its memory time, and where the working set fits the core's cache (the ceilings carry those writes)."""
-    if cls != "gemm" or compute_s < memory_s:
+    sample's time before reading the gemm ceiling, as it does the weights' wait. Zero for any other class and where
+    the working set fits the core's cache (the ceilings carry those writes)."""
+    if cls != "gemm":
         return 0.0
     core = core_cache_bytes(device)
     if core <= 0 or ws <= core:
@@ -377,16 +377,15 @@ def output_write_time(view: NodeView, device: Device, cls: str, ws: float, compu
     return 2.0 * out.nbytes / bandwidth
 
 
-def bias_pass_time(view: NodeView, device: Device, cls: str, compute_s: float, memory_s: float) -> float:
-    """The pass a compute-bound matrix product by a weight (class gemm) makes over its output for a Gemm's C input:
+def bias_pass_time(view: NodeView, device: Device, cls: str) -> float:
+    """The pass a matrix product by a weight (class gemm) makes over its output for a Gemm's C input:
     onnxruntime's Gemm writes C, broadcast, into the output on one thread before the product, whose kernel then
     adds onto it (beta 1) and reads it back; twice the output's bytes. On one thread they go at the bandwidth of the
     level the output fits in; on several, the product's threads read the rows one thread wrote from the other
     cores' caches, through the last cache level, and the pass goes at one thread's share of that level's bandwidth
     (of the output's level where that is slower). Zero without C or with beta 0, for a MatMul (no C), for any other
-    class (a short product's output is a few rows) and for a product bound by its memory time (the calibration
-    reads those points on that time)."""
-    if cls != "gemm" or view.op_type not in _GEMM_OPS or compute_s < memory_s:
+    class (a short product's output is a few rows) and on a GPU (onnxruntime's CPU Gemm makes this pass)."""
+    if cls != "gemm" or view.op_type not in _GEMM_OPS or device.kind != "cpu":
         return 0.0
     c = view.input(2)
     if c is None or not c.name or float(view.attr("beta", 1.0)) == 0.0:
@@ -426,12 +425,14 @@ def predict_engine(
     ceiling at its FLOPs/bytes (those of one product of a batched matmul, one group of a plain-layout grouped
     convolution, one time step of one direction of a recurrent op: ``class_work.ceiling_work``) and ``bw_level`` is
     the bandwidth of the smallest memory level its working set fits in; ``overhead`` is one per-node overhead (every
-    dispatched node pays it, shape-only ones included). They combine under the device's overlap: ``max(compute,
+    dispatched node pays it, shape-only ones included). What stalls the arithmetic adds to the compute time: the
+    DRAM traffic a convolution does not hide (:func:`exposed_dram_time`), the weights' time a product waits for
+    (:func:`exposed_weight_time`), its output's write (:func:`output_write_time`) and the pass a Gemm makes over
+    its output for its C input (:func:`bias_pass_time`), all of them where the arithmetic with them outlasts the
+    memory time and none where it does not. They combine under the device's overlap: ``max(compute + stalls,
     memory) + overhead`` for a calibrated (serial) host profile, plus the epilogue of a fused activation applied in
-    a second pass (:func:`epilogue_activation`, ``Prediction.epilogue_time_s``) and the DRAM traffic a compute-bound
-    convolution does not hide (:func:`exposed_dram_time`), the weights' time a compute-bound product waits for
-    (:func:`exposed_weight_time`), the pass a Gemm makes over its output for its C input (:func:`bias_pass_time`)
-    and the time of the node's ``subnormal`` work, its elements on the slow path of subnormal floats
+    a second pass (:func:`epilogue_activation`, ``Prediction.epilogue_time_s``) and the time of the node's
+    ``subnormal`` work, its elements on the slow path of subnormal floats
     (:func:`onnxroof.predict.subnormal.subnormal_time`). Compute, memory, epilogue, exposed and subnormal times are
     multiplied by the device's ``network_factor``, what the ceilings read on kernels run alone miss of a network's
     kernels run one after the other (calibrated on the reference block). The Prediction's ``peak_flops_s`` and
@@ -474,21 +475,21 @@ def predict_engine(
     # A small weight's read in a model, from the level the model's traffic leaves it in (none outside a model).
     kept_s = network * weights / (dram * speedup) if traffic is not None else 0.0
     exposed = (
-        exposed_dram_time(device, cls, bw, compute, memory)
-        + exposed_weight_time(device, cls, weights, weight_dram_s, compute, memory, kept_s)
-        + network * output_write_time(view, device, cls, ws, compute, memory)
+        exposed_dram_time(device, cls, bw, memory)
+        + exposed_weight_time(device, cls, weights, weight_dram_s, kept_s)
+        + network * output_write_time(view, device, cls, ws)
     )
+    bias_s = network * bias_pass_time(view, device, cls)
+    if compute + exposed + bias_s < memory:  # bound by its memory time, which holds its weights and its output
+        exposed = bias_s = 0.0
     slow_path = network * subnormal_time(device, subnormal)
-    bias_s = network * bias_pass_time(view, device, cls, compute, memory)
     prediction = Prediction(
         compute_time_s=compute,
         memory_time_s=memory,
         overhead_time_s=overhead,
-        predicted_time_s=roofline.combine(device.overlap, compute, memory, overhead)
+        predicted_time_s=roofline.combine(device.overlap, compute + exposed + bias_s, memory, overhead)
         + epilogue_s
-        + exposed
-        + slow_path
-        + bias_s,
+        + slow_path,
         bound=roofline.bound_of(compute, memory, overhead),
         peak_flops_s=peak * eff_c / network,
         bandwidth_bytes_s=effective_bw,

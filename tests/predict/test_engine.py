@@ -12,6 +12,8 @@ from onnxroof.devices import (
     OP_CLASSES,
     CacheLevel,
     Ceiling,
+    FrozenMap,
+    Peak,
     Sourced,
     WeightReuse,
     WeightWait,
@@ -497,11 +499,13 @@ def test_a_compute_bound_product_waits_for_its_cold_weights_on_top_of_its_arithm
     assert engine.predict_engine(small, small_cost, "fp32", dev, traffic=1e6)[1].exposed_memory_s == pytest.approx(
         small_weights / 10e9
     )
-    # A product of one row is bound by its weight's read, which max() counts already; so is any memory-bound one.
+    # A product of one row (class gemv) is bound by its weight's read, which max() counts already.
     gemv = make_node("Gemm", [T((1, 768)), W((768, 768)), W((768,))], [T((1, 768))], transB=1)
     gemv_cost = Cost(flops=2 * 768 * 768, bytes_read=4 * 768 + weights, bytes_written=4 * 768, kernels=1)
-    assert engine.exposed_weight_time(dev, "gemm", weights, 236e-6, 10e-6, 240e-6) == 0.0
+    assert engine.exposed_weight_time(dev, "gemv", weights, 236e-6) == 0.0
     assert engine.predict_engine(gemv, gemv_cost, "fp32", dev)[1].exposed_memory_s == 0.0
+    # A GPU streams its weights while it computes: no wait there.
+    assert engine.exposed_weight_time(replace(dev, kind="gpu"), "gemm", weights, 236e-6) == 0.0
 
 
 def test_a_product_whose_working_set_leaves_the_cores_cache_waits_for_its_output_writes():
@@ -522,10 +526,9 @@ def test_a_product_whose_working_set_leaves_the_cores_cache_waits_for_its_output
     assert engine.predict_engine(short, short_cost, "fp32", dev)[1].exposed_memory_s == 0.0
     # At 2 threads the two cores' L2s hold 2 MiB; the large product still leaves them.
     two = calibrated_host(threads=2)
-    assert engine.output_write_time(matmul, two, "gemm", 6_168_576, 2.3e-3, 0.6e-3) == pytest.approx(963.4e-6, 1e-4)
-    # Another class, or a product bound by its memory time, waits for nothing more.
-    assert engine.output_write_time(matmul, dev, "matmul", 6_168_576, 2.3e-3, 0.6e-3) == 0.0
-    assert engine.output_write_time(matmul, dev, "gemm", 6_168_576, 0.5e-3, 0.6e-3) == 0.0
+    assert engine.output_write_time(matmul, two, "gemm", 6_168_576) == pytest.approx(963.4e-6, 1e-4)
+    # Another class waits for nothing more.
+    assert engine.output_write_time(matmul, dev, "matmul", 6_168_576) == 0.0
 
 
 def test_a_gemm_writes_its_c_into_the_output_and_reads_it_back():
@@ -562,9 +565,9 @@ def test_a_gemm_writes_its_c_into_the_output_and_reads_it_back():
     assert engine.predict_engine(short, short_cost, "fp32", two_without_l3)[1].bias_pass_s == pytest.approx(
         2 * 301_056 / 25e9
     )
-    # A product bound by its memory time has no pass added (its ceiling is read on that time).
-    assert engine.bias_pass_time(gemm, dev, "gemm", compute_s=1e-6, memory_s=2e-6) == 0.0
-    assert engine.bias_pass_time(gemm, dev, "gemm_short", compute_s=2e-6, memory_s=1e-6) == 0.0
+    # A short product's output is a few rows: no pass; nor on a GPU, where onnxruntime's CPU Gemm does not run.
+    assert engine.bias_pass_time(gemm, dev, "gemm_short") == 0.0
+    assert engine.bias_pass_time(gemm, replace(dev, kind="gpu"), "gemm") == 0.0
 
 
 def test_a_recurrent_op_takes_the_network_factor_on_its_first_step_only():
@@ -951,6 +954,33 @@ def test_a_compute_bound_convolution_waits_for_the_calibrated_share_of_its_weigh
     in_model = engine.predict_engine(small, small_cost, "fp32", reused, traffic=1e6)[1]
     assert in_model.exposed_memory_s == pytest.approx(0.5 * small_weights / 20e9)
     # A depthwise convolution is no dense one: no wait, whatever its weights.
-    assert engine.exposed_weight_time(dev, "depthwise", weights, 1e-4, 1e-3, 1e-4) == 0.0
-    # Nor is a memory-bound one's: max() counts its weights' read already.
-    assert engine.exposed_weight_time(dev, "conv1x1", weights, 1e-4, 1e-5, 1e-3) == 0.0
+    assert engine.exposed_weight_time(dev, "depthwise", weights, 1e-4) == 0.0
+
+
+def test_a_products_stalls_count_while_its_arithmetic_with_them_outlasts_its_memory_time():
+    """max(compute + stalls, memory): the prediction moves continuously as the ceilings move a product from its
+    arithmetic's side to its memory's, where the stalls once came and went at once."""
+    # 49 x 768 by 768 x 3072 (wav2vec2's MLP at 49 frames), a MatMul: 2 * 49 * 768 * 3072 = 231,211,008 FLOPs.
+    # Weights 768 * 3072 * 4 = 9,437,184 B, read at DRAM's 10 GB/s: 943.7 us, the stall of a product by cold
+    # weights (exposed_weight_time). Input 150,528 B and output 602,112 B; the working set (10,189,824 B) is past
+    # the 1 MiB L2, so the output is read and written at DRAM's rate too (output_write_time): 2 * 602,112 / 10e9 =
+    # 120.4 us. Stalls: 1064.1 us. Memory time: 10,189,824 B at 10 GB/s = 1019.0 us.
+    flops, weights, acts = 2 * 49 * 768 * 3072, 768 * 3072 * 4, (49 * 768 + 49 * 3072) * 4
+    view = make_node("MatMul", [T((49, 768)), W((768, 3072))], [T((49, 3072))])
+    cost = Cost(flops=flops, bytes_read=weights + 49 * 768 * 4, bytes_written=49 * 3072 * 4, kernels=1)
+    stalls, memory = weights / 10e9 + 2 * 602_112 / 10e9, (weights + acts) / 10e9
+
+    def predicted(peak: float) -> tuple[float, float]:
+        dev = replace(calibrated_host(), peak_flops=FrozenMap({"fp32": Peak(peak, True, "calibrated: test")}))
+        pred, note = engine.predict_engine(view, cost, "fp32", dev)
+        return pred.predicted_time_s, note.exposed_memory_s
+
+    # At 100 GFLOP/s the arithmetic takes 2312.1 us, past the memory time: arithmetic + stalls + 1 us of dispatch.
+    assert predicted(100e9) == pytest.approx((flops / 100e9 + stalls + 1e-6, stalls))
+    # Arithmetic a hair under and over the memory time (1019 us): the prediction hardly moves (arithmetic + stalls
+    # both times), where the stalls once vanished below it.
+    below, above = predicted(flops / (memory * 0.99)), predicted(flops / (memory * 1.01))
+    assert below == (pytest.approx(memory * 0.99 + stalls + 1e-6), pytest.approx(stalls))
+    assert above == (pytest.approx(memory * 1.01 + stalls + 1e-6), pytest.approx(stalls))
+    # Arithmetic so fast that even with the stalls it ends before the memory: the memory time alone.
+    assert predicted(flops / (memory - stalls - 10e-6)) == (pytest.approx(memory + 1e-6), 0.0)
