@@ -193,21 +193,31 @@ def neg_reshape_chain(rand: Rand, n: int) -> Built:
     return build_model(nodes, {"x": (tiny, FLOAT)}, ["y"], inits), {"x": rand.f(*tiny)}
 
 
+def _on_device(
+    op: str, n: int, x: np.ndarray, shape: Sequence[int], dtype: int, weights: Mapping[str, np.ndarray]
+) -> Built:
+    """x -> Expand to ``shape`` -> ``op`` n times (each also reading the ``weights``, in order) -> the first
+    elements of the last tensor's first row: an accelerator's run copies ``x`` and those few elements between host
+    and device, not the tensors the chain streams."""
+    nodes = [helper.make_node("Expand", ["x", "shape"], ["t0"], name="expand")]
+    for i in range(n):
+        nodes.append(helper.make_node(op, [f"t{i}", *weights], [f"t{i + 1}"], name=f"{op}_{i}"))
+    nodes.append(helper.make_node("Slice", [f"t{n}", "start", "end"], ["y"], name="returned"))
+    inits = {
+        **weights,
+        "shape": np.array(shape, np.int64),
+        "start": np.zeros(len(shape), np.int64),
+        "end": np.array([1] * (len(shape) - 1) + [_RETURNED], np.int64),
+    }
+    return build_model(nodes, {"x": (x.shape, dtype)}, ["y"], inits, output_type=dtype), {"x": x}
+
+
 def stream_chain(rand: Rand, n: int, floats: int, dtype: int = FLOAT) -> Built:
     """``n`` Neg over ``floats`` elements, each reading its whole input and writing its whole output. The graph's
     input is one element, expanded on the device, and its output the first elements of the last tensor: on an
     accelerator a run copies a few bytes between host and device, not the streamed tensors."""
-    nodes = [helper.make_node("Expand", ["x", "shape"], ["t0"], name="expand")]
-    for i in range(n):
-        nodes.append(helper.make_node("Neg", [f"t{i}"], [f"t{i + 1}"], name=f"Neg_{i}"))
-    nodes.append(helper.make_node("Slice", [f"t{n}", "start", "end"], ["y"], name="returned"))
-    inits = {
-        "shape": np.array([floats], np.int64),
-        "start": np.array([0], np.int64),
-        "end": np.array([_RETURNED], np.int64),
-    }
     x = rand.f(1).astype(helper.tensor_dtype_to_np_dtype(dtype))
-    return build_model(nodes, {"x": ((1,), dtype)}, ["y"], inits, output_type=dtype), {"x": x}
+    return _on_device("Neg", n, x, (floats,), dtype, {})
 
 
 def hadamard(size: int) -> np.ndarray:
@@ -225,16 +235,6 @@ def matmul_chain(rand: Rand, n: int, size: int, dtype: int = FLOAT) -> Built:
     """``n`` MatMul of a ``size`` x ``size`` matrix by the same ``size`` x ``size`` weight (``hadamard``: the values
     keep their magnitude along the chain, in fp16 too). The input is one row, expanded on the device to the whole
     matrix, and the output the first elements of the last product's first row, as ``stream_chain``'s are."""
-    nodes = [helper.make_node("Expand", ["x", "shape"], ["t0"], name="expand")]
-    for i in range(n):
-        nodes.append(helper.make_node("MatMul", [f"t{i}", "w"], [f"t{i + 1}"], name=f"MatMul_{i}"))
-    nodes.append(helper.make_node("Slice", [f"t{n}", "start", "end"], ["y"], name="returned"))
     np_dtype = helper.tensor_dtype_to_np_dtype(dtype)
-    inits = {
-        "w": hadamard(size).astype(np_dtype),
-        "shape": np.array([size, size], np.int64),
-        "start": np.array([0, 0], np.int64),
-        "end": np.array([1, _RETURNED], np.int64),
-    }
     x = rand.f(1, size).astype(np_dtype)
-    return build_model(nodes, {"x": ((1, size), dtype)}, ["y"], inits, output_type=dtype), {"x": x}
+    return _on_device("MatMul", n, x, (size, size), dtype, {"w": hadamard(size).astype(np_dtype)})
