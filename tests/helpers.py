@@ -247,3 +247,14 @@ def three_bound_model(relu_name: str = "relu") -> onnx.ModelProto:
         + [helper.make_tensor_value_info("u", TensorProto.FLOAT, [4, 8])],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
+
+
+def cuda_runs_here() -> bool:
+    """Whether onnxruntime runs a graph on the CUDA provider on this machine (a GPU, its driver and the CUDA
+    runtime), rather than falling back to the CPU."""
+    from onnxroof.ort.calibrate import chains
+    from onnxroof.ort.calibrate.graphs import Rand
+    from onnxroof.ort.sessions import make_session
+
+    model, _ = chains.activation_chain(Rand(0), 1, "Neg", (16,))
+    return make_session(model, "cuda", allow_fallback=True)[1] == "CUDAExecutionProvider"

@@ -10,6 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.helpers import cuda_runs_here
+
 _PATH = Path(__file__).resolve().parent.parent / "tools" / "accuracy.py"
 _spec = importlib.util.spec_from_file_location("onnxroof_accuracy_tool", _PATH)
 accuracy = importlib.util.module_from_spec(_spec)
@@ -245,16 +247,7 @@ def test_a_rounds_loop_lasts_its_runs_and_its_seconds_whichever_is_longer():
     assert accuracy.loop_runs(0.0, 32, 1.0) == 32
 
 
-def _cuda_runs_here() -> bool:
-    from onnxroof.ort.calibrate import chains
-    from onnxroof.ort.calibrate.graphs import Rand
-    from onnxroof.ort.sessions import make_session
-
-    model, _ = chains.activation_chain(Rand(0), 1, "Neg", (16,))
-    return make_session(model, "cuda", allow_fallback=True)[1] == "CUDAExecutionProvider"
-
-
-@pytest.mark.skipif(_cuda_runs_here(), reason="a GPU is here: --provider cuda would calibrate and time it")
+@pytest.mark.skipif(cuda_runs_here(), reason="a GPU is here: --provider cuda would calibrate and time it")
 def test_the_cuda_provider_without_a_gpu_is_one_line_and_exit_2(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("ONNXROOF_CACHE_DIR", str(tmp_path))  # no cached profile: it calibrates, and cannot
     assert accuracy.main(["--provider", "cuda", "--models", "zoo:resnet18", "--threads", "1"]) == 2

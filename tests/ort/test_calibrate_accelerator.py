@@ -17,18 +17,13 @@ from onnxroof.ort.calibrate.accelerator import TINY, calibrate_roofline, product
 from onnxroof.ort.calibrate.graphs import Rand
 from onnxroof.ort.calibrate.host import Gpu, parse_nvidia_smi
 from onnxroof.ort.calibrate.suite import SUITE
-from onnxroof.ort.sessions import make_session
+from tests.helpers import cuda_runs_here
 
 
 def _run(built: tuple) -> np.ndarray:
     model, feeds = built
     sess = rt.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return sess.run(None, feeds)[0]
-
-
-def _cuda_runs_here() -> bool:
-    model, _ = chains.activation_chain(Rand(0), 1, "Neg", (16,))
-    return make_session(model, "cuda", allow_fallback=True)[1] == "CUDAExecutionProvider"
 
 
 # ------------------------------------------------------------------------------------------------ rates
@@ -115,7 +110,7 @@ def test_roofline_calibration_end_to_end_on_the_cpu_provider(roofline_run: tuple
     assert calls[-1][0] == calls[-1][1] and [d for d, _ in calls] == sorted(d for d, _ in calls)
 
 
-@pytest.mark.skipif(_cuda_runs_here(), reason="a GPU is here: the CUDA provider calibrates rather than refuses")
+@pytest.mark.skipif(cuda_runs_here(), reason="a GPU is here: the CUDA provider calibrates rather than refuses")
 def test_cuda_calibration_without_a_gpu_is_a_user_error(cli):
     with pytest.raises(UserError, match="cannot calibrate CUDAExecutionProvider"):
         calibrate.calibrate(provider="cuda", quick=True)
