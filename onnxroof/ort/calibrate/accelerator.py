@@ -208,12 +208,13 @@ def _device(jobs: _Jobs, suite: RooflineSuite, provider: str, threads: int, pass
             f"calibrated: {jobs.fp16.label}, {jobs.fp16.lo} and {jobs.fp16.hi} long, 2n^3 FLOPs a node; {how}",
         )
     bandwidth = stream_rate(suite.stream_floats, 4, _per_node(jobs.stream))
-    gpu = nvidia_gpu() if provider.lower().startswith("cuda") else None
+    on_gpu = sessions.provider_name(provider) == "CUDAExecutionProvider"
+    gpu = nvidia_gpu() if on_gpu else None
     reference = jobs.reference.sampler.time_s()
     return Device(
         key=host_key(threads, provider),
         name=f"{gpu.name if gpu else cpu_model()}, onnxruntime {ort_version()} {provider} (calibrated)",
-        kind="gpu" if provider.lower().startswith("cuda") else "cpu",
+        kind="gpu" if on_gpu else "cpu",
         overlap="max",
         peak_flops=FrozenMap(peaks),
         memory_bandwidth=Sourced(
