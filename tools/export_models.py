@@ -332,6 +332,126 @@ def _mlp() -> tuple[Any, tuple[Any, ...], list[str]]:
     return model.eval(), (torch.randn(1, 512),), ["input"]
 
 
+def _voice_activity() -> tuple[Any, tuple[Any, ...], list[str]]:
+    import torch
+
+    nn = torch.nn
+
+    def encoder(bins: int) -> Any:
+        """A learned short-time transform (a strided 1-d convolution) and four convolutions over its frames."""
+        return nn.Sequential(
+            nn.Conv1d(1, bins, 2 * bins, stride=bins // 2, padding=bins),
+            nn.ReLU(),
+            nn.Conv1d(bins, 128, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv1d(128, 64, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Conv1d(64, 64, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Conv1d(64, 128, 3, padding=1),
+            nn.ReLU(),
+        )
+
+    class VoiceActivity(nn.Module):
+        """A voice-activity detector of silero-vad's shape: an If on the sample rate the caller passes picks the
+        16 kHz or the 8 kHz encoder (each its own weights), an LSTM of 128 over the encoded frames in each
+        branch, and one speech probability."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoder16 = encoder(128)
+            self.encoder8 = encoder(64)
+            self.rnn16 = nn.LSTM(128, 128, batch_first=True)
+            self.rnn8 = nn.LSTM(128, 128, batch_first=True)
+            self.head = nn.Linear(128, 1)
+
+        def forward(self, x: torch.Tensor, sr: torch.Tensor) -> torch.Tensor:
+            if bool(sr == 16000):
+                out, _ = self.rnn16(self.encoder16(x.unsqueeze(1)).transpose(1, 2))
+            else:
+                out, _ = self.rnn8(self.encoder8(x[:, :256].unsqueeze(1)).transpose(1, 2))
+            return torch.sigmoid(self.head(out[:, -1]))
+
+    scripted = torch.jit.script(VoiceActivity().eval())
+    return scripted, (torch.randn(1, 512), torch.tensor(16000, dtype=torch.int64)), ["input", "sr"]
+
+
+def _small_recurrent(cell: str) -> Callable[[], tuple[Any, tuple[Any, ...], list[str]]]:
+    def build() -> tuple[Any, tuple[Any, ...], list[str]]:
+        import torch
+
+        class KeywordTagger(torch.nn.Module):
+            """49 frames of 40 features read by one recurrent layer of 128 and a classifier over 12 keywords."""
+
+            def __init__(self) -> None:
+                super().__init__()
+                rnn = torch.nn.LSTM if cell == "lstm" else torch.nn.GRU
+                self.rnn = rnn(40, 128, batch_first=True)
+                self.head = torch.nn.Linear(128, 12)
+
+            def forward(self, x: Any) -> Any:
+                out, _ = self.rnn(x)
+                return self.head(out[:, -1])
+
+        return KeywordTagger().eval(), (torch.randn(1, 49, 40),), ["input"]
+
+    return build
+
+
+def _lenet() -> tuple[Any, tuple[Any, ...], list[str]]:
+    import torch
+
+    nn = torch.nn
+    model = nn.Sequential(
+        nn.Conv2d(1, 16, 5, padding=2),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 5, padding=2),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(32 * 7 * 7, 128),
+        nn.ReLU(),
+        nn.Linear(128, 10),
+    )
+    return model.eval(), (torch.randn(1, 1, 28, 28),), ["input"]
+
+
+def _ds_cnn() -> tuple[Any, tuple[Any, ...], list[str]]:
+    import torch
+
+    nn = torch.nn
+
+    def separable(channels: int) -> list[Any]:
+        return [
+            nn.Conv2d(channels, channels, 3, padding=1, groups=channels),
+            nn.BatchNorm2d(channels),
+            nn.ReLU(),
+            nn.Conv2d(channels, channels, 1),
+            nn.BatchNorm2d(channels),
+            nn.ReLU(),
+        ]
+
+    model = nn.Sequential(
+        nn.Conv2d(1, 172, (10, 4), stride=(2, 1), padding=(5, 1)),
+        nn.BatchNorm2d(172),
+        nn.ReLU(),
+        *[layer for _ in range(4) for layer in separable(172)],
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(172, 12),
+    )
+    return model.eval(), (torch.randn(1, 1, 49, 10),), ["input"]
+
+
+def _small_mlp() -> tuple[Any, tuple[Any, ...], list[str]]:
+    import torch
+
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+    return model.eval(), (torch.randn(1, 784),), ["input"]
+
+
 # ------------------------------------------------------------------------------------------------ the set
 
 
@@ -418,6 +538,17 @@ SET: list[Spec] = [
     *_one("mlp", "mlp", _mlp, "a 5-layer MLP, width 1024, GELU, one sample"),
     *_one("mixer_s16", "mlp", _timm("mixer_s16_224"), "timm MLP-Mixer S/16, 224x224"),
     *_one("resmlp_12", "mlp", _timm("resmlp_12_224"), "timm ResMLP-12, 224x224"),
+    *_one(
+        "voice_activity",
+        "small",
+        _voice_activity,
+        "silero-vad-shaped detector: If on the sample rate, a conv encoder and an LSTM 128 in each branch",
+    ),
+    *_both("kws_lstm", "small", _small_recurrent("lstm"), "keyword spotter: 49 frames, one LSTM 128, 12 classes"),
+    *_one("kws_gru", "small", _small_recurrent("gru"), "keyword spotter: 49 frames, one GRU 128, 12 classes"),
+    *_one("ds_cnn", "small", _ds_cnn, "DS-CNN keyword spotter: 49x10 features, four separable blocks of 172"),
+    *_both("lenet", "small", _lenet, "a LeNet-style digit classifier, 28x28 grey image"),
+    *_one("mlp_small", "small", _small_mlp, "a 3-layer MLP 784-1024-1024-10, one sample"),
 ]
 
 
