@@ -37,7 +37,7 @@ COLUMNS = (
     Column("samples/s", right=True),
     Column("FLOPs", right=True),
     Column("bytes", right=True),
-    Column("FLOP/B", right=True),
+    Column("FLOP/B", right=True, optional=True),  # FLOPs over bytes: left out where the width is too narrow
     Column("bound"),
 )
 
