@@ -63,6 +63,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from onnxroof.api import DEFAULT_DEVICE, analyze, get_device
     from onnxroof.report.analysis import render
+    from onnxroof.report.format import output_width
 
     check_output_option(args)
     shape_dims = dims(args)
@@ -85,5 +86,6 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
     for message in result.warnings:
         warn(message)
-    emit(render(result, args.format, top=args.top, by_op_type=args.by_op_type), args.output)
+    width = output_width(args.output)
+    emit(render(result, args.format, top=args.top, by_op_type=args.by_op_type, width=width), args.output)
     return 0

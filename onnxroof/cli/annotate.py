@@ -80,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
     from onnxroof.passes.model_file import read_source, write_model
     from onnxroof.predict.precision import check_precision
     from onnxroof.report.annotate import annotate, render_annotation
+    from onnxroof.report.format import output_width
     from onnxroof.report.model_explorer import node_data_json
 
     outputs = [args.output] + ([args.model_explorer] if args.model_explorer else [])
@@ -123,5 +124,5 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
     for message in analysis.warnings:
         warn(message)
-    emit(render_annotation(done, written, args.format, graph_only=source.graph_only), None)
+    emit(render_annotation(done, written, args.format, graph_only=source.graph_only, width=output_width()), None)
     return 0

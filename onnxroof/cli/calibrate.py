@@ -54,6 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from onnxroof.ort.calibrate import cache_path, host_device
     from onnxroof.report.calibration import calibration_table
+    from onnxroof.report.format import output_width
 
     check_output_option(args)
     progress = Progress("calibrating", "benchmarks")
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "json":
         print(json.dumps(device.to_dict(), indent=2))
     else:
-        sys.stdout.write(calibration_table(device, cache_path(args.threads, args.provider)))
+        sys.stdout.write(calibration_table(device, cache_path(args.threads, args.provider), width=output_width()))
     for message in device.calibration.warnings if device.calibration else ():
         warn(message)
     return 0

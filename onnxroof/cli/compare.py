@@ -34,6 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from onnxroof.api import DEFAULT_DEVICE
     from onnxroof.report.compare import render_compare
+    from onnxroof.report.format import output_width
     from onnxroof.whatif.compare import compare
 
     check_output_option(args)
@@ -43,5 +44,5 @@ def run(args: argparse.Namespace) -> int:
         result = compare(args.a, args.b, devices, measure=args.measure, threads=args.threads, progress=progress.stage)
     finally:
         progress.close()
-    emit(render_compare(result, args.format, args.top), args.output)
+    emit(render_compare(result, args.format, args.top, width=output_width(args.output)), args.output)
     return 0

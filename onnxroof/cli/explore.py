@@ -33,6 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from onnxroof.api import DEFAULT_DEVICE
     from onnxroof.report.explore import render_explore
+    from onnxroof.report.format import output_width
     from onnxroof.whatif.explore import explore
 
     check_output_option(args)
@@ -48,5 +49,5 @@ def run(args: argparse.Namespace) -> int:
         )
     finally:
         progress.close()
-    emit(render_explore(result, args.format), args.output)
+    emit(render_explore(result, args.format, width=output_width(args.output)), args.output)
     return 0

@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from onnxroof.api import DEFAULT_DEVICE
     from onnxroof.devices import catalog
     from onnxroof.report.fit import render_fit, render_max_batch, render_ranking
+    from onnxroof.report.format import output_width
     from onnxroof.whatif.fit import Training, fit, max_batch, parse_bytes, parse_seconds, rank_devices
 
     check_output_option(args)
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
                 training=training,
                 progress=progress.stage,
             )
-            emit(render_ranking(ranked, args.format), args.output)
+            emit(render_ranking(ranked, args.format, width=output_width(args.output)), args.output)
             return 0 if any(d.fit.passed for d in ranked) else 1
         if args.max_batch:
             largest = max_batch(
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
                 training=training,
                 progress=lambda n: progress.stage(f"batch {n}"),
             )
-            emit(render_max_batch(largest, devices[0], args.format), args.output)
+            emit(render_max_batch(largest, devices[0], args.format, width=output_width(args.output)), args.output)
             return 0 if largest.batch > 0 else 1
         result = fit(
             args.model,
@@ -106,5 +107,5 @@ def run(args: argparse.Namespace) -> int:
         )
     finally:
         progress.close()
-    emit(render_fit(result, args.format), args.output)
+    emit(render_fit(result, args.format, width=output_width(args.output)), args.output)
     return 0 if result.passed else 1

@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     from onnxroof.ort.measure import measure
     from onnxroof.ort.memory import PeakMemory, measure_peak_memory
     from onnxroof.ort.sessions import runnable_model
+    from onnxroof.report.format import output_width
     from onnxroof.report.memory import memory_table
     from onnxroof.report.timing import measurement_table
 
@@ -136,9 +137,9 @@ def run(args: argparse.Namespace) -> int:
             data["memory"] = {key: m.to_dict() for key, m in memory.items()}
         text = json.dumps(data, indent=2) + "\n"
     else:
-        text = measurement_table(result, kernels, top=args.top)
+        text = measurement_table(result, kernels, top=args.top, width=output_width(args.output))
         if memory:
-            text += "\n" + memory_table(list(memory.values()))
+            text += "\n" + memory_table(list(memory.values()), width=output_width(args.output))
         for message in result.warnings + (kernels.warnings if kernels else ()):
             warn(message)
     emit(text, args.output)

@@ -137,6 +137,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from onnxroof.passes.model_file import write_model
+    from onnxroof.report.format import output_width
     from onnxroof.report.rewrite import render_rewrite
     from onnxroof.whatif.rewrite import rewrite
 
@@ -149,5 +150,5 @@ def run(args: argparse.Namespace) -> int:
         written = write_model(done.result.model, args.output, force=args.force)
     finally:
         progress.close()
-    emit(render_rewrite(done, [str(p) for p in written], args.format), None)
+    emit(render_rewrite(done, [str(p) for p in written], args.format, width=output_width()), None)
     return 0

@@ -83,6 +83,7 @@ def _sizes(text: str | None) -> list[tuple[int, int]]:
 
 def run(args: argparse.Namespace) -> int:
     from onnxroof.api import DEFAULT_DEVICE
+    from onnxroof.report.format import output_width
     from onnxroof.report.sweep import render_sweep
     from onnxroof.whatif.sweep import sweep
 
@@ -101,5 +102,5 @@ def run(args: argparse.Namespace) -> int:
         )
     finally:
         progress.close()
-    emit(render_sweep(result, args.format), args.output)
+    emit(render_sweep(result, args.format, width=output_width(args.output)), args.output)
     return 0

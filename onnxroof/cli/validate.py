@@ -82,6 +82,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from onnxroof.ort.validate import SPREAD_S, validate
+    from onnxroof.report.format import output_width
     from onnxroof.report.validation import validation_table
 
     check_output_option(args)
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         text = json.dumps(result.to_dict(), indent=2) + "\n"
     else:
-        text = validation_table(result, top=args.top)
+        text = validation_table(result, top=args.top, width=output_width(args.output))
         for message in (
             *result.analysis.warnings,
             *result.measurement.warnings,

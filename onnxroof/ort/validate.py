@@ -130,9 +130,14 @@ class Validation:
         the error would be if the machine ran as it did when calibrated."""
         return relative_error(self.predicted_time_s, self.measured_time_s)
 
+    @property
+    def compared(self) -> list[KernelComparison]:
+        """The kernels the agreement statistics are computed over (see ``scored``), longest measured first."""
+        return scored(self.kernels, self.analysis.graph == "onnxruntime-optimized")
+
     def worst(self, count: int = WORST) -> list[KernelComparison]:
-        """The kernels whose misprediction costs the most time, largest first."""
-        return sorted(self.kernels, key=lambda k: -abs(k.predicted_time_s - k.measured_time_s))[:count]
+        """The compared kernels whose misprediction costs the most time, largest first."""
+        return sorted(self.compared, key=lambda k: -abs(k.predicted_time_s - k.measured_time_s))[:count]
 
     def measured(self, analysis: Analysis) -> bool:
         """Whether this validation measured ``analysis``: its own, or one of the same model on the same device,

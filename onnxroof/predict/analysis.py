@@ -1,5 +1,6 @@
 """The analysis pass: graph + device -> per-node cost -> per-node roofline prediction -> totals, by op type,
-unsupported. ``onnxroof.analyze`` (in ``onnxroof.api``) loads a model and calls :func:`analyze_graph`.
+unsupported, and the nodes the totals could not count in full. ``onnxroof.analyze`` (in ``onnxroof.api``) loads a
+model and calls :func:`analyze_graph`; what it returns is defined in ``predict/results.py``.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any, NamedTuple
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from onnx import TensorProto
@@ -22,11 +23,25 @@ from onnxroof.costs import SHAPE, Cost, NodeView, compute_cost, weight_params
 from onnxroof.devices import Device
 from onnxroof.ir import Graph, InvalidNode, Node, Tensor, UnknownShape
 from onnxroof.predict import roofline
-from onnxroof.predict.engine import EngineNote, memory_level, predict_engine
+from onnxroof.predict.engine import memory_level, predict_engine
 from onnxroof.predict.memory import bytes_moved, read_distances
 from onnxroof.predict.precision import PRECISION_DTYPE, check_precision
-from onnxroof.predict.roofline import Prediction
+from onnxroof.predict.results import Analysis, NodeResult, OpTypeTotals, Totals, Uncounted, Unsupported
 from onnxroof.predict.subnormal import subnormal_work
+
+__all__ = [
+    "RUN_NOTE",
+    "Analysis",
+    "NodeResult",
+    "OpTypeTotals",
+    "Totals",
+    "Uncounted",
+    "Unsupported",
+    "UnsupportedOpWarning",
+    "analyze_graph",
+    "collection_paused",
+    "node_precision",
+]
 
 _FLOAT_PRECISION: dict[int, str] = {
     TensorProto.FLOAT: "fp32",
@@ -42,175 +57,6 @@ _INT8: frozenset[int] = frozenset({TensorProto.INT8, TensorProto.UINT8})
 
 class UnsupportedOpWarning(UserWarning):
     """An op has no cost function: it is charged its tensor bytes only."""
-
-
-class NodeResult(NamedTuple):
-    """One runtime node: its cost, the precision it computes at, and its place on the device's roofline.
-
-    A named tuple rather than a dataclass: immutable like a frozen one, and built per node (tens of thousands on a
-    large graph) by a C-level constructor, with no Python-level __init__ to run.
-    """
-
-    name: str
-    op_type: str
-    domain: str
-    precision: str
-    cost: Cost
-    prediction: Prediction
-    supported: bool = True
-    engine: EngineNote | None = None  # why an engine-aware prediction is what it is (calibrated hosts only)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The node's part of the JSON contract: name first, then what follows from op type, domain, cost,
-        prediction, support and engine note alone (the JSON text of nodes that share these is made once)."""
-        c, p = self.cost, self.prediction
-        return {
-            "name": self.name,
-            "op_type": self.op_type,
-            "domain": self.domain,
-            "precision": p.precision,
-            "flops": c.flops,
-            "macs": c.macs,
-            "bytes_read": c.bytes_read,
-            "bytes_written": c.bytes_written,
-            "params": c.params,
-            "kernels": c.kernels,
-            "arithmetic_intensity": c.arithmetic_intensity,
-            "attainable_flops_s": roofline.attainable_flops(
-                c.arithmetic_intensity, p.peak_flops_s, p.bandwidth_bytes_s
-            ),
-            "ridge_point": p.ridge_point,
-            "bound": p.bound,
-            "compute_time_s": p.compute_time_s,
-            "memory_time_s": p.memory_time_s,
-            "overhead_time_s": p.overhead_time_s,
-            "predicted_time_s": p.predicted_time_s,
-            "supported": self.supported,
-            "note": c.note,
-            "engine": None if self.engine is None else {**asdict(self.engine), "explanation": self.engine.describe()},
-        }
-
-
-@dataclass(frozen=True)
-class Totals:
-    """The whole model: summed cost and time terms, distinct params, accumulated intensity (paper 000)."""
-
-    flops: float
-    macs: float
-    bytes_read: float
-    bytes_written: float
-    params: int
-    kernels: int
-    prediction: Prediction
-    time_by_bound: Mapping[str, float] = field(default_factory=dict)
-
-    @property
-    def arithmetic_intensity(self) -> float:
-        moved = self.bytes_read + self.bytes_written
-        return self.flops / moved if moved else 0.0
-
-    @property
-    def predicted_time_s(self) -> float:
-        return self.prediction.predicted_time_s
-
-    @property
-    def bound(self) -> str:
-        return self.prediction.bound
-
-    def to_dict(self) -> dict[str, Any]:
-        p = self.prediction
-        return {
-            "flops": self.flops,
-            "macs": self.macs,
-            "bytes_read": self.bytes_read,
-            "bytes_written": self.bytes_written,
-            "params": self.params,
-            "kernels": self.kernels,
-            "arithmetic_intensity": self.arithmetic_intensity,
-            "attainable_flops_s": roofline.attainable_flops(
-                self.arithmetic_intensity, p.peak_flops_s, p.bandwidth_bytes_s
-            ),
-            "ridge_point": p.ridge_point,
-            "precision": p.precision,
-            "compute_time_s": p.compute_time_s,
-            "memory_time_s": p.memory_time_s,
-            "overhead_time_s": p.overhead_time_s,
-            "predicted_time_s": p.predicted_time_s,
-            "bound": p.bound,
-            "time_by_bound": dict(self.time_by_bound),
-        }
-
-
-@dataclass(frozen=True)
-class OpTypeTotals:
-    """Costs and time of every node of one op type (paper 000 Figs. 3-4, paper 004 Fig. 8)."""
-
-    op_type: str
-    count: int
-    flops: float
-    macs: float
-    bytes_read: float
-    bytes_written: float
-    params: int
-    predicted_time_s: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class Unsupported:
-    """Nodes that could not be costed exactly, by op and reason; they are still charged their tensor bytes."""
-
-    op_type: str
-    domain: str
-    count: int
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class Analysis:
-    """Everything ``onnxroof analyze`` reports; ``to_dict`` is the JSON contract."""
-
-    model: str
-    device: Device
-    precision: str
-    totals: Totals
-    nodes: tuple[NodeResult, ...]
-    by_op_type: tuple[OpTypeTotals, ...]
-    unsupported: tuple[Unsupported, ...]
-    folded_nodes: int = 0
-    warnings: tuple[str, ...] = field(default_factory=tuple)
-    graph: str = "as-exported"  # or "onnxruntime-optimized": the graph the engine runs, after its fusions
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "graph": self.graph,
-            "device": {
-                "key": self.device.key,
-                "name": self.device.name,
-                "peak_flops_s": self.totals.prediction.peak_flops_s,
-                "memory_bandwidth_bytes_s": self.device.memory_bandwidth.value,
-                "launch_overhead_s": self.device.launch_overhead.value,
-                "run_overhead_s": self.device.run_overhead.value if self.device.run_overhead else 0.0,
-                "engine": self.device.engine,
-                "overlap": self.device.overlap,
-            },
-            "precision": self.precision,
-            "totals": self.totals.to_dict(),
-            "nodes": [n.to_dict() for n in self.nodes],
-            "by_op_type": [o.to_dict() for o in self.by_op_type],
-            "unsupported": [u.to_dict() for u in self.unsupported],
-            "folded_nodes": self.folded_nodes,
-            "warnings": list(self.warnings),
-        }
-
-
-# -------------------------------------------------------------------------------------------------------------
 
 
 def node_precision(op_type: str, inputs: Sequence[Tensor | None], outputs: Sequence[Tensor | None]) -> str:
@@ -249,10 +95,13 @@ def _retype(graph: Graph, dtype: int) -> Graph:
 
 
 class _Coster:
-    """Costs the nodes of a graph and its subgraphs, collecting what could not be costed exactly."""
+    """Costs the nodes of a graph and its subgraphs, collecting what could not be costed exactly: counted by op
+    and reason (``unsupported``) and named (``uncounted``, a node inside a subgraph by its path)."""
 
     def __init__(self) -> None:
         self.unsupported: Counter[tuple[str, str, str]] = Counter()
+        self.uncounted: list[Uncounted] = []
+        self.prefix = ""  # the path of the subgraph being costed, "" at the top level
 
     def view(
         self, node: Node, graph: Graph, inputs: tuple[Tensor | None, ...], outputs: tuple[Tensor | None, ...]
@@ -260,7 +109,7 @@ class _Coster:
         constants = {i: graph.constants[name] for i, name in enumerate(node.inputs) if name in graph.constants}
         subgraph_cost: Callable[[str], Cost] | None = None
         if node.subgraphs:
-            subgraph_cost = lambda attr: self.graph_cost(node.subgraphs[attr])  # noqa: E731
+            subgraph_cost = lambda attr: self.graph_cost(node.subgraphs[attr], node.name)  # noqa: E731
         return NodeView(node.name, node.op_type, node.domain, inputs, outputs, node.attrs, constants, subgraph_cost)
 
     def cost(self, view: NodeView) -> tuple[Cost, str | None]:
@@ -275,21 +124,27 @@ class _Coster:
             written = sum(t.nbytes for t in view.outputs if t is not None and t.known)
             note = f"shape of {exc} unknown: charged known tensor bytes only"
             cost = Cost(bytes_read=read, bytes_written=written, params=weight_params(view.inputs), kernels=1, note=note)
-            return cost, self.count(view.domain, view.op_type, _SHAPE_UNKNOWN)
-        return cost, None if supported else self.count(view.domain, view.op_type, _NO_COST_FUNCTION)
+            return cost, self.count(view.name, view.domain, view.op_type, _SHAPE_UNKNOWN)
+        return cost, None if supported else self.count(view.name, view.domain, view.op_type, _NO_COST_FUNCTION)
 
-    def count(self, domain: str, op_type: str, reason: str) -> str:
+    def count(self, name: str, domain: str, op_type: str, reason: str) -> str:
         self.unsupported[(domain, op_type, reason)] += 1
+        self.uncounted.append(Uncounted(self.prefix + name, op_type, domain, reason))
         return reason
 
-    def graph_cost(self, graph: Graph) -> Cost:
+    def graph_cost(self, graph: Graph, outer: str) -> Cost:
+        """The summed cost of a subgraph of the node named ``outer``."""
         total = Cost()
-        for node in graph.nodes:
-            if not node.folded:
-                view = self.view(
-                    node, graph, tuple(map(graph.tensor, node.inputs)), tuple(map(graph.tensor, node.outputs))
-                )
-                total = total + self.cost(view)[0]
+        enclosing, self.prefix = self.prefix, f"{self.prefix}{outer}/"
+        try:
+            for node in graph.nodes:
+                if not node.folded:
+                    view = self.view(
+                        node, graph, tuple(map(graph.tensor, node.inputs)), tuple(map(graph.tensor, node.outputs))
+                    )
+                    total = total + self.cost(view)[0]
+        finally:
+            self.prefix = enclosing
         return total
 
 
@@ -456,7 +311,10 @@ def _analyze_graph(
             else:
                 roof = roofs.get(prec) or roofs.setdefault(prec, roofline.roof_of(dev, prec))
                 prediction, note = roofline.predict_on(cost, roof), None
-            result = NodeResult(node.name, node.op_type, node.domain, prec, cost, prediction, reason is None, note)
+            shape = next((t.shape for t in outs if t is not None), None)
+            result = NodeResult(
+                node.name, node.op_type, node.domain, prec, cost, prediction, reason is None, note, shape
+            )
             if key is not None and reason != _SHAPE_UNKNOWN:  # unknown-shape notes name the node's tensors
                 memo[key] = len(groups)
             groups.append(result)
@@ -465,7 +323,7 @@ def _analyze_graph(
         else:
             counts[group] += 1
             if not groups[group].supported:  # never for want of a shape: those nodes are not memoized
-                coster.count(node.domain, node.op_type, _NO_COST_FUNCTION)
+                coster.count(node.name, node.domain, node.op_type, _NO_COST_FUNCTION)
             result = _new_result((node.name, node.op_type, node.domain) + shared[group])
         results.append(result)
         if result.engine is not None and result.engine.op_class != SHAPE and result.engine.working_set > 0:
@@ -479,7 +337,7 @@ def _analyze_graph(
     main_precision = precision or _dominant_precision(weighted)
     run_overhead = dev.run_overhead.value if engine_mode and dev.run_overhead is not None else 0.0
     params = weight_params(itertools.chain(_read_weights(runtime, graph.tensors), subgraph_weights))
-    totals = _totals(weighted, params, dev, main_precision, run_overhead)
+    totals = replace(_totals(weighted, params, dev, main_precision, run_overhead), uncounted=len(coster.uncounted))
     unsupported = tuple(
         Unsupported(op, domain, count, reason) for (domain, op, reason), count in sorted(coster.unsupported.items())
     )
@@ -504,6 +362,7 @@ def _analyze_graph(
         folded_nodes=len(graph.nodes) - len(runtime),
         warnings=tuple(messages),
         graph="onnxruntime-optimized" if engine_mode else "as-exported",
+        uncounted=tuple(coster.uncounted),
     )
 
 

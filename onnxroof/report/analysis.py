@@ -7,9 +7,11 @@ import io
 
 from onnxroof.predict.analysis import Analysis, NodeResult
 from onnxroof.report.analysis_json import to_json
-from onnxroof.report.format import TABLE_WIDTH, clip, seconds, short_op, si
+from onnxroof.report.format import Column, dims, seconds, short_op, si, table, wrap
 
 __all__ = ["FORMATS", "render", "to_csv", "to_json", "to_table"]
+
+NAMED = 3  # how many uncounted nodes the headline names
 
 
 def to_csv(analysis: Analysis) -> str:
@@ -26,76 +28,115 @@ def to_csv(analysis: Analysis) -> str:
 def _header(a: Analysis) -> list[str]:
     t, p, d = a.totals, a.totals.prediction, a.device
     precision = a.precision if a.precision != "as-typed" else f"as typed (mostly {p.precision})"
-    lines = [
-        clip(f"{a.model} on {d.name} [{d.key}], precision {precision}", TABLE_WIDTH),
-        clip(
-            f"device: {si(p.peak_flops_s, 'FLOP/s')} {p.precision}, {si(d.memory_bandwidth.value, 'B/s')}, "
-            f"ridge {p.ridge_point:.3g} FLOP/B, launch {seconds(d.launch_overhead.value)} ({d.overlap} overlap)",
-            TABLE_WIDTH,
-        ),
+    least = "" if t.complete else "at least "
+    return [
+        f"{a.model} on {d.name} [{d.key}], precision {precision}",
+        f"device: {si(p.peak_flops_s, 'FLOP/s')} {p.precision}, {si(d.memory_bandwidth.value, 'B/s')}, "
+        f"ridge {si(p.ridge_point)} FLOP/B, launch {seconds(d.launch_overhead.value)} ({d.overlap} overlap)",
         "",
-        f"  FLOPs {si(t.flops)}   MACs {si(t.macs)}   params {si(t.params)}   "
+        *_incomplete(a),
+        f"  FLOPs {least}{si(t.flops)}   MACs {least}{si(t.macs)}   params {si(t.params)}   "
         f"read {si(t.bytes_read, 'B')}   written {si(t.bytes_written, 'B')}",
-        f"  accumulated intensity {t.arithmetic_intensity:.3g} FLOP/B   kernels {t.kernels}   "
+        f"  accumulated intensity {si(t.arithmetic_intensity)} FLOP/B   kernels {t.kernels}   "
         f"nodes {len(a.nodes)} (+{a.folded_nodes} folded weight nodes)",
-        f"  predicted {seconds(p.predicted_time_s)} = compute {seconds(p.compute_time_s)} | memory "
-        f"{seconds(p.memory_time_s)} | overhead {seconds(p.overhead_time_s)}   bound: {p.bound}",
+        f"  predicted {least}{seconds(p.predicted_time_s)}, {_how_summed(a)}",
+        f"  terms summed over the nodes: compute {seconds(p.compute_time_s)}, memory {seconds(p.memory_time_s)}, "
+        f"overhead {seconds(p.overhead_time_s)}   bound: {p.bound}",
         "  predicted time in nodes bound by "
         + ", ".join(f"{b} {100 * s / (p.predicted_time_s or 1):.0f}%" for b, s in t.time_by_bound.items()),
     ]
-    return lines
 
 
-_NODE_COLUMNS = "{:>4} {:<26} {:<14} {:>8} {:>8} {:>7} {:<8} {:>10} {:>6}"
+def _how_summed(a: Analysis) -> str:
+    """How the model's predicted time follows from its nodes' terms on this device: a sum of per-node times,
+    not the largest of the summed terms (nodes bound by different terms add up)."""
+    per_node = "max(compute, memory) + overhead" if a.device.overlap == "serial" else "largest term"
+    text = f"the sum of each node's {per_node} over {len(a.nodes)} nodes"
+    run = a.device.run_overhead
+    if a.graph == "onnxruntime-optimized" and run is not None and run.value:
+        text += f", plus {seconds(run.value)} per run"
+    return text
 
 
-def _node_rows(a: Analysis, nodes: list[tuple[int, NodeResult]]) -> list[str]:
+def _incomplete(a: Analysis) -> list[str]:
+    """The line that says the totals leave nodes out, naming the first few; none when every node was counted."""
+    if a.totals.complete:
+        return []
+    named = ", ".join(f"{u.name} ({u.reason})" for u in a.uncounted[:NAMED])
+    more = f" and {len(a.uncounted) - NAMED} more" if len(a.uncounted) > NAMED else ""
+    return [
+        f"  INCOMPLETE: {a.totals.uncounted} node(s) not counted in full, so the totals are lower bounds: "
+        f"{named}{more}; --format json lists them under uncounted_nodes"
+    ]
+
+
+NODE_COLUMNS = (
+    Column("#", right=True),
+    Column("node", cut=True),
+    Column("op", cut=True),
+    Column("shape", cut=True),
+    Column("FLOPs", right=True),
+    Column("bytes", right=True),
+    Column("FLOP/B", right=True, optional=True),  # FLOPs over bytes: left out where the width is too narrow
+    Column("bound"),
+    Column("time", right=True),
+    Column("share", right=True),
+)
+
+
+def _op_name(n: NodeResult) -> str:
+    return short_op(f"{n.domain}::{n.op_type}" if n.domain else n.op_type)
+
+
+def _node_rows(a: Analysis, nodes: list[tuple[int, NodeResult]], width: int | None) -> list[str]:
     total_time = a.totals.predicted_time_s or 1.0
-    lines = [_NODE_COLUMNS.format("#", "node", "op", "GFLOP", "MB", "FLOP/B", "bound", "time", "share")]
-    for index, n in nodes:
-        c, p = n.cost, n.prediction
-        lines.append(
-            _NODE_COLUMNS.format(
-                index,
-                clip(n.name, 26),
-                clip(short_op(f"{n.domain}::{n.op_type}" if n.domain else n.op_type), 14),
-                f"{c.flops / 1e9:.3f}",
-                f"{c.bytes / 1e6:.2f}",
-                f"{c.arithmetic_intensity:.3g}",
-                p.bound,
-                seconds(p.predicted_time_s),
-                f"{100 * p.predicted_time_s / total_time:.1f}%",
-            )
-        )
-    return lines
+    rows = [
+        [
+            str(index),
+            n.name,
+            _op_name(n),
+            dims(n.output_shape),
+            si(n.cost.flops),
+            si(n.cost.bytes, "B"),
+            si(n.cost.arithmetic_intensity),
+            n.prediction.bound,
+            seconds(n.prediction.predicted_time_s),
+            f"{100 * n.prediction.predicted_time_s / total_time:.1f}%",
+        ]
+        for index, n in nodes
+    ]
+    return table(NODE_COLUMNS, rows, width)
 
 
-_OP_COLUMNS = "{:<24} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>6}"
+OP_COLUMNS = (
+    Column("op type", cut=True),
+    *(Column(h, right=True) for h in ("count", "FLOPs", "MACs", "read", "written", "params", "time", "share")),
+)
 
 
-def _op_rows(a: Analysis) -> list[str]:
+def _op_rows(a: Analysis, width: int | None) -> list[str]:
     total_time = a.totals.predicted_time_s or 1.0
-    lines = [_OP_COLUMNS.format("op type", "count", "GFLOP", "GMAC", "MB read", "MB write", "params", "time", "share")]
-    for o in a.by_op_type:
-        lines.append(
-            _OP_COLUMNS.format(
-                clip(short_op(o.op_type), 24),
-                o.count,
-                f"{o.flops / 1e9:.3f}",
-                f"{o.macs / 1e9:.3f}",
-                f"{o.bytes_read / 1e6:.2f}",
-                f"{o.bytes_written / 1e6:.2f}",
-                si(o.params),
-                seconds(o.predicted_time_s),
-                f"{100 * o.predicted_time_s / total_time:.1f}%",
-            )
-        )
-    return lines
+    rows = [
+        [
+            short_op(o.op_type),
+            str(o.count),
+            si(o.flops),
+            si(o.macs),
+            si(o.bytes_read, "B"),
+            si(o.bytes_written, "B"),
+            si(o.params),
+            seconds(o.predicted_time_s),
+            f"{100 * o.predicted_time_s / total_time:.1f}%",
+        ]
+        for o in a.by_op_type
+    ]
+    return table(OP_COLUMNS, rows, width)
 
 
-def to_table(analysis: Analysis, top: int = 20, by_op_type: bool = False) -> str:
-    """The terminal report, at most TABLE_WIDTH columns: header, totals, the ``top`` nodes by predicted time
-    (all nodes in graph order when ``top`` is 0), optionally totals by op type, then unsupported ops."""
+def to_table(analysis: Analysis, top: int = 20, by_op_type: bool = False, width: int | None = None) -> str:
+    """The terminal report: header, totals, the ``top`` nodes by predicted time (all nodes in graph order when
+    ``top`` is 0), optionally totals by op type, then unsupported ops. Within ``width`` columns (None: no limit)
+    names are cut in the middle and prose is wrapped; nothing else is cut."""
     a = analysis
     lines = _header(a)
     indexed = list(enumerate(a.nodes))
@@ -105,23 +146,25 @@ def to_table(analysis: Analysis, top: int = 20, by_op_type: bool = False) -> str
     else:
         chosen = indexed
         lines += ["", f"All {len(indexed)} nodes in graph order"]
-    lines += _node_rows(a, chosen)
+    prose = [line for text in lines for line in wrap(text, width)]
+    prose += _node_rows(a, chosen, width)
     if by_op_type:
-        lines += ["", "By op type"] + _op_rows(a)
+        prose += ["", "By op type", *_op_rows(a, width)]
     if a.unsupported:
-        lines += ["", "Unsupported (charged their tensor bytes only):"]
-        lines += [
-            f"  {u.count} x {(u.domain + '::') if u.domain else ''}{u.op_type}: {u.reason}" for u in a.unsupported
-        ]
-    return "\n".join(clip(line, TABLE_WIDTH) for line in lines) + "\n"
+        prose += ["", "Unsupported (charged their tensor bytes only):"]
+        for u in a.unsupported:
+            prose += wrap(f"  {u.count} x {(u.domain + '::') if u.domain else ''}{u.op_type}: {u.reason}", width)
+    return "\n".join(prose) + "\n"
 
 
 FORMATS = ("table", "json", "csv")
 
 
-def render(analysis: Analysis, fmt: str = "table", top: int = 20, by_op_type: bool = False) -> str:
+def render(
+    analysis: Analysis, fmt: str = "table", top: int = 20, by_op_type: bool = False, width: int | None = None
+) -> str:
     if fmt == "json":
         return to_json(analysis)
     if fmt == "csv":
         return to_csv(analysis)
-    return to_table(analysis, top=top, by_op_type=by_op_type)
+    return to_table(analysis, top=top, by_op_type=by_op_type, width=width)

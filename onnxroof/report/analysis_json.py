@@ -5,8 +5,9 @@ without passing tens of thousands of node dicts through json's pure-Python inden
 large graph costs several times the analysis itself. Two facts give the same text at a fraction of that cost:
 
 - Nodes that the analysis costs once as a group (the repeated blocks of a network) share their cost, prediction
-  and engine note, the very same objects. A node's dict depends on its name, op type, domain and those objects
-  alone (see ``NodeResult.to_dict``), so its text after the name is made once per distinct set and reused.
+  and engine note, the very same objects. A node's dict depends on its name, op type, domain, output shape and
+  those objects alone (see ``NodeResult.to_dict``), so its text after the name is made once per distinct set and
+  reused.
 - A dict of scalars nested at a known depth is what json's C encoder writes when its item separator is a comma,
   a newline and the indentation of that depth: the indented layout, without the indenting encoder.
 """
@@ -33,8 +34,8 @@ ENCODE_STRING: Callable[[str], str] = json.encoder.encode_basestring_ascii  # ho
 # The types json writes as scalars, exactly: a subclass (an enum, a numpy float) takes the general way.
 SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 
-NAME, OP_TYPE, DOMAIN, COST, PREDICTION, SUPPORTED, ENGINE = map(
-    operator.attrgetter, ("name", "op_type", "domain", "cost", "prediction", "supported", "engine")
+NAME, OP_TYPE, DOMAIN, COST, PREDICTION, SUPPORTED, ENGINE, OUTPUT_SHAPE = map(
+    operator.attrgetter, ("name", "op_type", "domain", "cost", "prediction", "supported", "engine", "output_shape")
 )
 
 
@@ -55,7 +56,8 @@ def to_json(analysis: Analysis) -> str:
 def nodes_json(nodes: Sequence[NodeResult]) -> list[str]:
     """The "nodes" list, at depth 1 of the document, as pieces of text to join.
 
-    Nodes with the same op type, domain, cost, prediction, support and engine note differ only in their names.
+    Nodes with the same op type, domain, output shape, cost, prediction, support and engine note differ only in
+    their names.
     The nodes of a group share those very objects, and the analysis holds each of them while this runs, so
     their identities key the text after the name, made once per key. What remains per node, a lookup and the
     encoding of its name, runs in map and zip rather than in a Python loop.
@@ -70,6 +72,7 @@ def nodes_json(nodes: Sequence[NodeResult]) -> list[str]:
             map(id, map(PREDICTION, nodes)),
             map(SUPPORTED, nodes),
             map(id, map(ENGINE, nodes)),
+            map(OUTPUT_SHAPE, nodes),
         )
     )
     representatives = dict(zip(keys, nodes))  # one node per key

@@ -13,7 +13,6 @@ Sources: [netron] and [model-explorer] in docs/references.md.
 from __future__ import annotations
 
 import json
-import textwrap
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +21,7 @@ from onnx import AttributeProto, GraphProto, ModelProto, NodeProto
 
 from onnxroof.errors import UserError
 from onnxroof.predict.analysis import Analysis, NodeResult
-from onnxroof.report.format import TABLE_WIDTH, seconds, si
+from onnxroof.report.format import seconds, si, wrap
 
 __all__ = [
     "PREFIX",
@@ -214,8 +213,11 @@ def _subgraph_nodes(node: NodeProto) -> Iterator[NodeProto]:
                 yield from _subgraph_nodes(inner)
 
 
-def render_annotation(done: Annotated, written: Sequence[str], fmt: str = "table", *, graph_only: bool = False) -> str:
-    """What ``onnxroof annotate`` did, short: the model summary it wrote and the files, as text or JSON."""
+def render_annotation(
+    done: Annotated, written: Sequence[str], fmt: str = "table", *, graph_only: bool = False, width: int | None = None
+) -> str:
+    """What ``onnxroof annotate`` did, short: the model summary it wrote and the files, as text (wrapped within
+    ``width`` columns, None: no limit) or JSON."""
     summary = {e.key[len(PREFIX) :]: e.value for e in done.model.metadata_props if e.key.startswith(PREFIX)}
     if fmt == "json":
         data = {
@@ -236,5 +238,5 @@ def render_annotation(done: Annotated, written: Sequence[str], fmt: str = "table
     ]
     if graph_only:
         lines.append("  the weights are absent: the annotated model is graph-only, as its source is")
-    text = [textwrap.fill(line, TABLE_WIDTH, subsequent_indent="    ", break_on_hyphens=False) for line in lines]
+    text = [part for line in lines for part in wrap(line, width)]
     return "\n".join([*text, "wrote " + ", ".join(written)]) + "\n"  # paths are never broken

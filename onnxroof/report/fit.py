@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from onnxroof.predict.training import PAPER_004_LATENCY_RATIOS
-from onnxroof.report.format import seconds, si
+from onnxroof.report.format import Column, seconds, si, table, wrap
 from onnxroof.whatif.fit import Check, DeviceFit, Fit, MaxBatch, MemoryDetail
 
 __all__ = ["render_fit", "render_max_batch", "render_ranking", "summary"]
@@ -26,21 +26,25 @@ def _check_text(check: Check) -> str:
 
 
 def summary(f: Fit) -> str:
-    """PASS or FAIL, the model, device, batch and precision, and each check with its numbers."""
-    checks = "; ".join(_check_text(c) for c in f.checks)
+    """PASS or FAIL, the model, device, batch and precision, and each check with its numbers; a latency whose
+    totals leave nodes out says it is a lower bound."""
+    lower = f" (INCOMPLETE, a lower bound: {f.uncounted} node(s) not counted in full)" if not f.complete else ""
+    checks = "; ".join(_check_text(c) + (lower if c.name == "latency" else "") for c in f.checks)
     return f"{'PASS' if f.passed else 'FAIL'} {f.model} on {f.device}, batch {f.batch}, {f.precision}: {checks}"
 
 
-def render_fit(f: Fit, fmt: str = "table") -> str:
+def render_fit(f: Fit, fmt: str = "table", width: int | None = None) -> str:
+    """The fit as text (its PASS or FAIL line whole, the rest wrapped within ``width`` columns, None: no limit) or
+    as JSON."""
     if fmt == "json":
         return json.dumps(f.to_dict(), indent=2) + "\n"
-    lines = [summary(f)]
+    lines: list[str] = []
     if f.memory is not None:
         lines += _memory_lines(f.memory)
     lines += [f"  note: {n}" for n in f.notes]
     if f.training is not None:
         lines += _training_lines(f.training)
-    return "\n".join(lines) + "\n"
+    return "\n".join([summary(f), *(part for line in lines for part in wrap(line, width))]) + "\n"
 
 
 def _memory_lines(detail: MemoryDetail) -> list[str]:
@@ -75,25 +79,41 @@ def _training_lines(step: Any) -> list[str]:
     return lines
 
 
-def render_max_batch(m: MaxBatch, device: str, fmt: str = "table") -> str:
+def render_max_batch(m: MaxBatch, device: str, fmt: str = "table", width: int | None = None) -> str:
+    """The largest fitting batch: a PASS or FAIL line, whole, then the fits on either side of it, wrapped within
+    ``width`` columns (None: no limit); or JSON."""
     if fmt == "json":
         return json.dumps({"device": device, **m.to_dict()}, indent=2) + "\n"
     if m.best is None:
         failing = m.first_failing
         tail = f": {summary(failing)}" if failing is not None else ""
         return f"FAIL no batch fits on {device} ({m.stopped_by} at batch 1){tail}\n"
-    lines = [f"PASS largest batch on {device}: {m.best.batch} ({m.stopped_by} stops batch {_next(m)})"]
-    lines.append(f"  at {m.best.batch}: {summary(m.best)}")
+    lines = [f"  at {m.best.batch}: {summary(m.best)}"]
     if m.first_failing is not None:
         lines.append(f"  at {m.first_failing.batch}: {summary(m.first_failing)}")
-    return "\n".join(lines) + "\n"
+    head = f"PASS largest batch on {device}: {m.best.batch} ({m.stopped_by} stops batch {_next(m)})"
+    return "\n".join([head, *(part for line in lines for part in wrap(line, width))]) + "\n"
 
 
 def _next(m: MaxBatch) -> str:
     return str(m.first_failing.batch) if m.first_failing is not None else "none"
 
 
-def render_ranking(ranked: Sequence[DeviceFit], fmt: str = "table") -> str:
+RANKING_COLUMNS = (
+    Column("device", cut=True),
+    Column("fits", right=True),
+    Column("latency", right=True),
+    Column("memory", right=True),
+    Column("max batch", right=True),
+    Column("samples/s", right=True),
+    Column("stopped by"),
+)
+
+
+def render_ranking(ranked: Sequence[DeviceFit], fmt: str = "table", width: int | None = None) -> str:
+    """Devices ranked: a PASS or FAIL line, whole, then a row per device within ``width`` columns (None: no
+    limit; device names cut in the middle, nothing else), a latency whose totals leave nodes out marked; or
+    JSON."""
     if fmt == "json":
         data: list[dict[str, Any]] = [d.to_dict() for d in ranked]
         return json.dumps({"devices": data}, indent=2) + "\n"
@@ -102,14 +122,22 @@ def render_ranking(ranked: Sequence[DeviceFit], fmt: str = "table") -> str:
     head = f"{'PASS' if fitting else 'FAIL'} {fitting} of {len(ranked)} devices fit" + (
         f"; fastest: {first.device} ({seconds(first.latency_s)})" if first is not None and first.passed else ""
     )
-    lines = [
-        head,
-        f"  {'device':20}{'fits':>6}{'latency':>11}{'memory':>11}{'max batch':>11}{'samples/s':>12}  stopped by",
+    rows = [
+        [
+            d.fit.device,
+            "yes" if d.fit.passed else "NO",
+            seconds(d.fit.latency_s) + ("" if d.fit.complete else " *"),
+            si(d.fit.memory_bytes, "B"),
+            str(d.largest.batch),
+            si(d.throughput),
+            d.largest.stopped_by,
+        ]
+        for d in ranked
     ]
-    for d in ranked:
-        f = d.fit
-        lines.append(
-            f"  {f.device[:20]:20}{'yes' if f.passed else 'NO':>6}{seconds(f.latency_s):>11}"
-            f"{si(f.memory_bytes, 'B'):>11}{d.largest.batch:>11}{d.throughput:>12.4g}  {d.largest.stopped_by}"
+    lines = [head, *table(RANKING_COLUMNS, rows, width, indent="  ")]
+    if any(not d.fit.complete for d in ranked):
+        note = (
+            "  * INCOMPLETE: nodes not counted in full, so the latency is a lower bound (onnxroof analyze names them)"
         )
+        lines += wrap(note, width)
     return "\n".join(lines) + "\n"

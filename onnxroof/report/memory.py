@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from onnxroof.ort.memory import PeakMemory
-from onnxroof.report.format import TABLE_WIDTH, clip
+from onnxroof.report.format import Column, table, wrap
 
 
 def mib(value: int) -> str:
@@ -22,29 +22,34 @@ def configuration(m: PeakMemory) -> str:
     return "arena only" if m.arena else "pattern only"
 
 
-def memory_table(results: Sequence[PeakMemory]) -> str:
+COLUMNS = (
+    Column("configuration"),
+    *(Column(h, right=True) for h in ("session", "runs add", "peak adds", "peak RSS")),
+)
+
+
+def memory_table(results: Sequence[PeakMemory], width: int | None = None) -> str:
     """One row per configuration: what the session, the runs and the two together added to the process, and its
-    peak resident set; then the baseline, what the peak covers, and the notes (each once)."""
+    peak resident set; then the baseline, what the peak covers, and the notes (each once), prose wrapped within
+    ``width`` columns (None: no limit)."""
     if not results:
         return ""
     first = results[0]
     threads = f"{first.threads} thread{'s' if first.threads != 1 else ''}"
     runs = f"{first.runs} run{'s' if first.runs != 1 else ''}"
-    lines = [
-        clip(f"peak memory of {first.model} on the CPU provider, {threads}, {runs} in a fresh process", TABLE_WIDTH),
-        f"  {'configuration':<26} {'session':>10} {'runs add':>10} {'peak adds':>10} {'peak RSS':>10}",
+    rows = [
+        [configuration(m), mib(m.session_bytes), mib(m.run_added_bytes), mib(m.peak_added_bytes), mib(m.peak_rss_bytes)]
+        for m in results
     ]
-    for m in results:
-        lines.append(
-            f"  {configuration(m):<26} {mib(m.session_bytes):>10} {mib(m.run_added_bytes):>10} "
-            f"{mib(m.peak_added_bytes):>10} {mib(m.peak_rss_bytes):>10}"
-        )
+    lines = [
+        *wrap(f"peak memory of {first.model} on the CPU provider, {threads}, {runs} in a fresh process", width),
+        *table(COLUMNS, rows, width, indent="  "),
+    ]
     baselines = " / ".join(mib(m.baseline_bytes) for m in results)
-    lines.append(f"  before the session (Python, onnxruntime, inputs): {baselines}")
-    scopes = {_scope(m) for m in results}
-    lines += [clip(f"  peak: {scope}", TABLE_WIDTH) for scope in sorted(scopes)]
-    notes = dict.fromkeys(n for m in results for n in m.notes)
-    lines += [clip(f"  note: {n}", TABLE_WIDTH) for n in notes]
+    prose = [f"  before the session (Python, onnxruntime, inputs): {baselines}"]
+    prose += [f"  peak: {scope}" for scope in sorted({_scope(m) for m in results})]
+    prose += [f"  note: {n}" for n in dict.fromkeys(n for m in results for n in m.notes)]
+    lines += [line for text in prose for line in wrap(text, width)]
     return "\n".join(lines) + "\n"
 
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from collections.abc import Sequence
 
-from onnxroof.report.format import TABLE_WIDTH
+from onnxroof.report.format import wrap
 from onnxroof.whatif.rewrite import Rewritten
 
 __all__ = ["render_rewrite"]
@@ -17,14 +16,14 @@ GRAPH_ONLY = (
 )
 
 
-def render_rewrite(done: Rewritten, written: Sequence[str], fmt: str = "table") -> str:
-    """The rewrite as a table (text) or as JSON (``to_dict`` plus the files written)."""
+def render_rewrite(done: Rewritten, written: Sequence[str], fmt: str = "table", width: int | None = None) -> str:
+    """The rewrite as text, prose wrapped within ``width`` columns (None: no limit), or as JSON (``to_dict`` plus
+    the files written)."""
     if fmt == "json":
         return json.dumps({**done.to_dict(), "written": list(written)}, indent=2) + "\n"
     result = done.result
     lines = [f"{done.source}: {', '.join(result.passes)}" + ("" if result.changed else " (nothing changed)")]
-    for note in result.notes:
-        lines += textwrap.wrap(str(note), TABLE_WIDTH, initial_indent="  ", subsequent_indent="      ")
+    lines += [f"  {note}" for note in result.notes]
     if done.differences:
         lines.append("outputs against the original, on the same random inputs:")
         for d in done.differences:
@@ -35,4 +34,4 @@ def render_rewrite(done: Rewritten, written: Sequence[str], fmt: str = "table") 
     if result.graph_only:
         lines.append(GRAPH_ONLY)
     lines.append("wrote " + ", ".join(written))
-    return "\n".join(lines) + "\n"
+    return "\n".join(line for text in lines for line in wrap(text, width)) + "\n"

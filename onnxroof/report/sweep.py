@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from onnxroof.report.format import seconds, si
+from onnxroof.report.format import Column, seconds, si, table, wrap
 from onnxroof.whatif.sweep import Sweep
 
 __all__ = ["render_sweep"]
@@ -24,12 +24,29 @@ FIELDS = (
     "bytes_moved",
     "intensity",
     "bound",
+    "complete",
+    "uncounted",
+)
+
+COLUMNS = (
+    Column("batch", right=True),
+    Column("size", right=True),
+    Column("precision"),
+    Column("device", cut=True),
+    Column("time", right=True),
+    Column("samples/s", right=True),
+    Column("FLOPs", right=True),
+    Column("bytes", right=True),
+    Column("FLOP/B", right=True, optional=True),  # FLOPs over bytes: left out where the width is too narrow
+    Column("bound"),
 )
 
 
-def render_sweep(s: Sweep, fmt: str = "table") -> str:
+def render_sweep(s: Sweep, fmt: str = "table", width: int | None = None) -> str:
     """``fmt`` is table, json or csv. The table's precision column marks what-if rows (analysis at that
-    precision, graph unchanged) and rewrite rows (the graph converted)."""
+    precision, graph unchanged) and rewrite rows (the graph converted); a row whose totals leave nodes out has
+    its FLOPs marked. Within ``width`` columns (None: no limit) device names are cut in the middle and prose is
+    wrapped; nothing else is cut."""
     if fmt == "json":
         return json.dumps(s.to_dict(), indent=2) + "\n"
     if fmt == "csv":
@@ -39,22 +56,33 @@ def render_sweep(s: Sweep, fmt: str = "table") -> str:
         for row in s.rows:
             writer.writerow({k: v for k, v in row.to_dict().items() if k in FIELDS})
         return out.getvalue()
-    lines = [
-        s.model,
-        f"{'batch':>5} {'size':>9} {'precision':22} {'device':20}{'time':>10}{'samples/s':>11}{'FLOPs':>10}"
-        f"{'bytes':>10}{'FLOP/B':>8}  bound",
+    rows = [
+        [
+            str(r.batch),
+            r.input_size,
+            {"what-if": f"{r.precision} (what-if)", "rewrite": f"{r.precision} (rewrite)"}.get(r.kind, r.precision),
+            r.device,
+            seconds(r.predicted_time_s),
+            si(r.throughput),
+            si(r.flops) + ("" if r.complete else " *"),
+            si(r.bytes_moved, "B"),
+            si(r.intensity),
+            r.bound,
+        ]
+        for r in s.rows
     ]
-    for r in s.rows:
-        precision = {"what-if": f"{r.precision} (what-if)", "rewrite": f"{r.precision} (rewrite)"}.get(
-            r.kind, r.precision
-        )
-        lines.append(
-            f"{r.batch:>5} {r.input_size:>9} {precision:22} {r.device[:20]:20}{seconds(r.predicted_time_s):>10}"
-            f"{r.throughput:>11.4g}{si(r.flops):>10}{si(r.bytes_moved, 'B'):>10}{r.intensity:>8.1f}  {r.bound}"
-        )
-    lines += [
+    prose = [
         "",
         "what-if: every float tensor analyzed at that precision, graph unchanged; rewrite: the graph converted "
         "(its Casts and quantize nodes included)",
     ]
+    incomplete = [r for r in s.rows if not r.complete]
+    if incomplete:
+        most = max(r.uncounted for r in incomplete)
+        prose.append(
+            f"* INCOMPLETE: up to {most} node(s) not counted in full, so the row's totals are lower bounds "
+            "(onnxroof analyze names them)"
+        )
+    lines = [*wrap(s.model, width), *table(COLUMNS, rows, width)]
+    lines += [line for text in prose for line in wrap(text, width)]
     return "\n".join(lines) + "\n"

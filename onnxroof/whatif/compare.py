@@ -65,6 +65,11 @@ class Side:
     params: int
     nodes: int
     intensity: float
+    uncounted: int = 0  # nodes not counted in full (Totals.uncounted): the totals are then lower bounds
+
+    @property
+    def complete(self) -> bool:
+        return self.uncounted == 0
 
     @classmethod
     def of(cls, analysis: Analysis) -> Side:
@@ -76,6 +81,7 @@ class Side:
             t.params,
             len(analysis.nodes),
             t.arithmetic_intensity,
+            t.uncounted,
         )
 
 
@@ -163,8 +169,8 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "a": self.a.__dict__,
-            "b": self.b.__dict__,
+            "a": {**self.a.__dict__, "complete": self.a.complete},
+            "b": {**self.b.__dict__, "complete": self.b.complete},
             "devices": [d.to_dict() for d in self.devices],
             "layers": [layer.to_dict() for layer in self.layers],
             "measured": self.measured.to_dict() if self.measured else None,

@@ -81,10 +81,15 @@ class Fit:
     notes: tuple[str, ...] = ()
     training: Any = None  # the TrainingEstimate behind a training check
     memory: MemoryDetail | None = None  # where the memory goes (a single fit's, not every fit of a search)
+    uncounted: int = 0  # nodes not counted in full (Totals.uncounted): the latency is then a lower bound
 
     @property
     def passed(self) -> bool:
         return all(c.passed for c in self.checks)
+
+    @property
+    def complete(self) -> bool:
+        return self.uncounted == 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,6 +101,8 @@ class Fit:
             "latency_s": self.latency_s,
             "memory_bytes": self.memory_bytes,
             "passed": self.passed,
+            "complete": self.complete,
+            "uncounted": self.uncounted,
             "checks": [c.to_dict() for c in self.checks],
             "notes": list(self.notes),
             "training": self.training.to_dict() if self.training is not None else None,
@@ -385,6 +392,7 @@ def _fit_at(
         checks,
         tuple(notes),
         memory=where,
+        uncounted=analysis.totals.uncounted,
     )
 
 

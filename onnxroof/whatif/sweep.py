@@ -46,6 +46,11 @@ class SweepRow:
     bytes_moved: float
     intensity: float
     bound: str
+    uncounted: int = 0  # nodes not counted in full (Totals.uncounted): the row's totals are then lower bounds
+
+    @property
+    def complete(self) -> bool:
+        return self.uncounted == 0
 
     @property
     def throughput(self) -> float:
@@ -53,7 +58,7 @@ class SweepRow:
         return self.batch / self.predicted_time_s if self.predicted_time_s else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "throughput_per_s": self.throughput}
+        return {**self.__dict__, "throughput_per_s": self.throughput, "complete": self.complete}
 
 
 @dataclass(frozen=True)
@@ -119,6 +124,7 @@ def sweep(
                     bytes_moved=t.bytes_read + t.bytes_written,
                     intensity=t.arithmetic_intensity,
                     bound=t.bound,
+                    uncounted=t.uncounted,
                 )
             )
             done += 1

@@ -152,7 +152,7 @@ def test_the_calibration_summary_shows_the_reference_time():
     device = calibrated_host({"conv": CONV})
     assert "reference block" not in calibration_table(device)  # no reading, no line
     device = replace(device, calibration=replace(device.calibration, reference_time_s=1.9e-3))
-    assert "reference block: 1.9 ms a run" in calibration_table(device)
+    assert "reference block: 1.90 ms a run" in calibration_table(device)
 
 
 def test_the_timed_model_parks_its_threads_when_the_reference_runs_between_its_samples(

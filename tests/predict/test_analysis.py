@@ -148,9 +148,13 @@ def test_csv_has_a_row_per_node():
     assert len(lines) == 1 + 4
 
 
-def test_table_fits_100_columns():
-    text = render(analyze("zoo:resnet18"), "table", top=0, by_op_type=True)
-    assert max(len(line) for line in text.splitlines()) <= 100
+def test_table_fits_the_width_it_is_given():
+    a = analyze("zoo:resnet18")
+    for width in (100, 80):
+        text = render(a, "table", top=0, by_op_type=True, width=width)
+        assert max(len(line) for line in text.splitlines()) <= width
+    whole = render(a, "table", top=0, by_op_type=True)
+    assert "layer4.0.downsample.0" in whole and "…" not in whole  # without a width nothing is cut
 
 
 def test_paper001_lstm_kernel_is_overhead_bound_on_v100():

@@ -57,6 +57,7 @@ def reference_node(n: NodeResult) -> dict[str, Any]:
         "name": n.name,
         "op_type": n.op_type,
         "domain": n.domain,
+        "output_shape": None if n.output_shape is None else list(n.output_shape),
         "precision": p.precision,
         "flops": c.flops,
         "macs": c.macs,
@@ -112,10 +113,13 @@ def reference(a: Analysis) -> str:
             "predicted_time_s": p.predicted_time_s,
             "bound": p.bound,
             "time_by_bound": dict(t.time_by_bound),
+            "complete": t.uncounted == 0,
+            "uncounted": t.uncounted,
         },
         "nodes": [reference_node(n) for n in a.nodes],
         "by_op_type": [dataclasses.asdict(o) for o in a.by_op_type],
         "unsupported": [dataclasses.asdict(u) for u in a.unsupported],
+        "uncounted_nodes": [dataclasses.asdict(u) for u in a.uncounted],
         "folded_nodes": a.folded_nodes,
         "warnings": list(a.warnings),
     }
@@ -142,6 +146,8 @@ def test_the_model_has_what_the_contract_must_carry(mixed: Analysis, on_engine: 
     relus = [n for n in mixed.nodes if n.name in NAMES_TO_ESCAPE]
     assert relus[0].cost is relus[1].cost  # a group costed once: its nodes share their cost
     assert {u.op_type for u in mixed.unsupported} == {"Frobnicate", "Relu"}
+    assert not mixed.totals.complete and [u.name for u in mixed.uncounted] == ["custom", "of_unknown_shape"]
+    assert any(n.output_shape is None for n in mixed.nodes) and any(n.output_shape for n in mixed.nodes)
     assert any(n.cost.note for n in mixed.nodes)
     assert mixed.warnings
     assert on_engine.nodes and all(n.engine is not None for n in on_engine.nodes)
@@ -183,6 +189,8 @@ def test_nodes_that_differ_in_any_part_but_the_name_get_text_of_their_own(on_eng
         first._replace(name="support", supported=False),
         first._replace(name="engine", engine=other.engine),
         first._replace(name="no engine", engine=None),
+        first._replace(name="shape", output_shape=(7, 7)),
+        first._replace(name="no shape", output_shape=None),
     )
     a = dataclasses.replace(on_engine, nodes=(first, *variants))
     assert to_json(a) == reference(a)

@@ -95,7 +95,7 @@ def test_every_node_gets_every_key_with_hand_derived_values():
     assert conv[PREFIX + "compute_time"] == "0.897 ns"
     assert conv[PREFIX + "memory_time"] == "2.49 ns"
     assert conv[PREFIX + "bound"] == "overhead"
-    assert conv[PREFIX + "predicted_time"] == f"{launch * 1e6:.3g} us"
+    assert launch == 4.2e-6 and conv[PREFIX + "predicted_time"] == "4.20 us"
     # Two kernels of one launch each (Flatten is shape-only and free): each takes half of the model's time.
     assert conv[PREFIX + "time_share"] == "50%"
     assert conv[PREFIX + "precision"] == "fp32"
@@ -105,7 +105,7 @@ def test_every_node_gets_every_key_with_hand_derived_values():
     assert flatten[PREFIX + "flops"] == "0 FLOP"
     assert flatten[PREFIX + "bytes"] == "0 B"
     assert flatten[PREFIX + "bound"] == "none"
-    assert flatten[PREFIX + "predicted_time"] == "0"
+    assert flatten[PREFIX + "predicted_time"] == "0 s"
 
     # MatMul [1,256] x [256,10]: 2*M*N*K = 2*1*10*256 = 5120 FLOPs; reads 256*4 + 256*10*4 = 11264 B, writes
     # 10*4 = 40 B: 11304 B, intensity 5120/11304 = 0.453 FLOP/B.
@@ -117,9 +117,9 @@ def test_every_node_gets_every_key_with_hand_derived_values():
     summary = props(done.model)
     assert summary[PREFIX + "device"] == f"{v100.name} [v100-sxm2]"
     assert summary[PREFIX + "flops"] == "19.2 kFLOP"  # 14080 + 5120 = 19200
-    assert summary[PREFIX + "predicted_time"] == f"{2 * launch * 1e6:.3g} us"
+    assert summary[PREFIX + "predicted_time"] == "8.40 us"  # 2 launches of 4.2 us
     assert summary[PREFIX + "bound"] == "overhead"
-    assert summary[PREFIX + "time_by_bound"].startswith("compute 0 (0%), memory 0 (0%), overhead")
+    assert summary[PREFIX + "time_by_bound"].startswith("compute 0 s (0%), memory 0 s (0%), overhead")
     assert summary[PREFIX + "nodes"] == "3 annotated"
     assert summary[PREFIX + "graph"] == "as-exported"
     assert summary[PREFIX + "version"].startswith("onnxroof ")

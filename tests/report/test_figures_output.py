@@ -97,7 +97,7 @@ def test_embed_places_each_layer_point_where_the_svg_draws_it(inputs: FigureInpu
     assert {p.layer for p in embedded.points} == {"matmul", "relu", "reshape"}
     matmul = next(p for p in embedded.points if p.layer == "matmul")
     assert matmul.r == pytest.approx(marker_radius(marker_area(0.5)))  # half the model's time
-    assert "MatMul" in matmul.text and "overhead-bound" in matmul.text and "4.2 us" in matmul.text
+    assert "MatMul" in matmul.text and "overhead-bound" in matmul.text and "4.20 us" in matmul.text
 
     # The figure drawn again: matplotlib's own transform of the point's data coordinates, y flipped into SVG units.
     figure = figures.roofline(inputs.analyses[0])

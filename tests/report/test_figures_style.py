@@ -43,7 +43,7 @@ def test_log_limits_cover_the_values_by_whole_decades():
 def test_numbers_read_with_their_units():
     assert si(15.7e12, "FLOP/s") == "15.7 TFLOP/s"
     assert si(900e9, "B/s") == "900 GB/s"
-    assert seconds(4.2e-6) == "4.2 us" and seconds(1.09e-3) == "1.09 ms" and seconds(2e-10) == "0.2 ns"
+    assert seconds(4.2e-6) == "4.20 us" and seconds(1.09e-3) == "1.09 ms" and seconds(2e-10) == "0.200 ns"
 
 
 def test_a_sweep_over_input_sizes_orders_its_points_by_pixel_count():
