@@ -15,13 +15,14 @@ import numpy as np
 import onnx
 from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
-from onnxroof.passes import Note, Refused, lean
+from onnxroof.passes import ABSENT_VALUE, Note, Refused, lean
 
 __all__ = [
     "Dim",
     "Edits",
     "Shape",
     "Shapes",
+    "absent_refusal",
     "candidates_in_order",
     "constant_value",
     "copy_model",
@@ -38,6 +39,7 @@ Shape = tuple[Dim, ...]
 Shapes = dict[str, Shape]
 
 _NODE_NAME = re.compile(r"op_type:(\w+), node name: ([^)]*)\)")
+_ABSENT_TENSOR = re.compile(r"for tensor: (\S+)")
 
 
 def copy_model(model: ModelProto) -> ModelProto:
@@ -232,7 +234,22 @@ def strict_check(model: ModelProto, what: str) -> ModelProto:
     try:
         return onnx.shape_inference.infer_shapes(probe, check_type=True, strict_mode=True, data_prop=True)
     except onnx.shape_inference.InferenceError as exc:
-        raise Refused(_refusal(what, str(exc))) from exc
+        raise absent_refusal(str(exc)) or Refused(_refusal(what, str(exc))) from exc
+
+
+def absent_refusal(message: str) -> Refused | None:
+    """Where onnx's inference error ``message`` says it needs the values of an absent tensor (a shape constant
+    of a graph-only model, kept in its missing data file): a Refused naming the node and the tensor."""
+    if ABSENT_VALUE not in message:
+        return None
+    node, tensor = _NODE_NAME.search(message), _ABSENT_TENSOR.search(message)
+    where = f"{node.group(1)} {node.group(2) or '(unnamed)'}: " if node else ""
+    name = tensor.group(1) if tensor else "a constant"
+    return Refused(
+        f"{where}its input {name!r} is absent (graph-only model: the weights' data file is missing), and the shapes "
+        "after it depend on its values",
+        "put the model's data file beside it, or re-export it with its small constants inline",
+    )
 
 
 def declare_inferred(model: ModelProto, what: str) -> list[Note]:
