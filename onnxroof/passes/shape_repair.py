@@ -7,6 +7,7 @@ Every function works on a model the pass owns (a copy made by :func:`copy_model`
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ __all__ = [
     "decide_in_order",
     "declare_inferred",
     "infer",
+    "rescaled",
+    "runs",
     "shape_of",
     "shape_text",
     "strict_check",
@@ -221,6 +224,50 @@ def decide_in_order(
         for i in ready:
             decide(pending[i][0], shapes)
             done.add(i)
+
+
+def runs(src: list[int], dst: list[int]) -> list[tuple[range, range]] | None:
+    """``src`` and ``dst`` cut into runs of consecutive dims with equal products, each as short as it can be
+    (trailing 1s of ``src`` join the last run); None where the products do not match."""
+    if 0 in src or 0 in dst:
+        return None
+    groups: list[tuple[range, range]] = []
+    i = j = 0
+    while i < len(src) or j < len(dst):
+        si, sj, ps, pd = i, j, 1, 1
+        if i < len(src):
+            ps, i = src[i], i + 1
+        if j < len(dst):
+            pd, j = dst[j], j + 1
+        while ps != pd:
+            if ps < pd and i < len(src):
+                ps, i = ps * src[i], i + 1
+            elif pd < ps and j < len(dst):
+                pd, j = pd * dst[j], j + 1
+            else:
+                return None
+        if sj == j and groups:  # trailing 1s of src with no dst dim left: they merge into the run before
+            groups[-1] = (range(groups[-1][0].start, i), groups[-1][1])
+        else:
+            groups.append((range(si, i), range(sj, j)))
+    return groups
+
+
+def rescaled(old: list[int], new: list[int], target: list[int]) -> list[int] | None:
+    """``target`` (explicit, for input ``old``) for input ``new``: a run of target dims that merges input dims
+    takes their new product; None where a changed input dim is split over several target dims."""
+    groups = runs(old, target)
+    if groups is None:
+        return None
+    result = list(target)
+    for src, dst in groups:
+        if [old[i] for i in src] == [new[i] for i in src]:
+            continue
+        free = [j for j in dst if target[j] != 1] or list(dst)[:1]
+        if len(free) != 1:
+            return None
+        result[free[0]] = math.prod(new[i] for i in src)
+    return result
 
 
 def strict_check(model: ModelProto, what: str) -> ModelProto:
