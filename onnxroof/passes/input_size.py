@@ -19,12 +19,15 @@ size, deciding nodes in dependency order, each on shapes the repairs upstream of
 
 Then onnx's strict shape inference checks the result (a fixed-length position embedding fails here, named by
 its node) and gives the graph outputs and value_info their shapes.
+
+The same repairs take any input dims but the batch to new sizes (:func:`resize_inputs`): a sequence length, a
+rank-3 input's width, as ``--input`` asks for them on a model exported at static shapes.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from onnx import ModelProto, NodeProto, helper
@@ -32,6 +35,7 @@ from onnx import ModelProto, NodeProto, helper
 from onnxroof.load.inputs import runtime_inputs
 from onnxroof.passes import Note, Refused, RewriteResult, unchanged
 from onnxroof.passes.shape_repair import (
+    Dim,
     Edits,
     Shape,
     Shapes,
@@ -47,7 +51,7 @@ from onnxroof.passes.shape_repair import (
 )
 from onnxroof.passes.weights import has_values
 
-__all__ = ["input_size"]
+__all__ = ["input_size", "resize_inputs"]
 
 _POOLS = {"AveragePool": "GlobalAveragePool", "MaxPool": "GlobalMaxPool"}
 _TARGET = {"Reshape": 1, "Resize": 3}
@@ -66,33 +70,38 @@ def input_size(model: ModelProto, height: int, width: int) -> RewriteResult:
         raise Refused("the model has no rank-4 (NCHW) graph input to resize")
     if all((shape_of(vi) or ())[2:] == (height, width) for vi in images):
         return unchanged(model)
+    shapes = {vi.name: [*(shape_of(vi) or ())[:2], height, width] for vi in images}
+    return resize_inputs(model, shapes, f"{height}x{width}", f"at input size {height}x{width}")
 
+
+def resize_inputs(model: ModelProto, shapes: Mapping[str, Sequence[Dim]], tag: str, what: str) -> RewriteResult:
+    """``model`` with the graph inputs named in ``shapes`` at those shapes (of their declared ranks; a dim that is
+    not a number stays as declared) and what hard-codes their old sizes repaired, as :func:`input_size` repairs
+    it. ``tag`` names the new constants, ``what`` says in a refusal at which change.
+    Refused where a node cannot keep the new sizes (named)."""
     old_shapes = infer(model)
     work, out = copy_model(model), copy_model(model)
-    names = {vi.name for vi in images}
+    declared = {vi.name: shape_of(vi) or () for vi in runtime_inputs(model.graph)}
     for graph in (work.graph, out.graph):
         for vi in graph.input:
-            if vi.name in names:
-                for dim, size in zip(vi.type.tensor_type.shape.dim[2:], (height, width)):
-                    dim.Clear()
-                    dim.dim_value = size
+            if vi.name in shapes:
+                for dim, size in zip(vi.type.tensor_type.shape.dim, shapes[vi.name]):
+                    if isinstance(size, int) and not (dim.HasField("dim_value") and dim.dim_value == size):
+                        dim.Clear()
+                        dim.dim_value = size
     notes = [
-        Note(
-            vi.name,
-            f"input shape {shape_text(shape_of(vi))} -> {shape_text((*(shape_of(vi) or ())[:2], height, width))}",
-        )
-        for vi in images
+        Note(name, f"input shape {shape_text(declared[name])} -> {shape_text(shape)}") for name, shape in shapes.items()
     ]
     del work.graph.value_info[:]
     for vi in work.graph.output:
         vi.type.tensor_type.ClearField("shape")
 
-    repairs = _Repairs(work, old_shapes, f"{height}x{width}")
+    repairs = _Repairs(work, old_shapes, tag)
     decide_in_order(work, _wanted, repairs.decide)
     repairs.edits.apply(out)
     notes += repairs.notes
     _check_heads(out, old_shapes)
-    notes += declare_inferred(out, f"at input size {height}x{width}")
+    notes += declare_inferred(out, what)
     return RewriteResult(out, True, tuple(notes), graph_only=not has_values(model))
 
 

@@ -26,9 +26,11 @@ __all__ = [
     "absent_refusal",
     "candidates_in_order",
     "constant_value",
+    "constants_only",
     "copy_model",
     "decide_in_order",
     "declare_inferred",
+    "fixed_by_constant",
     "infer",
     "rescaled",
     "runs",
@@ -281,7 +283,7 @@ def strict_check(model: ModelProto, what: str) -> ModelProto:
     try:
         return onnx.shape_inference.infer_shapes(probe, check_type=True, strict_mode=True, data_prop=True)
     except onnx.shape_inference.InferenceError as exc:
-        raise absent_refusal(str(exc)) or Refused(_refusal(what, str(exc))) from exc
+        raise absent_refusal(str(exc)) or Refused(_refusal(what, str(exc), model)) from exc
 
 
 def absent_refusal(message: str) -> Refused | None:
@@ -333,15 +335,70 @@ def declare_inferred(model: ModelProto, what: str) -> list[Note]:
     return notes
 
 
-def _refusal(what: str, message: str) -> str:
-    """A refusal naming the node onnx's inference error names."""
+def _refusal(what: str, message: str, model: ModelProto) -> str:
+    """A refusal naming the node onnx's inference error names, and the constant that fixes a size there where
+    one does (:func:`fixed_by_constant`)."""
     match = _NODE_NAME.search(message)
     if match is None:
         return f"{what}; onnx shape inference: {message.strip()}"
+    fixed = fixed_by_constant(model, match.group(2))
+    if fixed is not None:
+        return f"{match.group(1)} {match.group(2) or '(unnamed)'}: {fixed}"
     rest = message[match.end() :]
     following = _NODE_NAME.search(rest)
     reason = (rest[: following.start()] if following else rest).strip(" :\n(")
     return f"{match.group(1)} {match.group(2) or '(unnamed)'}: {what}; onnx shape inference: {reason}"
+
+
+def fixed_by_constant(model: ModelProto, node_name: str) -> str | None:
+    """Why node ``node_name`` of ``model`` cannot take its inputs' new shapes where a constant fixes a size there
+    (an input computed from constants alone, or a constant Expand shape, whose dim is neither 1 nor the other
+    operand's), as the end of a refusal; None where no constant does."""
+    node = next((n for n in model.graph.node if (n.name or n.output[0]) == node_name), None)
+    if node is None:
+        return None
+    constant = constants_only(model)
+    shapes = infer(model)
+    given = [(name, shapes[name]) for name in node.input if name and name not in constant and name in shapes]
+    candidates = [(name, shapes.get(name), "input") for name in node.input if name in constant]
+    if node.op_type == "Expand" and len(node.input) > 1 and (value := constant_value(model, node.input[1])) is not None:
+        candidates = [(node.input[1], tuple(int(v) for v in value), "constant shape")]
+    for name, fixed, kind in candidates:
+        for other_name, other in given:
+            dim = _conflict(fixed, other)
+            if fixed is not None and dim is not None:
+                given_dim = other[len(other) - len(fixed) + dim]
+                return (
+                    f"its {kind} {name!r} {shape_text(fixed)} comes from constants alone and fixes dim {dim} at "
+                    f"{fixed[dim]}, the size the model was exported at, where the new shapes give {given_dim} "
+                    f"({other_name!r} is {shape_text(other)})"
+                )
+    return None
+
+
+def constants_only(model: ModelProto) -> set[str]:
+    """The values of ``model``'s graph computed from constants alone (initializers that are not graph inputs,
+    Constant nodes, and nodes that read nothing else)."""
+    inputs = {vi.name for vi in model.graph.input}
+    found = {init.name for init in model.graph.initializer if init.name not in inputs} | {""}
+    for node in model.graph.node:  # topological order, as onnx requires
+        has_graph = any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute)
+        if not has_graph and all(name in found for name in node.input):
+            found.update(node.output)
+    found.discard("")
+    return found
+
+
+def _conflict(fixed: Shape | None, other: Shape) -> int | None:
+    """The dim of ``fixed`` (right-aligned against ``other``, as broadcasting aligns them) where both are static,
+    neither is 1 and they differ; None where there is none."""
+    if fixed is None:
+        return None
+    for offset in range(1, min(len(fixed), len(other)) + 1):
+        a, b = fixed[-offset], other[-offset]
+        if isinstance(a, int) and isinstance(b, int) and a != b and 1 not in (a, b):
+            return len(fixed) - offset
+    return None
 
 
 def shape_text(shape: Sequence[Dim] | None) -> str:
