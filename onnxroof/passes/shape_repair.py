@@ -366,7 +366,7 @@ def fixed_by_constant(model: ModelProto, node_name: str) -> str | None:
     for name, fixed, kind in candidates:
         for other_name, other in given:
             dim = _conflict(fixed, other)
-            if fixed is not None and dim is not None:
+            if dim is not None and fixed is not None:
                 given_dim = other[len(other) - len(fixed) + dim]
                 return (
                     f"its {kind} {name!r} {shape_text(fixed)} comes from constants alone and fixes dim {dim} at "

@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnxroof.api import analyze
 from onnxroof.errors import UserError
 from onnxroof.passes.input_shapes import at_input_shapes
-from tests.helpers import IR_VERSION
+from tests.helpers import IR_VERSION, calibrated_host
 
 
 def dynamo_like() -> onnx.ModelProto:
@@ -125,6 +125,14 @@ def test_a_new_batch_goes_through_the_batch_repairs() -> None:
     assert model.SerializeToString() == before
     assert analysis.totals.flops == dynamo_flops(8) == 153600
     assert any("view: Reshape target [1, 256] -> [8, 256]" in w for w in analysis.warnings)
+
+
+def test_the_engine_graph_is_the_one_at_the_batch_asked() -> None:
+    """On an onnxruntime host the prediction is made on the graph onnxruntime builds from the repaired model."""
+    analysis = analyze(dynamo_like(), calibrated_host(), inputs={"x": (8, 3, 8, 8)})
+    assert analysis.graph == "onnxruntime-optimized"
+    fc = next(n for n in analysis.nodes if n.name == "fc")
+    assert fc.cost.flops == 2 * 8 * 256 * 10  # MatMul [8, 256] x [256, 10]
 
 
 def test_another_length_goes_through_the_size_repairs() -> None:
