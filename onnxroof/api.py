@@ -66,6 +66,10 @@ def analyze(
     model already is onnxruntime's optimized graph (as profiled), so it is not optimized again. ``threads`` picks
     the calibration ``host`` resolves to.
 
+    ``inputs`` and ``dims`` fix input shapes; where they change a static dim of an export, the constants that
+    hard-code its size are repaired as the batch and input-size rewrites repair them, or a UserError names the
+    node and the size that cannot change (onnxroof.passes.input_shapes).
+
     Where shape inference leaves node outputs without a shape and every input is static, one onnxruntime run on
     random inputs gives them (a UserError where the model's weights would not fit in memory for it); their
     nodes' notes and one warning say so.
@@ -83,8 +87,9 @@ def analyze(
             graph = engine_graph(model, dev, inputs, dims)
         else:
             from onnxroof.ort.run_shapes import shapes_from_run
+            from onnxroof.passes.input_shapes import at_input_shapes
 
-            graph = load_graph(model, inputs=inputs, dims=dims, shape_run=shapes_from_run)
+            graph = load_graph(model, inputs=inputs, dims=dims, shape_run=shapes_from_run, reshape=at_input_shapes)
         analysis = analyze_graph(graph, dev, precision=precision, engine=engine, progress=progress)
         # Dropped before the collector resumes: its first pass would otherwise walk every object of the graph.
         del graph

@@ -27,17 +27,26 @@ MIN_IR_VERSION = 3
 MIN_OPSET = 7
 
 
+# The model at the input shapes asked for where they change a static dim (onnxroof.passes.input_shapes), and the
+# line that says what it repaired (empty where nothing); None where writing the shapes into the inputs is enough.
+Reshape = Callable[[ModelProto, Mapping[str, tuple[int, ...]], Mapping[str, int]], tuple[ModelProto, str] | None]
+
+
 def load_graph(
     source: str | os.PathLike | ModelProto,
     inputs: Mapping[str, tuple[int, ...] | str] | None = None,
     dims: Mapping[str, int] | None = None,
     shape_run: ShapeRun | None = None,
+    reshape: Reshape | None = None,
 ) -> Graph:
     """Read a model, fix its input shapes, infer every shape and identify weights: the analysis graph.
 
     ``shape_run`` (onnxroof.ort.run_shapes.shapes_from_run, from the stages that may run a model) gives the
-    shapes inference leaves unknown where every input is a static tensor; without it they stay unknown. The
-    caller's model (file or proto) is never modified: overrides are applied to a copy.
+    shapes inference leaves unknown where every input is a static tensor; without it they stay unknown.
+    ``reshape`` (onnxroof.passes.input_shapes.at_input_shapes, from the stages that may rewrite a model) takes
+    the model to shapes that change a static dim, repairing the constants that hard-code the exported size;
+    without it those shapes are written into the inputs alone, and inference may keep the exported size where
+    the model stores it. The caller's model (file or proto) is never modified: overrides are applied to a copy.
     """
     model, display_name = read_model(source, weight_bytes=False)  # a copy of our own, weight bytes left out
     if model.ir_version < MIN_IR_VERSION:
@@ -48,12 +57,18 @@ def load_graph(
     if opset and opset < MIN_OPSET:
         raise UserError(f"opset {opset} is older than {MIN_OPSET}", "convert it with onnx.version_converter")
     shapes = {k: parse_shape(v) if isinstance(v, str) else tuple(v) for k, v in (inputs or {}).items()}
+    reshaped = reshape(model, shapes, dict(dims or {})) if reshape is not None and (shapes or dims) else None
+    if reshaped is not None:
+        model = reshaped[0]
     raw = read_graph(model.graph)  # inputs' shapes are not among what it reads: fixing them next leaves it true
     initializers = {init.name for init in raw.initializers}.union([init.name for init in raw.sparse])
-    fix_inputs(model, shapes, dict(dims or {}), initializers)
+    if reshaped is None:
+        fix_inputs(model, shapes, dict(dims or {}), initializers)
     outputs = tuple(o.name for o in model.graph.output)
     inferred = infer(model, raw)
     types, warnings = inferred.types, list(inferred.warnings)
+    if reshaped is not None and reshaped[1]:
+        warnings.insert(0, reshaped[1])
     from_run: tuple[str, ...] = ()
     typed: Callable[[], GraphProto] = lambda: inferred.model.model.graph  # noqa: E731
     if shape_run is not None:

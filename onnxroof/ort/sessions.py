@@ -26,6 +26,7 @@ from onnxroof.devices import Device
 from onnxroof.errors import UserError
 from onnxroof.ir import Graph
 from onnxroof.load import fix_inputs, load_graph, parse_shape, read_model, runtime_inputs
+from onnxroof.passes.input_shapes import at_input_shapes
 
 PROVIDERS: Mapping[str, str] = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 OPT_LEVELS: tuple[str, ...] = ("disable", "basic", "extended", "all")
@@ -79,7 +80,8 @@ def runnable_model(
 
     The user's file is never modified. External weights are read when their file is there; a missing file, a
     short one, or weights stripped from the model are replaced by deterministic random values and said in
-    ``notes``. ``inputs``/``dims`` fix shapes as in ``onnxroof analyze``.
+    ``notes``. ``inputs``/``dims`` fix shapes as in ``onnxroof analyze``, through the same repairs where they
+    change a static dim (onnxroof.passes.input_shapes; what they repaired is in ``notes``).
     """
     model, name = read_model(source)
     copy = ModelProto()
@@ -91,7 +93,11 @@ def runnable_model(
     )
     filled = _load_or_fill_weights(copy.graph, base, np.random.default_rng(seed))
     shapes = {k: parse_shape(v) if isinstance(v, str) else tuple(v) for k, v in (inputs or {}).items()}
-    fix_inputs(copy, shapes, dict(dims or {}))
+    reshaped = at_input_shapes(copy, shapes, dict(dims or {})) if shapes or dims else None
+    if reshaped is None:
+        fix_inputs(copy, shapes, dict(dims or {}))
+    else:
+        copy = reshaped.model
     runtime = runtime_inputs(copy.graph)
     for vi in runtime:
         kind = vi.type.WhichOneof("value")
@@ -105,7 +111,9 @@ def runnable_model(
         vi.name: (tuple(d.dim_value for d in vi.type.tensor_type.shape.dim), vi.type.tensor_type.elem_type)
         for vi in runtime
     }
-    notes = (_RANDOM_WEIGHTS_NOTE.format(count=filled),) if filled else ()
+    notes = ((_RANDOM_WEIGHTS_NOTE.format(count=filled),) if filled else ()) + (
+        (reshaped.repaired,) if reshaped is not None and reshaped.repaired else ()
+    )
     return RunnableModel(copy, name, typed, notes)
 
 

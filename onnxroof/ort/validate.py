@@ -24,6 +24,7 @@ from onnxroof.ort.measure import Measurement, measure
 from onnxroof.ort.profile import NodeProfile, profile_nodes
 from onnxroof.ort.reference import ReferenceSampler, drift_warning
 from onnxroof.ort.sessions import runnable_model, with_softmax_masks
+from onnxroof.passes.input_shapes import at_input_shapes
 from onnxroof.predict.analysis import Analysis, NodeResult, analyze_graph
 
 WORST = 5  # how many of the worst mispredictions are named
@@ -245,7 +246,7 @@ def validate(
         analysis = analyze_graph(ran, dev, engine=True)
         analysis = _renamed(analysis, timing.model)
     else:
-        analysis = analyze_graph(load_graph(model, inputs=inputs, dims=dims), dev)
+        analysis = analyze_graph(load_graph(model, inputs=inputs, dims=dims, reshape=at_input_shapes), dev)
     kernels = compare(
         analysis, profile, engine_graph=engine_mode, profiler_overhead_s=profiler_overhead(dev), speed=speed or 1.0
     )

@@ -7,8 +7,11 @@ divides it. Nodes are decided in dependency order, each on shapes that the repai
 - Reshape with a constant target: where its input carries the batch in dim 0 and the target's dim 0 is the old
   batch, the target's dim 0 becomes ``n``. A literal ``n`` rather than 0 (copy) or -1 (infer): it keeps every
   shape static and checkable, means the same whatever the target's other entries are (a -1 elsewhere stays the
-  one inferred dim), and does not depend on ``allowzero``. A target that folds the batch into another dim
-  (``[batch*seq, hidden]`` as a constant) is ambiguous and refused, naming the node and the target.
+  one inferred dim), and does not depend on ``allowzero``. A target that merges the batch with the dims next to
+  it (``[batch*seq, hidden]`` as a constant, as the dynamo exporter writes a Linear on 3-D input) is matched
+  against the input's shape at the old batch as runs of consecutive dims with equal products: the target entry
+  of the batch's run takes that run's product at ``n``. Where the runs do not name one entry (a batch of 1 and
+  the run split over several entries), the target is refused, naming the node and the target.
 - Resize with constant ``sizes``: dim 0 of ``sizes`` becomes ``n`` where its input carries the batch.
 - Expand and ConstantOfShape with a constant shape whose output is concatenated (off axis 0) with a tensor that
   carries the batch: the shape's dim 0 becomes ``n`` (a class token expanded to the batch, as in ViT).
@@ -32,6 +35,7 @@ from onnxroof.passes.shape_repair import (
     decide_in_order,
     declare_inferred,
     infer,
+    rescaled,
     shape_of,
     shape_text,
 )
@@ -86,10 +90,8 @@ def batch(model: ModelProto, n: int) -> RewriteResult:
     edits = Edits()
     repairs = _Repairs(work, edits, old, probe, n)
     decide_in_order(work, _wanted, repairs.decide, lambda node: _concat_partners(work, node))
-    for key, (array, tag) in list(edits.constants.items()):
-        final = array.copy()
-        final[0] = n  # the working copy holds the probe batch there
-        edits.constants[key] = (final, tag)
+    for key, (_, tag) in list(edits.constants.items()):
+        edits.constants[key] = (repairs.finals[key], tag)  # the working copy holds the probe batch there
     edits.apply(out)
     notes += repairs.notes
     notes += declare_inferred(out, f"at batch {n}")
@@ -132,6 +134,7 @@ class _Repairs:
     def __init__(self, work: ModelProto, edits: Edits, old: int | str | None, probe: int, n: int) -> None:
         self.work, self.edits, self.old, self.probe, self.n = work, edits, old, probe, n
         self.notes: list[Note] = []
+        self.finals: dict[tuple[int, int], np.ndarray] = {}  # each edited constant's value at batch n
 
     def carries(self, dim: object) -> bool:
         """Whether a dim scales with the batch."""
@@ -167,18 +170,42 @@ class _Repairs:
             return
         allowzero = any(a.name == "allowzero" and a.i for a in node.attribute)
         copied = [i for i, t in enumerate(target) if t == 0 and not allowzero and i < len(dims)]
-        if target[0] == self.old and self.carries(dims[0]) and dims[0] == self.probe:
+        if target[0] == self.old and self.carries(dims[0]):
             rest = [dims[i] if i in copied else t for i, t in enumerate(target)][1:]
             if -1 in rest or int(np.prod(rest)) * self.probe == int(np.prod(dims)):
                 self.set(pos, node, 1, target, "target")
                 return
         if -1 in target or any(self.carries(dims[i]) for i in copied):
             return  # a -1 or a copied dim takes the batch
+        if self.fold(pos, node, target, dims, copied):
+            return
         raise Refused(
             f"Reshape {name}: its constant target {target} folds the batch into another dim (input "
             f"{node.input[0]} is {shape_text(self._old_dims(dims))} at batch {self.old}); the pass cannot tell "
             "which entry to scale by the new batch"
         )
+
+    def fold(self, pos: int, node: NodeProto, target: list[int], dims: list[int], copied: list[int]) -> bool:
+        """Repair a target that merges the batch with the dims next to it (``[batch*seq, hidden]``, as the
+        dynamo exporter writes a Linear on 3-D input): matched against the input at the old batch as runs of
+        consecutive dims with equal products, the one target entry of the batch's run takes that run's product at
+        the new batch. False where the old batch is not a number or the runs do not say which entry it is."""
+        if not isinstance(self.old, int):
+            return False
+        old = self.old
+
+        def at(batch: int) -> list[int]:
+            return [d // self.probe * batch if self.carries(d) else d for d in dims]
+
+        explicit = [at(old)[i] if i in copied else t for i, t in enumerate(target)]
+        probed, final = rescaled(at(old), dims, explicit), rescaled(at(old), at(self.n), explicit)
+        if probed is None or final is None:
+            return False
+        for i in copied:  # a copied dim does not carry the batch here: it stays a copy
+            probed[i] = final[i] = 0
+        name = node.name or node.output[0]
+        self.record(pos, 1, probed, final, Note(name, f"Reshape target {target} -> {final} (the batch merged)"))
+        return True
 
     def _old_dims(self, dims: list[int]) -> list[int | str]:
         """The dims with the probe batch shown as the old batch's symbol."""
@@ -206,12 +233,16 @@ class _Repairs:
 
     def set(self, pos: int, node: NodeProto, index: int, target: list[int], what: str) -> None:
         """Dim 0 of the node's constant input ``index`` becomes the batch (the probe here, ``n`` in the result)."""
-        old_value = constant_value(self.work, node.input[index])
-        assert old_value is not None
-        value = np.array(target, dtype=old_value.dtype)
-        value[0] = self.probe
-        self.edits.set_constant(self.work, pos, index, value, f"batch{self.n}")
-        final = list(target)
-        final[0] = self.n
+        final = [self.n, *target[1:]]
         name = node.name or node.output[0]
-        self.notes.append(Note(name, f"{node.op_type} {what} {target} -> {final} (dim 0 is the batch)"))
+        note = Note(name, f"{node.op_type} {what} {target} -> {final} (dim 0 is the batch)")
+        self.record(pos, index, [self.probe, *target[1:]], final, note)
+
+    def record(self, pos: int, index: int, probed: list[int], final: list[int], note: Note) -> None:
+        """The node's constant input ``index`` becomes ``probed`` in the working copy and ``final`` in the
+        result."""
+        old_value = constant_value(self.work, self.work.graph.node[pos].input[index])
+        assert old_value is not None
+        self.edits.set_constant(self.work, pos, index, np.array(probed, dtype=old_value.dtype), f"batch{self.n}")
+        self.finals[(pos, index)] = np.array(final, dtype=old_value.dtype)
+        self.notes.append(note)

@@ -22,7 +22,8 @@ The conversion is onnxruntime's maintained copy of onnxconverter-common's conver
 A graph-only model (weights absent, see :mod:`.weights`) has no values the converter could read. Its absent
 float32 initializers are converted here by type alone (data type float16, external length halved) under the same
 rule the converter applies (an initializer becomes float16 when a node that is not kept in float32 reads it where
-a float16 input is allowed), and the converter does the rest of the graph.
+a float16 input is allowed), pointed at no file (its float32 bytes in the original data file are not its values),
+and the converter does the rest of the graph.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from onnx import GraphProto, ModelProto, NodeProto, TensorProto, helper
 
 from onnxroof.load.symbolic import captured_warnings
 from onnxroof.passes import Note, Refused, RewriteResult, inferred_copy
-from onnxroof.passes.weights import is_absent, values
+from onnxroof.passes.weights import ABSENT, is_absent, values
 
 __all__ = ["FP16_MAX", "fp16"]
 
@@ -173,6 +174,10 @@ def _convert_absent(model: ModelProto, blocked: set[str], always_float: dict[str
                 continue
             graph.value_info.append(helper.make_tensor_value_info(init.name, TensorProto.FLOAT, list(init.dims)))
             init.data_type = TensorProto.FLOAT16
+            # Its bytes in the original data file are float32: pointed there, a float16 tensor would read them.
+            for entry in init.external_data:
+                if entry.key in ("location", "offset"):
+                    entry.value = ABSENT if entry.key == "location" else "0"
             names.append(init.name)
     return names
 

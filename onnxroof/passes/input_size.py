@@ -19,12 +19,15 @@ size, deciding nodes in dependency order, each on shapes the repairs upstream of
 
 Then onnx's strict shape inference checks the result (a fixed-length position embedding fails here, named by
 its node) and gives the graph outputs and value_info their shapes.
+
+The same repairs take any input dims but the batch to new sizes (:func:`resize_inputs`): a sequence length, a
+rank-3 input's width, as ``--input`` asks for them on a model exported at static shapes.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from onnx import ModelProto, NodeProto, helper
@@ -32,6 +35,7 @@ from onnx import ModelProto, NodeProto, helper
 from onnxroof.load.inputs import runtime_inputs
 from onnxroof.passes import Note, Refused, RewriteResult, unchanged
 from onnxroof.passes.shape_repair import (
+    Dim,
     Edits,
     Shape,
     Shapes,
@@ -40,13 +44,14 @@ from onnxroof.passes.shape_repair import (
     decide_in_order,
     declare_inferred,
     infer,
+    rescaled,
     shape_of,
     shape_text,
     strict_check,
 )
 from onnxroof.passes.weights import has_values
 
-__all__ = ["input_size"]
+__all__ = ["input_size", "resize_inputs"]
 
 _POOLS = {"AveragePool": "GlobalAveragePool", "MaxPool": "GlobalMaxPool"}
 _TARGET = {"Reshape": 1, "Resize": 3}
@@ -65,33 +70,38 @@ def input_size(model: ModelProto, height: int, width: int) -> RewriteResult:
         raise Refused("the model has no rank-4 (NCHW) graph input to resize")
     if all((shape_of(vi) or ())[2:] == (height, width) for vi in images):
         return unchanged(model)
+    shapes = {vi.name: [*(shape_of(vi) or ())[:2], height, width] for vi in images}
+    return resize_inputs(model, shapes, f"{height}x{width}", f"at input size {height}x{width}")
 
+
+def resize_inputs(model: ModelProto, shapes: Mapping[str, Sequence[Dim]], tag: str, what: str) -> RewriteResult:
+    """``model`` with the graph inputs named in ``shapes`` at those shapes (of their declared ranks; a dim that is
+    not a number stays as declared) and what hard-codes their old sizes repaired, as :func:`input_size` repairs
+    it. ``tag`` names the new constants, ``what`` says in a refusal at which change.
+    Refused where a node cannot keep the new sizes (named)."""
     old_shapes = infer(model)
     work, out = copy_model(model), copy_model(model)
-    names = {vi.name for vi in images}
+    declared = {vi.name: shape_of(vi) or () for vi in runtime_inputs(model.graph)}
     for graph in (work.graph, out.graph):
         for vi in graph.input:
-            if vi.name in names:
-                for dim, size in zip(vi.type.tensor_type.shape.dim[2:], (height, width)):
-                    dim.Clear()
-                    dim.dim_value = size
+            if vi.name in shapes:
+                for dim, size in zip(vi.type.tensor_type.shape.dim, shapes[vi.name]):
+                    if isinstance(size, int) and not (dim.HasField("dim_value") and dim.dim_value == size):
+                        dim.Clear()
+                        dim.dim_value = size
     notes = [
-        Note(
-            vi.name,
-            f"input shape {shape_text(shape_of(vi))} -> {shape_text((*(shape_of(vi) or ())[:2], height, width))}",
-        )
-        for vi in images
+        Note(name, f"input shape {shape_text(declared[name])} -> {shape_text(shape)}") for name, shape in shapes.items()
     ]
     del work.graph.value_info[:]
     for vi in work.graph.output:
         vi.type.tensor_type.ClearField("shape")
 
-    repairs = _Repairs(work, old_shapes, f"{height}x{width}")
+    repairs = _Repairs(work, old_shapes, tag)
     decide_in_order(work, _wanted, repairs.decide)
     repairs.edits.apply(out)
     notes += repairs.notes
     _check_heads(out, old_shapes)
-    notes += declare_inferred(out, f"at input size {height}x{width}")
+    notes += declare_inferred(out, what)
     return RewriteResult(out, True, tuple(notes), graph_only=not has_values(model))
 
 
@@ -114,50 +124,6 @@ def _static(shape: Shape | None) -> list[int] | None:
     if shape is None or not all(isinstance(d, int) for d in shape):
         return None
     return [int(d) for d in shape if d is not None]
-
-
-def _groups(src: list[int], dst: list[int]) -> list[tuple[range, range]] | None:
-    """``src`` and ``dst`` cut into runs of consecutive dims with equal products, each as short as it can be
-    (trailing 1s of ``src`` join the last run); None where the products do not match."""
-    if 0 in src or 0 in dst:
-        return None
-    groups: list[tuple[range, range]] = []
-    i = j = 0
-    while i < len(src) or j < len(dst):
-        si, sj, ps, pd = i, j, 1, 1
-        if i < len(src):
-            ps, i = src[i], i + 1
-        if j < len(dst):
-            pd, j = dst[j], j + 1
-        while ps != pd:
-            if ps < pd and i < len(src):
-                ps, i = ps * src[i], i + 1
-            elif pd < ps and j < len(dst):
-                pd, j = pd * dst[j], j + 1
-            else:
-                return None
-        if sj == j and groups:  # trailing 1s of src with no dst dim left: they merge into the run before
-            groups[-1] = (range(groups[-1][0].start, i), groups[-1][1])
-        else:
-            groups.append((range(si, i), range(sj, j)))
-    return groups
-
-
-def _rescaled(old: list[int], new: list[int], target: list[int]) -> list[int] | None:
-    """``target`` (explicit, for input ``old``) for input ``new``: a run of target dims that merges input dims
-    takes their new product; None where a changed input dim is split over several target dims."""
-    groups = _groups(old, target)
-    if groups is None:
-        return None
-    result = list(target)
-    for src, dst in groups:
-        if [old[i] for i in src] == [new[i] for i in src]:
-            continue
-        free = [j for j in dst if target[j] != 1] or list(dst)[:1]
-        if len(free) != 1:
-            return None
-        result[free[0]] = math.prod(new[i] for i in src)
-    return result
 
 
 class _Repairs:
@@ -229,7 +195,7 @@ class _Repairs:
         if -1 in explicit:
             known = math.prod(t for t in explicit if t != -1)
             explicit[explicit.index(-1)] = math.prod(old) // known if known else 0
-        sizes = _rescaled(old, new, explicit)
+        sizes = rescaled(old, new, explicit)
         if sizes is None:
             raise Refused(
                 f"Reshape {name}: its constant target {target} splits a dim that changes with the input size "

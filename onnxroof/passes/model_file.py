@@ -23,7 +23,7 @@ import onnx
 from onnx import ModelProto, TensorProto, external_data_helper
 
 from onnxroof.errors import UserError
-from onnxroof.passes.weights import is_absent
+from onnxroof.passes.weights import all_tensors, is_absent
 
 __all__ = ["PROTOBUF_LIMIT", "Source", "read_source", "too_large", "weight_bytes", "write_model"]
 
@@ -55,7 +55,7 @@ def read_source(spec: str | os.PathLike[str]) -> Source:
         raise UserError(f"{text} is not an ONNX model (no graph)", "re-export the model as ONNX")
     folder = path.resolve().parent
     absent = 0
-    for proto in _tensors(model):
+    for proto in all_tensors(model):
         if is_absent(proto):
             absent += not _load_inside(proto, folder, text)
     return Source(model, path.name, absent > 0)
@@ -69,26 +69,6 @@ def _zoo(spec: str) -> Source:
     name, _, query = spec[len("zoo:") :].partition("?")
     options = {key: int(value) for key, _, value in (part.partition("=") for part in filter(None, query.split("&")))}
     return Source(model_zoo.build(name, weights=True, **options), spec, False)
-
-
-def _tensors(model: ModelProto) -> list[TensorProto]:
-    """Every tensor of the model that can hold external data: initializers and Constant values, subgraphs too."""
-    found: list[TensorProto] = []
-
-    def visit(graph: onnx.GraphProto) -> None:
-        found.extend(graph.initializer)
-        for node in graph.node:
-            for attr in node.attribute:
-                if attr.type == onnx.AttributeProto.TENSOR:
-                    found.append(attr.t)
-                elif attr.type == onnx.AttributeProto.GRAPH:
-                    visit(attr.g)
-                elif attr.type == onnx.AttributeProto.GRAPHS:
-                    for sub in attr.graphs:
-                        visit(sub)
-
-    visit(model.graph)
-    return found
 
 
 def _load_inside(proto: TensorProto, folder: Path, model_name: str) -> bool:
@@ -156,7 +136,7 @@ def too_large(model: ModelProto) -> bool:
 
 def weight_bytes(model: ModelProto) -> int:
     """Bytes of the weights held in the proto (absent ones hold none)."""
-    return sum(len(t.raw_data) + 4 * len(t.float_data) + 8 * len(t.int64_data) for t in _tensors(model))
+    return sum(len(t.raw_data) + 4 * len(t.float_data) + 8 * len(t.int64_data) for t in all_tensors(model))
 
 
 def _umask() -> int:

@@ -7,6 +7,7 @@ Every function works on a model the pass owns (a copy made by :func:`copy_model`
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -15,19 +16,24 @@ import numpy as np
 import onnx
 from onnx import ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
-from onnxroof.passes import Note, Refused, lean
+from onnxroof.passes import ABSENT_VALUE, Note, Refused, lean
 
 __all__ = [
     "Dim",
     "Edits",
     "Shape",
     "Shapes",
+    "absent_refusal",
     "candidates_in_order",
     "constant_value",
+    "constants_only",
     "copy_model",
     "decide_in_order",
     "declare_inferred",
+    "fixed_by_constant",
     "infer",
+    "rescaled",
+    "runs",
     "shape_of",
     "shape_text",
     "strict_check",
@@ -38,6 +44,7 @@ Shape = tuple[Dim, ...]
 Shapes = dict[str, Shape]
 
 _NODE_NAME = re.compile(r"op_type:(\w+), node name: ([^)]*)\)")
+_ABSENT_TENSOR = re.compile(r"for tensor: (\S+)")
 
 
 def copy_model(model: ModelProto) -> ModelProto:
@@ -221,6 +228,50 @@ def decide_in_order(
             done.add(i)
 
 
+def runs(src: list[int], dst: list[int]) -> list[tuple[range, range]] | None:
+    """``src`` and ``dst`` cut into runs of consecutive dims with equal products, each as short as it can be
+    (trailing 1s of ``src`` join the last run); None where the products do not match."""
+    if 0 in src or 0 in dst:
+        return None
+    groups: list[tuple[range, range]] = []
+    i = j = 0
+    while i < len(src) or j < len(dst):
+        si, sj, ps, pd = i, j, 1, 1
+        if i < len(src):
+            ps, i = src[i], i + 1
+        if j < len(dst):
+            pd, j = dst[j], j + 1
+        while ps != pd:
+            if ps < pd and i < len(src):
+                ps, i = ps * src[i], i + 1
+            elif pd < ps and j < len(dst):
+                pd, j = pd * dst[j], j + 1
+            else:
+                return None
+        if sj == j and groups:  # trailing 1s of src with no dst dim left: they merge into the run before
+            groups[-1] = (range(groups[-1][0].start, i), groups[-1][1])
+        else:
+            groups.append((range(si, i), range(sj, j)))
+    return groups
+
+
+def rescaled(old: list[int], new: list[int], target: list[int]) -> list[int] | None:
+    """``target`` (explicit, for input ``old``) for input ``new``: a run of target dims that merges input dims
+    takes their new product; None where a changed input dim is split over several target dims."""
+    groups = runs(old, target)
+    if groups is None:
+        return None
+    result = list(target)
+    for src, dst in groups:
+        if [old[i] for i in src] == [new[i] for i in src]:
+            continue
+        free = [j for j in dst if target[j] != 1] or list(dst)[:1]
+        if len(free) != 1:
+            return None
+        result[free[0]] = math.prod(new[i] for i in src)
+    return result
+
+
 def strict_check(model: ModelProto, what: str) -> ModelProto:
     """``model`` with the shapes onnx's strict inference (data propagation on) gives it, its declared output shapes
     and value_info left out; a Refused naming the node where inference fails, ``what`` saying at which change."""
@@ -232,7 +283,22 @@ def strict_check(model: ModelProto, what: str) -> ModelProto:
     try:
         return onnx.shape_inference.infer_shapes(probe, check_type=True, strict_mode=True, data_prop=True)
     except onnx.shape_inference.InferenceError as exc:
-        raise Refused(_refusal(what, str(exc))) from exc
+        raise absent_refusal(str(exc)) or Refused(_refusal(what, str(exc), model)) from exc
+
+
+def absent_refusal(message: str) -> Refused | None:
+    """Where onnx's inference error ``message`` says it needs the values of an absent tensor (a shape constant
+    of a graph-only model, kept in its missing data file): a Refused naming the node and the tensor."""
+    if ABSENT_VALUE not in message:
+        return None
+    node, tensor = _NODE_NAME.search(message), _ABSENT_TENSOR.search(message)
+    where = f"{node.group(1)} {node.group(2) or '(unnamed)'}: " if node else ""
+    name = tensor.group(1) if tensor else "a constant"
+    return Refused(
+        f"{where}its input {name!r} is absent (graph-only model: the weights' data file is missing), and the shapes "
+        "after it depend on its values",
+        "put the model's data file beside it, or re-export it with its small constants inline",
+    )
 
 
 def declare_inferred(model: ModelProto, what: str) -> list[Note]:
@@ -269,15 +335,70 @@ def declare_inferred(model: ModelProto, what: str) -> list[Note]:
     return notes
 
 
-def _refusal(what: str, message: str) -> str:
-    """A refusal naming the node onnx's inference error names."""
+def _refusal(what: str, message: str, model: ModelProto) -> str:
+    """A refusal naming the node onnx's inference error names, and the constant that fixes a size there where
+    one does (:func:`fixed_by_constant`)."""
     match = _NODE_NAME.search(message)
     if match is None:
         return f"{what}; onnx shape inference: {message.strip()}"
+    fixed = fixed_by_constant(model, match.group(2))
+    if fixed is not None:
+        return f"{match.group(1)} {match.group(2) or '(unnamed)'}: {fixed}"
     rest = message[match.end() :]
     following = _NODE_NAME.search(rest)
     reason = (rest[: following.start()] if following else rest).strip(" :\n(")
     return f"{match.group(1)} {match.group(2) or '(unnamed)'}: {what}; onnx shape inference: {reason}"
+
+
+def fixed_by_constant(model: ModelProto, node_name: str) -> str | None:
+    """Why node ``node_name`` of ``model`` cannot take its inputs' new shapes where a constant fixes a size there
+    (an input computed from constants alone, or a constant Expand shape, whose dim is neither 1 nor the other
+    operand's), as the end of a refusal; None where no constant does."""
+    node = next((n for n in model.graph.node if (n.name or n.output[0]) == node_name), None)
+    if node is None:
+        return None
+    constant = constants_only(model)
+    shapes = infer(model)
+    given = [(name, shapes[name]) for name in node.input if name and name not in constant and name in shapes]
+    candidates = [(name, shapes.get(name), "input") for name in node.input if name in constant]
+    if node.op_type == "Expand" and len(node.input) > 1 and (value := constant_value(model, node.input[1])) is not None:
+        candidates = [(node.input[1], tuple(int(v) for v in value), "constant shape")]
+    for name, fixed, kind in candidates:
+        for other_name, other in given:
+            dim = _conflict(fixed, other)
+            if dim is not None and fixed is not None:
+                given_dim = other[len(other) - len(fixed) + dim]
+                return (
+                    f"its {kind} {name!r} {shape_text(fixed)} comes from constants alone and fixes dim {dim} at "
+                    f"{fixed[dim]}, the size the model was exported at, where the new shapes give {given_dim} "
+                    f"({other_name!r} is {shape_text(other)})"
+                )
+    return None
+
+
+def constants_only(model: ModelProto) -> set[str]:
+    """The values of ``model``'s graph computed from constants alone (initializers that are not graph inputs,
+    Constant nodes, and nodes that read nothing else)."""
+    inputs = {vi.name for vi in model.graph.input}
+    found = {init.name for init in model.graph.initializer if init.name not in inputs} | {""}
+    for node in model.graph.node:  # topological order, as onnx requires
+        has_graph = any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute)
+        if not has_graph and all(name in found for name in node.input):
+            found.update(node.output)
+    found.discard("")
+    return found
+
+
+def _conflict(fixed: Shape | None, other: Shape) -> int | None:
+    """The dim of ``fixed`` (right-aligned against ``other``, as broadcasting aligns them) where both are static,
+    neither is 1 and they differ; None where there is none."""
+    if fixed is None:
+        return None
+    for offset in range(1, min(len(fixed), len(other)) + 1):
+        a, b = fixed[-offset], other[-offset]
+        if isinstance(a, int) and isinstance(b, int) and a != b and 1 not in (a, b):
+            return len(fixed) - offset
+    return None
 
 
 def shape_text(shape: Sequence[Dim] | None) -> str:

@@ -34,6 +34,7 @@ from onnx import ModelProto
 from onnxroof.ir import op_domain
 from onnxroof.passes import Note, Refused, RewriteResult, lean, unchanged
 from onnxroof.passes.graph_edit import Names, export_like
+from onnxroof.passes.shape_repair import absent_refusal
 from onnxroof.passes.weights import has_values
 
 __all__ = ["JOINS", "lwu", "stride"]
@@ -363,7 +364,7 @@ def _repair(graph: gs.Graph, original: ModelProto, declared: set[str], pooled: M
     try:
         onnx.shape_inference.infer_shapes(lean(exported), strict_mode=True, data_prop=True)
     except onnx.shape_inference.InferenceError as exc:
-        raise Refused(f"the new sizes break the model: {exc}") from exc
+        raise absent_refusal(str(exc)) or Refused(f"the new sizes break the model: {exc}") from exc
     for tensor in graph.tensors().values():
         if tensor.name in declared and tensor.name in after:
             tensor.shape = list(after[tensor.name])

@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
-__all__ = ["ABSENT", "absent_tensor", "has_values", "is_absent", "tensor", "values"]
+__all__ = ["ABSENT", "absent_tensor", "all_tensors", "has_values", "is_absent", "mark_absent", "tensor", "values"]
 
 ABSENT = "#absent-weights"
 
@@ -26,6 +26,38 @@ def is_absent(proto: TensorProto) -> bool:
 def has_values(model: onnx.ModelProto) -> bool:
     """Whether every initializer of the main graph carries its values."""
     return not any(is_absent(init) for init in model.graph.initializer)
+
+
+def all_tensors(model: onnx.ModelProto) -> list[TensorProto]:
+    """Every tensor of the model that can hold external data: initializers and Constant values, subgraphs too."""
+    found: list[TensorProto] = []
+
+    def visit(graph: onnx.GraphProto) -> None:
+        found.extend(graph.initializer)
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.TENSOR:
+                    found.append(attr.t)
+                elif attr.type == onnx.AttributeProto.GRAPH:
+                    visit(attr.g)
+                elif attr.type == onnx.AttributeProto.GRAPHS:
+                    for sub in attr.graphs:
+                        visit(sub)
+
+    visit(model.graph)
+    return found
+
+
+def mark_absent(model: onnx.ModelProto) -> None:
+    """Point every external tensor of ``model`` (in place) whose location names a file at :data:`ABSENT`: for a
+    copy that onnx's checker and shape inference read, which need no weight values but look for a named file
+    (relative to the working directory for a model in memory) and fail where it is missing."""
+    for proto in all_tensors(model):
+        if not is_absent(proto):
+            continue
+        for entry in proto.external_data:
+            if entry.key == "location" and not entry.value.startswith("#"):
+                entry.value = ABSENT
 
 
 def values(proto: TensorProto) -> np.ndarray | None:

@@ -90,11 +90,15 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Exploration:
+    """The candidates ranked; ``graph_only`` where the model's weights are absent, so that every rewrite was made
+    on shapes alone (its weights absent too) and those that need values were refused."""
+
     model: str
     device: str
     graph: str
     baseline_s: float
     candidates: tuple[Candidate, ...]  # those that apply, best first; then those refused
+    graph_only: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,6 +106,7 @@ class Exploration:
             "device": self.device,
             "graph": self.graph,
             "baseline_s": self.baseline_s,
+            "graph_only": self.graph_only,
             "candidates": [c.to_dict() for c in self.candidates],
         }
 
@@ -161,7 +166,10 @@ def explore(
     applied.sort(key=lambda c: -c.predicted_speedup)
     if measure:
         applied = _measured(source, applied, variants, measure, threads, here, say)
-    return Exploration(source.name, base.device.key, base.graph, base.totals.predicted_time_s, tuple(applied + refused))
+    ranked = tuple(applied + refused)
+    return Exploration(
+        source.name, base.device.key, base.graph, base.totals.predicted_time_s, ranked, source.graph_only
+    )
 
 
 def touched_nodes(before: ModelProto, after: ModelProto) -> tuple[str, ...]:

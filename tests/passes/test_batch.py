@@ -90,13 +90,67 @@ def test_symbolic_batch_with_a_hard_coded_target_is_refused() -> None:
         batch(flatten_model("N"), 3)
 
 
-def test_folded_batch_is_refused() -> None:
-    """[b, 2, 3] -> [2*b*... ]: a target [2, 3] with batch 1 folds the batch into dim 0 with the 2."""
+def test_batch_merged_into_the_next_dim_is_repaired() -> None:
+    """x [1, 2, 3] -> target [2, 3]: the batch merges with the 2 (runs [1, 2] -> [2], [3] -> [3]), so at batch 2
+    the entry of that run is 2*2 = 4."""
     model = flatten_model()
     model.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.array([2, 3], np.int64), "target"))
     del model.graph.value_info[:]
-    with pytest.raises(Refused, match=r"Reshape flat: its constant target \[2, 3\] folds the batch"):
+    result = batch(model, 2)
+    check_model(result.model)
+    assert target_of(result.model, "flat") == [4, 3]
+    x = np.arange(2 * 6, dtype=np.float32).reshape(2, 2, 3) - 5
+    np.testing.assert_array_equal(run(result.model, {"x": x})[0], np.maximum(x.reshape(4, 3), 0))
+
+
+def test_a_batch_run_split_over_two_entries_is_refused() -> None:
+    """x [1, 2, 3] -> target [3, 2]: one run holds the batch, the 2 and the 3, and the target splits it over two
+    entries; at batch 2 it could be [6, 2] or [3, 4]."""
+    model = flatten_model()
+    model.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.array([3, 2], np.int64), "target"))
+    del model.graph.value_info[:]
+    with pytest.raises(Refused, match=r"Reshape flat: its constant target \[3, 2\] folds the batch"):
         batch(model, 2)
+
+
+def dynamo_linear(seq: int = 4, hidden: int = 6, out: int = 5) -> onnx.ModelProto:
+    """A Linear on a [1, seq, hidden] input as the dynamo exporter writes it, with value_info for every value:
+    Reshape to [seq, hidden] (batch*seq merged), MatMul by [hidden, out], Reshape back to [1, seq, out]."""
+    weight = np.arange(hidden * out, dtype=np.float32).reshape(hidden, out) / 10
+    inits = [
+        numpy_helper.from_array(np.array([seq, hidden], np.int64), "merged"),
+        numpy_helper.from_array(np.array([1, seq, out], np.int64), "unmerged"),
+        numpy_helper.from_array(weight, "w"),
+    ]
+    nodes = [
+        helper.make_node("Reshape", ["x", "merged"], ["m"], name="view"),
+        helper.make_node("MatMul", ["m", "w"], ["p"], name="mm"),
+        helper.make_node("Reshape", ["p", "unmerged"], ["y"], name="view_1"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "linear",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, hidden])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, seq, out])],
+        inits,
+        value_info=[
+            helper.make_tensor_value_info("m", TensorProto.FLOAT, [seq, hidden]),
+            helper.make_tensor_value_info("p", TensorProto.FLOAT, [seq, out]),
+        ],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=IR_VERSION)
+
+
+def test_a_dynamo_linear_follows_the_batch() -> None:
+    result = batch(dynamo_linear(), 3)
+    check_model(result.model)
+    # view: [seq, hidden] = [4, 6] merges the batch with seq: [3*4, 6]; view_1: [1, 4, 5] leads with the batch.
+    assert target_of(result.model, "view") == [12, 6]
+    assert target_of(result.model, "view_1") == [3, 4, 5]
+    assert {dims(vi)[0] for vi in result.model.graph.value_info} == {12}
+    x = np.arange(3 * 4 * 6, dtype=np.float32).reshape(3, 4, 6) / 7
+    w = numpy_helper.to_array(next(i for i in result.model.graph.initializer if i.name == "w"))
+    np.testing.assert_allclose(run(result.model, {"x": x})[0], x @ w, rtol=1e-6)
 
 
 def test_refusals_of_bad_arguments_and_inputs() -> None:

@@ -160,7 +160,13 @@ def test_vit_refuses_sizes_it_cannot_take() -> None:
     model = model_zoo.build("vit_b_16", weights=False)
     with pytest.raises(Refused, match=r"Conv conv_proj: a patch embedding .* multiple of its stride"):
         input_size(model, 200, 200)
-    with pytest.raises(Refused, match=r"Add encoder.add_pos_embedding"):
+    # 448/16 = 28 patches a side: 28*28 + the class token = 785 tokens, where the embedding holds 14*14 + 1 = 197.
+    with pytest.raises(
+        Refused,
+        match=r"Add encoder.add_pos_embedding: its input 'encoder.pos_embedding' \[1, 197, 768\] comes from "
+        r"constants alone and fixes dim 1 at 197, the size the model was exported at, where the new shapes give "
+        r"785 \('tokens' is \[1, 785, 768\]\)",
+    ):
         input_size(model, 448, 448)
 
 
