@@ -200,3 +200,59 @@ def test_measure_errors_are_one_line(cli, tmp_path: Path):
     np.savez(bad_npz, x=np.zeros((3, 5), np.float32))
     wrong = cli("measure", str(path), "--dim", "batch=4", "--inputs", str(bad_npz))
     assert wrong.returncode == 2 and len(wrong.stderr.strip().splitlines()) == 1 and "hint:" in wrong.stderr
+
+
+def _usage_options(command: str) -> set[str]:
+    """The options a command's parser takes, read from its usage line (public argparse, every option listed)."""
+    import argparse
+    import re
+
+    from onnxroof.cli import COMMANDS
+
+    parser = argparse.ArgumentParser(prog=f"onnxroof {command}")
+    COMMANDS[command].configure(parser)
+    return set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", parser.format_usage()))
+
+
+# Each command that writes -o, with the arguments it needs to reach its output check.
+WRITERS = {
+    "analyze": ["zoo:conv2d_kernel"],
+    "measure": ["zoo:conv2d_kernel"],
+    "calibrate": [],
+    "validate": ["zoo:conv2d_kernel"],
+    "rewrite": ["zoo:conv2d_kernel", "--fp16"],
+    "annotate": ["zoo:conv2d_kernel"],
+    "compare": ["zoo:conv2d_kernel", "zoo:conv2d_kernel"],
+    "sweep": ["zoo:conv2d_kernel"],
+    "plot": ["zoo:conv2d_kernel"],
+    "report": ["zoo:conv2d_kernel"],
+    "explore": ["zoo:conv2d_kernel"],
+    "fit": ["zoo:conv2d_kernel"],
+}
+
+
+def test_every_command_that_writes_is_listed():
+    from onnxroof.cli import COMMANDS
+
+    assert {name for name in COMMANDS if "-o" in _usage_options(name)} == set(WRITERS)
+
+
+@pytest.mark.parametrize("command", sorted(WRITERS))
+def test_a_folder_as_output_is_one_line_with_or_without_force(cli, command: str, tmp_path: Path):
+    folder = tmp_path / "out.html"  # a folder whose name has an extension the command may write
+    folder.mkdir()
+    for force in ([], ["--force"]):
+        result = cli(command, *WRITERS[command], "-o", str(folder), *force)
+        assert result.returncode == 2, result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "is a folder" in lines[0] and "hint:" in lines[0], result.stderr
+    assert folder.is_dir() and list(folder.iterdir()) == []
+
+
+def test_a_folder_for_annotate_model_explorer_is_refused(cli, tmp_path: Path):
+    folder = tmp_path / "nodes.json"
+    folder.mkdir()
+    out = tmp_path / "out.onnx"
+    result = cli("annotate", "zoo:conv2d_kernel", "-o", str(out), "--model-explorer", str(folder), "--force")
+    assert result.returncode == 2 and "is a folder" in result.stderr and "Traceback" not in result.stderr
+    assert not out.exists()

@@ -136,11 +136,15 @@ def check_output_option(args: argparse.Namespace) -> None:
 
 
 def check_output(output: str, force: bool, suffixes: tuple[str, ...] = ()) -> None:
-    """Refuse an output file before any work is done: one that exists without ``force``, one in a folder that does
-    not exist, or (where ``suffixes`` are given) one whose extension names no format the command writes."""
+    """Refuse an output file before any work is done: a folder (``force`` or not: a file never replaces one), one
+    that exists without ``force``, one in a folder that does not exist, or (where ``suffixes`` are given) one whose
+    extension names no format the command writes."""
     from pathlib import Path
 
     path = Path(output)
+    if path.is_dir():
+        example = path / f"NAME{suffixes[0] if suffixes else ''}"
+        raise UserError(f"{output} is a folder: the output is a file", f"name a file, e.g. -o {example}")
     if suffixes and path.suffix.lower() not in suffixes:
         raise UserError(
             f"{output}: the extension {path.suffix or '(none)'} names no format this command writes",
