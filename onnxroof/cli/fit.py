@@ -11,9 +11,12 @@ HELP = "deploy-time check: memory and latency budgets, the largest batch, the be
 DESCRIPTION = """Check a model against a device's memory and a latency budget, as a deployment (or a CI job) asks
 before it ships. Latency is the predicted time; memory is weights plus the peak of live activations over the
 execution order (onnxruntime's order on --device host). The memory budget defaults to the device's memory
-capacity. One summary line says PASS or FAIL with the numbers. --training checks a training step instead: forward,
-backward (about twice the forward for convolutions and matrix products) and the optimizer update, with memory
-for weights, gradients, optimizer state and the activations kept for backward.
+capacity. Budgets are written with their unit, and each check is shown in the unit its budget was written in:
+--latency-budget 10ms, 2.5s or 500us; --memory-budget 4GiB (4 x 2^30 bytes), 4GB (4 x 10^9), 512MiB. A bare number
+is refused (10 could be seconds where milliseconds were meant, a CI gate that never fails), and so is a prefix
+alone (4G: GB or GiB?). One summary line says PASS or FAIL with the numbers. --training checks a training step
+instead: forward, backward (about twice the forward for convolutions and matrix products) and the optimizer
+update, with memory for weights, gradients, optimizer state and the activations kept for backward.
 
 Exit codes: 0 when every check passes, 1 when one fails, 2 for bad input (an unknown device, a budget that does
 not parse, a batch the model cannot take).
@@ -32,8 +35,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all-devices", action="store_true", help="rank every catalog device")
     parser.add_argument("--batch", type=int, default=None, metavar="N", help="the batch size (default: the model's)")
     parser.add_argument("-p", "--precision", default=None, help="what if every float tensor were P (fp32, fp16, ...)")
-    parser.add_argument("--latency-budget", default=None, metavar="T", help="e.g. 10ms, 0.5s, 250us")
-    parser.add_argument("--memory-budget", default=None, metavar="M", help="e.g. 4GiB, 512MB (default: the device's)")
+    parser.add_argument("--latency-budget", default=None, metavar="T", help="with its unit: 10ms, 2.5s, 500us")
+    parser.add_argument(
+        "--memory-budget",
+        default=None,
+        metavar="M",
+        help="with its unit: 4GiB, 4GB, 512MiB (default: the device's memory)",
+    )
     parser.add_argument("--max-batch", action="store_true", help="find the largest batch within the budgets")
     parser.add_argument(
         "--training",
@@ -55,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     from onnxroof.api import DEFAULT_DEVICE
     from onnxroof.devices import catalog
     from onnxroof.report.fit import render_fit, render_max_batch, render_ranking
-    from onnxroof.whatif.fit import Training, fit, max_batch, parse_bytes, parse_seconds, rank_devices
+    from onnxroof.units import parse_bytes, parse_seconds
+    from onnxroof.whatif.fit import Training, fit, max_batch, rank_devices
 
     check_output_option(args)
     if args.batch is not None and args.batch < 1:

@@ -22,6 +22,7 @@ from onnx import ModelProto
 
 from onnxroof.devices import Device
 from onnxroof.errors import UserError
+from onnxroof.units import Amount
 
 __all__ = [
     "Check",
@@ -32,8 +33,6 @@ __all__ = [
     "Training",
     "fit",
     "max_batch",
-    "parse_bytes",
-    "parse_seconds",
     "rank_devices",
 ]
 
@@ -57,6 +56,7 @@ class Check:
     value: float
     budget: float | None
     unit: str
+    budget_unit: str | None = None  # the unit the budget was written in ('ms', 'GiB'), which both are shown in
 
     @property
     def passed(self) -> bool:
@@ -159,48 +159,11 @@ class DeviceFit:
         return {**self.fit.to_dict(), "max_batch": self.largest.to_dict(), "throughput_per_s": self.throughput}
 
 
-# ------------------------------------------------------------------------------------------------------ budgets
-
-_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-_BYTE_UNITS: dict[str, float] = {
-    "b": 1,
-    "kb": 10**3,
-    "mb": 10**6,
-    "gb": 10**9,
-    "tb": 10**12,
-    "kib": 2**10,
-    "mib": 2**20,
-    "gib": 2**30,
-    "tib": 2**40,
-}
-
-
-def parse_seconds(text: str) -> float:
-    """'10ms' -> 0.01; units s, ms, us, ns (a bare number is seconds). UserError for anything else."""
-    return _parse(text, _TIME_UNITS, "a latency budget", "10ms, 0.5s or 250us")
-
-
-def parse_bytes(text: str) -> float:
-    """'4GiB' -> 4 * 2**30, '512MB' -> 512e6; B, kB/MB/GB/TB (powers of 10), KiB/MiB/GiB/TiB (of 2)."""
-    return _parse(text, _BYTE_UNITS, "a memory budget", "4GiB, 512MB or 16GB")
-
-
-def _parse(text: str, units: dict[str, float], what: str, example: str) -> float:
-    stripped = text.strip().lower()
-    number = stripped.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = stripped[len(number) :].strip() or next(u for u, f in units.items() if f == 1)
-    try:
-        value = float(number)
-    except ValueError:
-        value = -1.0
-    if unit not in units or value <= 0:
-        raise UserError(f"{text!r} is not {what}", f"write it as {example}")
-    return value * units[unit]
-
-
 # ------------------------------------------------------------------------------------------------------ fitting
 
 ModelSource = str | os.PathLike[str] | ModelProto
+# A budget: seconds or bytes, or an Amount (units.parse_seconds, units.parse_bytes), which is shown in its own unit.
+Budget = float | Amount | None
 
 
 def fit(
@@ -209,8 +172,8 @@ def fit(
     *,
     batch: int | None = None,
     precision: str | None = None,
-    latency_budget: float | None = None,
-    memory_budget: float | None = None,
+    latency_budget: Budget = None,
+    memory_budget: Budget = None,
     threads: int = 1,
     training: Training | None = None,
 ) -> Fit:
@@ -227,8 +190,8 @@ def max_batch(
     device: str | Device,
     *,
     precision: str | None = None,
-    latency_budget: float | None = None,
-    memory_budget: float | None = None,
+    latency_budget: Budget = None,
+    memory_budget: Budget = None,
     threads: int = 1,
     training: Training | None = None,
     progress: Callable[[int], None] | None = None,
@@ -252,8 +215,8 @@ def rank_devices(
     *,
     batch: int | None = None,
     precision: str | None = None,
-    latency_budget: float | None = None,
-    memory_budget: float | None = None,
+    latency_budget: Budget = None,
+    memory_budget: Budget = None,
     threads: int = 1,
     training: Training | None = None,
     progress: Callable[[str], None] | None = None,
@@ -281,8 +244,8 @@ class _Budgets:
     """What every fit of one request shares: the precision, the budgets, the threads and the training options."""
 
     precision: str | None
-    latency: float | None
-    memory: float | None
+    latency: Budget
+    memory: Budget
     threads: int
     training: Training | None
 
@@ -329,10 +292,17 @@ def _weightless(model: ModelSource) -> tuple[ModelProto, str]:
     return read_model(model, weight_bytes=False)
 
 
-def _memory_budget(device: Device, budget: float | None) -> float | None:
+def _memory_budget(device: Device, budget: Budget) -> Budget:
     if budget is not None:
         return budget
     return device.memory_capacity.value if device.memory_capacity is not None else None
+
+
+def _check(name: str, value: float, budget: Budget, unit: str) -> Check:
+    """A check of ``value`` against ``budget``, which keeps the unit an Amount was written in."""
+    if isinstance(budget, Amount):
+        return Check(name, value, budget.value, unit, budget.unit)
+    return Check(name, value, budget, unit)
 
 
 def _stopper(failed: Fit) -> str:
@@ -372,7 +342,7 @@ def _fit_at(
             "with this host's calibrated session and arena factors (docs/accuracy.md says how close it comes)"
         )
     time_s = analysis.totals.predicted_time_s
-    checks = (Check("latency", time_s, budgets.latency, "s"), Check("memory", total, budget, "B"))
+    checks = (_check("latency", time_s, budgets.latency, "s"), _check("memory", total, budget, "B"))
     where = _memory_detail(model, graph, memory, engine, precision) if detail else None
     return Fit(
         name,
@@ -407,7 +377,7 @@ def _rebatched(model: ModelProto, n: int) -> ModelProto:
 
 
 def _training_fit(
-    model: ModelProto, name: str, device: Device, budgets: _Budgets, memory_budget: float | None, notes: list[str]
+    model: ModelProto, name: str, device: Device, budgets: _Budgets, memory_budget: Budget, notes: list[str]
 ) -> Fit:
     """A training step of the exported graph (a training framework runs the model as exported, not onnxruntime's
     inference graph): step time and the memory of weights, gradients, optimizer state and kept activations."""
@@ -424,8 +394,8 @@ def _training_fit(
     )
     memory = step.memory.total
     checks = (
-        Check("step time", step.step_time_s, budgets.latency, "s"),
-        Check("memory", memory, memory_budget, "B"),
+        _check("step time", step.step_time_s, budgets.latency, "s"),
+        _check("memory", memory, memory_budget, "B"),
     )
     return Fit(
         name,
