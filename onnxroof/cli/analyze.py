@@ -24,10 +24,15 @@ MODEL is an .onnx file (weights inline, external, or absent: weight bytes are ne
 params, arithmetic intensity (FLOP/B) and, on the device, compute, memory and launch-overhead times, the
 predicted time and its bound. The table lists the nodes that take the longest; --format json gives every node.
 
+Input shapes left open are all named in one error, with values to give. --input NAME= (nothing after =) declares
+a scalar input; --value NAME=16000 (or a comma-separated list) gives an input's value, written in as a constant so
+that the shapes computed from it resolve (a sample rate that picks a branch, a length that sizes a buffer).
+
 examples:
   onnxroof analyze zoo:resnet50 --device a100-sxm4-80gb
   onnxroof analyze model.onnx --dim batch=8 --precision fp16 --by-op-type
   onnxroof analyze model.onnx --input pixel_values=1x3x384x384 --format json -o report.json
+  onnxroof analyze vad.onnx --dim batch=1 --value sr=16000
 """
 
 
@@ -80,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
                 dims=shape_dims,
                 precision=args.precision,
                 progress=progress,
+                values=dict(args.value),
             )
     finally:
         progress.close()

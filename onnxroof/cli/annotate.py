@@ -112,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
                 dims=shape_dims,
                 precision=args.precision,
                 progress=progress,
+                values=dict(args.value),
             )
         progress.stage("writing")
         done = annotate(source.model, analysis)

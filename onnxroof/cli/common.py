@@ -22,10 +22,12 @@ __all__ = [
 ]
 
 
-def _pair(kind: str) -> Callable[[str], tuple[str, str]]:
+def _pair(kind: str, empty: bool = False) -> Callable[[str], tuple[str, str]]:
+    """NAME=VALUE as (name, value); ``empty`` accepts NAME= (a scalar's shape)."""
+
     def parse(text: str) -> tuple[str, str]:
         name, sep, value = text.rpartition("=")
-        if not sep or not name or not value:
+        if not sep or not name or not (value or empty):
             raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}")
         return name, value
 
@@ -33,14 +35,14 @@ def _pair(kind: str) -> Callable[[str], tuple[str, str]]:
 
 
 def add_shape_options(parser: argparse.ArgumentParser) -> None:
-    """--input NAME=SHAPE and --dim NAME=VALUE, both repeatable."""
+    """--input NAME=SHAPE, --dim NAME=VALUE and --value NAME=V, each repeatable."""
     parser.add_argument(
         "--input",
         action="append",
         default=[],
-        type=_pair("NAME=1x3x224x224"),
+        type=_pair("NAME=1x3x224x224", empty=True),
         metavar="NAME=SHAPE",
-        help="fix an input's shape (repeatable)",
+        help="fix an input's shape; NAME= for a scalar (repeatable)",
     )
     parser.add_argument(
         "--dim",
@@ -49,6 +51,15 @@ def add_shape_options(parser: argparse.ArgumentParser) -> None:
         type=_pair("NAME=VALUE"),
         metavar="NAME=VALUE",
         help="fix a symbolic dim such as batch (repeatable)",
+    )
+    parser.add_argument(
+        "--value",
+        action="append",
+        default=[],
+        type=_pair("NAME=16000 or NAME=1,2,3"),
+        metavar="NAME=V",
+        help="an input's value, a number or a comma-separated list: fed to the runs and written in as a constant "
+        "for the analysis, so that shapes computed from it resolve (repeatable)",
     )
 
 

@@ -65,6 +65,7 @@ def analyzed(args: argparse.Namespace, progress: Progress) -> FigureInputs:
                     precision=precision,
                     progress=progress,
                     threads=args.threads,
+                    values=dict(args.value),
                 )
             )
     validation = None
@@ -78,6 +79,7 @@ def analyzed(args: argparse.Namespace, progress: Progress) -> FigureInputs:
             threads=args.threads,
             inputs=dict(args.input),
             dims=shape_dims,
+            values=dict(args.value),
             stage=progress.stage,
             progress=progress,
         )

@@ -22,6 +22,7 @@ from onnxroof.load.infer import infer
 from onnxroof.load.inputs import fix_inputs, parse_shape
 from onnxroof.load.read import opset_of, read_graph, read_model
 from onnxroof.load.run_shapes import ShapeRun, fill_from_run
+from onnxroof.load.values import Value, value_arrays, write_values
 
 MIN_IR_VERSION = 3
 MIN_OPSET = 7
@@ -32,12 +33,14 @@ def load_graph(
     inputs: Mapping[str, tuple[int, ...] | str] | None = None,
     dims: Mapping[str, int] | None = None,
     shape_run: ShapeRun | None = None,
+    values: Mapping[str, Value] | None = None,
 ) -> Graph:
     """Read a model, fix its input shapes, infer every shape and identify weights: the analysis graph.
 
     ``shape_run`` (onnxroof.ort.run_shapes.shapes_from_run, from the stages that may run a model) gives the
     shapes inference leaves unknown where every input is a static tensor; without it they stay unknown. The
-    caller's model (file or proto) is never modified: overrides are applied to a copy.
+    caller's model (file or proto) is never modified: overrides are applied to a copy. ``values`` (values.py)
+    are written in as constants, so that the shapes computed from them resolve.
     """
     model, display_name = read_model(source, weight_bytes=False)  # a copy of our own, weight bytes left out
     if model.ir_version < MIN_IR_VERSION:
@@ -48,6 +51,9 @@ def load_graph(
     if opset and opset < MIN_OPSET:
         raise UserError(f"opset {opset} is older than {MIN_OPSET}", "convert it with onnx.version_converter")
     shapes = {k: parse_shape(v) if isinstance(v, str) else tuple(v) for k, v in (inputs or {}).items()}
+    arrays = value_arrays(model, values or {}, shapes, dims or {})  # before the graph is read: they are weights
+    write_values(model, arrays)
+    shapes = {k: v for k, v in shapes.items() if k not in arrays}
     raw = read_graph(model.graph)  # inputs' shapes are not among what it reads: fixing them next leaves it true
     initializers = {init.name for init in raw.initializers}.union([init.name for init in raw.sparse])
     fix_inputs(model, shapes, dict(dims or {}), initializers)
@@ -57,7 +63,7 @@ def load_graph(
     from_run: tuple[str, ...] = ()
     typed: Callable[[], GraphProto] = lambda: inferred.model.model.graph  # noqa: E731
     if shape_run is not None:
-        given = (source, shapes, dict(dims or {}))
+        given = (source, shapes, dict(dims or {}), arrays)
         ran = fill_from_run(types, raw, inferred.model, model, given, shape_run, initializers)
         types, from_run = ran.types, ran.from_run
         warnings += ran.warnings

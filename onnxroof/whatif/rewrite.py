@@ -171,6 +171,16 @@ def calibration_feeds(model: ModelProto, npz: str | None, count: int = 8) -> lis
     if first in arrays and arrays[first].ndim == len(shape) + 1:
         samples = arrays[first].shape[0]
         return [{k: np.asarray(arrays[k][i]) for k in runnable.inputs} for i in range(samples)]
+    if first in arrays and shape[:1] == (1,) and arrays[first].shape[1:] == shape[1:]:  # N samples of batch 1
+        return [{k: np.asarray(arrays[k][i : i + 1]) for k in runnable.inputs} for i in range(len(arrays[first]))]
+    for name, (want, _) in runnable.inputs.items():
+        if name in arrays and tuple(arrays[name].shape) != want:
+            shown = "x".join(map(str, want)) or "a scalar"
+            raise UserError(
+                f"calibration input {name!r} in {npz} has shape {'x'.join(map(str, arrays[name].shape))}, the model "
+                f"takes {shown}",
+                f"save it as {shown}, or N samples as Nx{shown}; or rewrite at its shape too (--batch, --input-size)",
+            )
     return [load_feeds(npz, runnable)]
 
 
