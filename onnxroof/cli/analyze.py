@@ -13,6 +13,7 @@ from onnxroof.cli.common import (
     check_output_option,
     dims,
     emit,
+    resolve_devices,
     warn,
 )
 
@@ -66,7 +67,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from onnxroof.api import DEFAULT_DEVICE, analyze, get_device
+    from onnxroof.api import DEFAULT_DEVICE, analyze
     from onnxroof.report.analysis import render
 
     check_output_option(args)
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the analysis' own warnings are printed once, below
-            device = get_device(args.device or DEFAULT_DEVICE, args.threads, "cpu", progress)
+            (device,) = resolve_devices([args.device or DEFAULT_DEVICE], args.threads, progress)
             result = analyze(
                 args.model,
                 device=device,

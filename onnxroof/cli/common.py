@@ -1,13 +1,18 @@
-"""What the commands share: argument groups, the progress bar, output to a file or stdout, --dim parsing."""
+"""What the commands share: argument groups, output to a file or stdout, --dim parsing, devices resolved up front
+(calibrating with the progress shown), and the progress display (progress.py)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
+from onnxroof.cli.progress import Progress
 from onnxroof.errors import UserError
+
+if TYPE_CHECKING:
+    from onnxroof.devices import Device
 
 __all__ = [
     "Progress",
@@ -17,6 +22,7 @@ __all__ = [
     "check_output",
     "dims",
     "emit",
+    "resolve_devices",
     "split_list",
     "warn",
 ]
@@ -172,29 +178,10 @@ def warn(message: str) -> None:
     print(f"onnxroof: warning: {message}", file=sys.stderr)
 
 
-class Progress:
-    """A one-line progress bar on stderr, shown only on a terminal and only for work that takes a while."""
+def resolve_devices(specs: Sequence[str], threads: int, progress: Progress, provider: str = "cpu") -> list[Device]:
+    """Each device a command names, resolved before its work (a bad name is refused first): ``host`` is this
+    machine's calibrated profile, calibrated here where none is cached, with the progress shown
+    (``Progress.calibrating``), so that the library's own resolution of it later reads the cache."""
+    from onnxroof.api import get_device
 
-    def __init__(self, label: str, unit: str = "nodes") -> None:
-        self.label = label
-        self.unit = unit
-        self.start = time.monotonic()
-        self.enabled = sys.stderr.isatty()
-        self.shown = False
-
-    def stage(self, text: str) -> None:
-        if self.enabled:
-            sys.stderr.write(f"\r\033[K{self.label}: {text}")
-            sys.stderr.flush()
-            self.shown = True
-
-    def __call__(self, done: int, total: int) -> None:
-        if self.enabled and (self.shown or time.monotonic() - self.start > 0.5):
-            width = 30
-            filled = int(width * done / max(total, 1))
-            self.stage(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {self.unit}")
-
-    def close(self) -> None:
-        if self.shown:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
+    return [get_device(spec, threads, provider, progress.calibrating) for spec in specs]

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from onnxroof.cli.common import Progress, add_devices_option, add_output_options, check_output_option, emit, split_list
+from onnxroof.cli.common import (
+    Progress,
+    add_devices_option,
+    add_output_options,
+    check_output_option,
+    emit,
+    resolve_devices,
+    split_list,
+)
 from onnxroof.errors import UserError
 
 HELP = "deploy-time check: memory and latency budgets, the largest batch, the best device (exit 1 on a miss)"
@@ -74,9 +82,16 @@ def run(args: argparse.Namespace) -> int:
     devices = list(catalog()) if args.all_devices else split_list(args.device) or [DEFAULT_DEVICE]
     precision, threads = args.precision, args.threads
     training = Training(args.optimizer, args.mixed_precision) if args.training else None
-    progress = Progress("fitting", unit="batches")
+    ranking = len(devices) > 1
+    progress = Progress("fitting", unit="devices" if ranking else "fits")
     try:
-        if len(devices) > 1:
+        targets = resolve_devices(devices, threads, progress)  # host calibrated first where needed
+        if training is None and any(t.engine == "onnxruntime" for t in targets):
+            from onnxroof.ort.memory_calibration import host_memory_factors
+
+            progress.stage("reading this host's session memory factors (measured once)")
+            host_memory_factors(threads, progress=progress.stage)
+        if ranking:
             ranked = rank_devices(
                 args.model,
                 devices,
@@ -86,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
                 memory_budget=memory,
                 threads=threads,
                 training=training,
-                progress=progress.stage,
+                progress=progress,
             )
             emit(render_ranking(ranked, args.format), args.output)
             return 0 if any(d.fit.passed for d in ranked) else 1
@@ -99,10 +114,11 @@ def run(args: argparse.Namespace) -> int:
                 memory_budget=memory,
                 threads=threads,
                 training=training,
-                progress=lambda n: progress.stage(f"batch {n}"),
+                progress=progress,
             )
             emit(render_max_batch(largest, devices[0], args.format), args.output)
             return 0 if largest.batch > 0 else 1
+        progress.stage(f"predicting on {devices[0]}")
         result = fit(
             args.model,
             devices[0],

@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from onnxroof.cli import sweep as sweep_command
-from onnxroof.cli.common import Progress, add_devices_option, add_shape_options, dims, split_list
+from onnxroof.cli.common import Progress, add_devices_option, add_shape_options, dims, resolve_devices, split_list
 
 if TYPE_CHECKING:
     from onnxroof.report.figures import FigureInputs
@@ -46,11 +46,13 @@ def analyzed(args: argparse.Namespace, progress: Progress) -> FigureInputs:
     """One analysis per device and --precision (the tensors' own dtypes without one) and, with --measure, the
     validation on this machine (calibrating it first where no calibration is cached) whose analysis of the host
     joins the others."""
-    from onnxroof.api import analyze, get_device
+    from onnxroof.api import analyze
     from onnxroof.report.figures import FigureInputs
 
     shape_dims = dims(args)
-    targets = [get_device(d, args.threads, "cpu", progress) for d in devices(args)]  # a bad name refused first
+    targets = resolve_devices(devices(args), args.threads, progress)  # a bad name refused first
+    if args.measure:
+        resolve_devices(["host"], args.threads, progress)  # calibrated first where needed, with its progress
     wanted: list[str | None] = [*sweep_command.precisions(args)] or [None]
     analyses = []
     for device in targets:
@@ -89,12 +91,11 @@ def analyzed(args: argparse.Namespace, progress: Progress) -> FigureInputs:
 
 def swept(args: argparse.Namespace, progress: Progress) -> FigureInputs:
     """The sweep over the sweep command's axes on the --device devices, and those devices for its roofs."""
-    from onnxroof.api import get_device
     from onnxroof.report.figures import FigureInputs
     from onnxroof.whatif.sweep import sweep
 
     named = devices(args)
-    targets = tuple(get_device(d, args.threads, "cpu", progress) for d in named)  # the roofs; refused early
+    targets = tuple(resolve_devices(named, args.threads, progress))  # the roofs; refused early
     result = sweep(
         args.model,
         named,

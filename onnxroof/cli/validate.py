@@ -13,6 +13,7 @@ from onnxroof.cli.common import (
     check_output_option,
     dims,
     emit,
+    resolve_devices,
     warn,
 )
 
@@ -94,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
     check_output_option(args)
     progress = Progress("validating", "samples")
     try:
+        resolve_devices([args.device], args.threads, progress, args.provider)  # host calibrated first where needed
         result = validate(
             args.model,
             args.device,

@@ -37,6 +37,8 @@ __all__ = [
 ]
 
 MAX_BATCH_LIMIT = 1 << 16  # the largest batch --max-batch tries
+# The most fits the search for it makes: batches 1, 2, 4, ... up to the limit, then halving the last gap.
+SEARCH_FITS = 2 * MAX_BATCH_LIMIT.bit_length()
 
 
 @dataclass(frozen=True)
@@ -194,10 +196,12 @@ def max_batch(
     memory_budget: Budget = None,
     threads: int = 1,
     training: Training | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> MaxBatch:
     """The largest batch whose predicted latency and memory stay within the budgets: doubling from 1 until a
-    budget fails, then bisecting. Latency and memory grow with the batch, so the first failure bounds it."""
+    budget fails, then bisecting. Latency and memory grow with the batch, so the first failure bounds it.
+    ``progress(done, total)`` is called after each fit, ``total`` being the most the search can make
+    (SEARCH_FITS), and once more with ``done == total`` when it ends."""
     target = _device(device, threads)
     if latency_budget is None and _memory_budget(target, memory_budget) is None:
         raise UserError(
@@ -219,23 +223,26 @@ def rank_devices(
     memory_budget: Budget = None,
     threads: int = 1,
     training: Training | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[DeviceFit, ...]:
     """Every device's fit at ``batch`` and its largest fitting batch, ranked: those that fit first, by predicted
-    latency; then those that do not. The model is read once for all of them."""
+    latency; then those that do not. The model is read once for all of them. ``progress(done, total)`` is called
+    before the first device and after each."""
     base, name = _weightless(model)
     budgets = _Budgets(precision, latency_budget, memory_budget, threads, training)
     ranked = []
+    if progress:
+        progress(0, len(devices))
     for spec in devices:
         target = _device(spec, threads)
-        if progress:
-            progress(target.key)
         at_batch = _fit_at(base, name, target, batch, budgets)
         if latency_budget is None and _memory_budget(target, memory_budget) is None:
             largest = MaxBatch(0, "no budget to stop it (the device lists no memory capacity)", None, None)
         else:
             largest = _largest_batch(base, name, target, budgets)
         ranked.append(DeviceFit(at_batch, largest))
+        if progress:
+            progress(len(ranked), len(devices))
     return tuple(sorted(ranked, key=lambda d: (not d.fit.passed, d.fit.latency_s)))
 
 
@@ -251,18 +258,30 @@ class _Budgets:
 
 
 def _largest_batch(
-    base: ModelProto, name: str, device: Device, budgets: _Budgets, progress: Callable[[int], None] | None = None
+    base: ModelProto,
+    name: str,
+    device: Device,
+    budgets: _Budgets,
+    progress: Callable[[int, int], None] | None = None,
 ) -> MaxBatch:
     """The search of max_batch on a model already read."""
     seen: dict[int, Fit] = {}
 
     def at(n: int) -> Fit:
         if n not in seen:
-            if progress:
-                progress(n)
             seen[n] = _fit_at(base, name, device, n, budgets)
+            if progress:
+                progress(len(seen), SEARCH_FITS)
         return seen[n]
 
+    found = _search(at)
+    if progress:
+        progress(SEARCH_FITS, SEARCH_FITS)
+    return found
+
+
+def _search(at: Callable[[int], Fit]) -> MaxBatch:
+    """Doubling from batch 1 until a fit fails, then bisecting the last gap; ``at(n)`` is the fit at batch n."""
     if not at(1).passed:
         return MaxBatch(0, _stopper(at(1)), None, at(1))
     good, bad = 1, None
