@@ -437,3 +437,23 @@ def test_static_int8_calibration_inputs_take_samples_and_hint_at_rewrites_own_op
     assert "has shape 4x15, the model takes 1x16" in line
     named = _options_named(line.partition("(hint:")[2], "rewrite")
     assert named and all(option in _usage_options("rewrite") for _, option in named), line
+
+
+@pytest.mark.parametrize("command", ["plot", "report"])
+def test_plot_and_report_feed_their_measurement_from_the_inputs_file(command: str, tmp_path: Path, monkeypatch, capsys):
+    from onnxroof.errors import UserError
+    from onnxroof.ort import validate
+
+    out = tmp_path / ("figure.png" if command == "plot" else "page.html")
+    assert main([command, "zoo:conv2d_kernel", "--inputs", "x.npz", "-o", str(out)]) == 2
+    assert "--inputs feeds the runs of --measure" in capsys.readouterr().err
+    asked: dict = {}
+
+    def recording(*args, **kwargs):
+        asked.update(kwargs)
+        raise UserError("recorded")
+
+    monkeypatch.setattr(validate, "validate", recording)
+    monkeypatch.setattr("onnxroof.cli.inputs.resolve_devices", lambda *a, **k: [])  # no calibration for this
+    assert main([command, "zoo:conv2d_kernel", "--measure", "--inputs", "x.npz", "-o", str(out)]) == 2
+    assert "recorded" in capsys.readouterr().err and asked["feeds_path"] == "x.npz"

@@ -101,6 +101,8 @@ def _array(vi: ValueInfoProto, value: Value, shape: tuple[int, ...] | None, dims
     flat = np.asarray(parse_value(value) if isinstance(value, str) else value, dtype=np.float64).ravel()
     if np.issubdtype(dtype, np.integer) and not np.array_equal(flat, np.round(flat)):
         raise UserError(f"--value {vi.name}: the input is {dtype.name}, the value is not whole", "give whole numbers")
+    if shape is None and isinstance(value, np.ndarray):
+        shape = tuple(value.shape)  # an array brings its shape
     target = _shape_of(vi, flat.size, shape, dims)
     if prod(target) != flat.size:
         shown = "x".join(map(str, target)) or "a scalar"
