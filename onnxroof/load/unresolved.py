@@ -68,7 +68,8 @@ class UnresolvedInputs(UserError):
 
 
 def _described(problem: InputProblem, first: bool) -> str:
-    """ "input 'images' has unresolved dims 'height', 'width'", and without the word "unresolved" after the first."""
+    """One input's part of the message: input 'images' has unresolved dims 'height', 'width' (the word
+    "unresolved" in the first part only)."""
     head = f"input {problem.name!r}"
     if problem.dims is None:
         return f"{head} has no declared shape"
@@ -86,7 +87,7 @@ def _described(problem: InputProblem, first: bool) -> str:
 # a 224x224 image (ImageNet's size, what most vision exports take).
 _BATCH_WORDS = ("batch", "bs", "n", "b", "num_images")
 _SEQUENCE_WORDS = ("seq", "sequence", "length", "len", "token", "time", "frame", "step", "past", "text", "t")
-_SPATIAL_WORDS = ("height", "width", "h", "w", "size", "img", "image", "x", "y")
+_SPATIAL_WORDS = ("height", "width", "h", "w", "size", "img", "image")
 EXAMPLE_BATCH, EXAMPLE_SEQUENCE, EXAMPLE_SIDE = 1, 128, 224
 
 
@@ -160,7 +161,9 @@ def _pass_hint(problems: Sequence[InputProblem], options: Collection[str]) -> st
     spots = [(p, i) for p in problems for i in p.open]
     batch = any(i == 0 for _, i in spots)
     sides = any(p.dims is not None and len(p.dims) == 4 and i in (2, 3) for p, i in spots)
-    covered = all(p.dims is not None and (i == 0 or (len(p.dims) == 4 and i in (2, 3))) for p, i in spots)
+    covered = all(p.dims is not None for p in problems) and all(
+        p.dims is not None and (i == 0 or (len(p.dims) == 4 and i in (2, 3))) for p, i in spots
+    )
     words = (["--batch 1"] if batch else []) + ([f"--input-size {EXAMPLE_SIDE}x{EXAMPLE_SIDE}"] if sides else [])
     if covered and all(w.split()[0] in options for w in words):
         return "pass " + " ".join(words)

@@ -94,3 +94,8 @@ def test_a_scalar_input_takes_an_empty_shape():
     fix_inputs(model, {"sr": parse_shape("")}, {})
     shape = model.graph.input[0].type.tensor_type
     assert shape.HasField("shape") and len(shape.shape.dim) == 0
+
+
+def test_an_input_without_a_shape_is_not_for_the_shape_passes():
+    error = _refused(_model(helper.make_tensor_value_info("sr", TensorProto.INT64, None)))
+    assert error.hint_for({"--batch", "--input-size"}).startswith("this command needs static input shapes")
