@@ -16,6 +16,7 @@ from onnxroof.devices import Device
 from onnxroof.devices.resolve import resolve_device
 from onnxroof.ir import Graph
 from onnxroof.load import load_graph
+from onnxroof.load.values import Value
 from onnxroof.predict.analysis import Analysis, analyze_graph, collection_paused
 from onnxroof.predict.precision import check_precision
 
@@ -51,6 +52,7 @@ def analyze(
     as_exported: bool = False,
     optimized: bool = False,
     threads: int = 1,
+    values: Mapping[str, Value] | None = None,
 ) -> Analysis:
     """Cost every node of a model and place it on a device's roofline.
 
@@ -64,7 +66,8 @@ def analyze(
     class's calibrated ceiling and the memory level its data fits in, plus the run overhead once.
     ``as_exported`` asks for the plain per-node roofline of the graph as given instead; ``optimized`` says the
     model already is onnxruntime's optimized graph (as profiled), so it is not optimized again. ``threads`` picks
-    the calibration ``host`` resolves to.
+    the calibration ``host`` resolves to. ``values`` give inputs' values (``{"sr": 16000}``), written in as
+    constants so that the shapes computed from them resolve.
 
     ``inputs`` and ``dims`` fix input shapes; where they change a static dim of an export, the constants that
     hard-code its size are repaired as the batch and input-size rewrites repair them, or a UserError names the
@@ -84,12 +87,14 @@ def analyze(
         elif engine and not optimized:
             from onnxroof.ort.sessions import engine_graph
 
-            graph = engine_graph(model, dev, inputs, dims)
+            graph = engine_graph(model, dev, inputs, dims, values)
         else:
             from onnxroof.ort.run_shapes import shapes_from_run
             from onnxroof.passes.input_shapes import at_input_shapes
 
-            graph = load_graph(model, inputs=inputs, dims=dims, shape_run=shapes_from_run, reshape=at_input_shapes)
+            graph = load_graph(
+                model, inputs=inputs, dims=dims, shape_run=shapes_from_run, reshape=at_input_shapes, values=values
+            )
         analysis = analyze_graph(graph, dev, precision=precision, engine=engine, progress=progress)
         # Dropped before the collector resumes: its first pass would otherwise walk every object of the graph.
         del graph

@@ -7,6 +7,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from onnxroof.errors import UserError
+
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory and an atomic rename.
@@ -20,6 +22,7 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` atomically, with the permissions ``write_text`` gives (a model, a figure)."""
     target = Path(path)
+    _check_target(target)
     mode = _mode_for(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
@@ -30,6 +33,16 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _check_target(target: Path) -> None:
+    """A UserError for a path that cannot take a file: a folder (a rename over it fails, and replacing a folder
+    with a file is never what was meant), or one whose parent folder does not exist."""
+    if target.is_dir():
+        raise UserError(f"{target} is a folder: the output is a file", f"name a file inside it, e.g. {target / 'NAME'}")
+    parent = target.parent
+    if not parent.is_dir():
+        raise UserError(f"{parent} is not a folder", "create it first, or write the file elsewhere")
 
 
 def _mode_for(target: Path) -> int:

@@ -3,7 +3,8 @@ private names, no module grows past a size a reader can hold, and ``import onnxr
 
 The stages, lowest first (a module may import from its own stage and from the stages below it):
 
-    errors, atomic, units   the user error, atomic file writes, byte counts in words
+    errors                  the user error, which every stage may raise
+    atomic, units           atomic file writes (a folder refused), byte counts and amounts with their units
     ir, devices             the analysis graph; the device schema and files (data: they import nothing above)
     load                    file -> Graph
     passes                  graph rewrites: model -> model
@@ -30,7 +31,7 @@ PACKAGE = ROOT / "onnxroof"
 
 STAGES: dict[str, int] = {
     "onnxroof": 0,  # the package itself: a lazy facade that imports nothing when loaded
-    "onnxroof.errors": 0,
+    "onnxroof.errors": -1,  # below the rest of stage 0: atomic and units refuse bad input with a UserError
     "onnxroof.atomic": 0,
     "onnxroof.units": 0,
     "onnxroof.ir": 1,

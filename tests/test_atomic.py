@@ -51,3 +51,21 @@ def test_bytes_are_written_as_given(tmp_path: Path):
     data = bytes(range(256)) + b"\r\n\n"  # every byte value, and line ends that text mode would be free to change
     write_bytes(out, data)
     assert out.read_bytes() == data
+
+
+def test_a_folder_is_refused_in_one_line_and_left_as_it_is(tmp_path: Path):
+    from onnxroof.errors import UserError
+
+    folder = tmp_path / "out"
+    folder.mkdir()
+    with pytest.raises(UserError, match="is a folder"):
+        write_text(folder, "text")
+    assert folder.is_dir() and list(folder.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary file left beside it
+
+
+def test_a_missing_folder_is_a_user_error(tmp_path: Path):
+    from onnxroof.errors import UserError
+
+    with pytest.raises(UserError, match="is not a folder"):
+        write_bytes(tmp_path / "missing" / "figure.png", b"")

@@ -200,3 +200,260 @@ def test_measure_errors_are_one_line(cli, tmp_path: Path):
     np.savez(bad_npz, x=np.zeros((3, 5), np.float32))
     wrong = cli("measure", str(path), "--dim", "batch=4", "--inputs", str(bad_npz))
     assert wrong.returncode == 2 and len(wrong.stderr.strip().splitlines()) == 1 and "hint:" in wrong.stderr
+
+
+def _usage_options(command: str) -> set[str]:
+    from onnxroof.cli import command_options
+
+    return command_options(command)
+
+
+# Each command that writes -o, with the arguments it needs to reach its output check.
+WRITERS = {
+    "analyze": ["zoo:conv2d_kernel"],
+    "measure": ["zoo:conv2d_kernel"],
+    "calibrate": [],
+    "validate": ["zoo:conv2d_kernel"],
+    "rewrite": ["zoo:conv2d_kernel", "--fp16"],
+    "annotate": ["zoo:conv2d_kernel"],
+    "compare": ["zoo:conv2d_kernel", "zoo:conv2d_kernel"],
+    "sweep": ["zoo:conv2d_kernel"],
+    "plot": ["zoo:conv2d_kernel"],
+    "report": ["zoo:conv2d_kernel"],
+    "explore": ["zoo:conv2d_kernel"],
+    "fit": ["zoo:conv2d_kernel"],
+}
+
+
+def test_every_command_that_writes_is_listed():
+    from onnxroof.cli import COMMANDS
+
+    assert {name for name in COMMANDS if "-o" in _usage_options(name)} == set(WRITERS)
+
+
+@pytest.mark.parametrize("command", sorted(WRITERS))
+def test_a_folder_as_output_is_one_line_with_or_without_force(cli, command: str, tmp_path: Path):
+    folder = tmp_path / "out.html"  # a folder whose name has an extension the command may write
+    folder.mkdir()
+    for force in ([], ["--force"]):
+        result = cli(command, *WRITERS[command], "-o", str(folder), *force)
+        assert result.returncode == 2, result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "is a folder" in lines[0] and "hint:" in lines[0], result.stderr
+    assert folder.is_dir() and list(folder.iterdir()) == []
+
+
+def test_a_folder_for_annotate_model_explorer_is_refused(cli, tmp_path: Path):
+    folder = tmp_path / "nodes.json"
+    folder.mkdir()
+    out = tmp_path / "out.onnx"
+    result = cli("annotate", "zoo:conv2d_kernel", "-o", str(out), "--model-explorer", str(folder), "--force")
+    assert result.returncode == 2 and "is a folder" in result.stderr and "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def _open_dims(tmp_path: Path) -> Path:
+    """Conv over images [batch, 3, height, width] and Relu over mask [batch, 4]: three dims left open."""
+    w = numpy_helper.from_array(np.ones((8, 3, 3, 3), np.float32), "W")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["images", "W"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["mask"], ["m"], name="relu"),
+        ],
+        "open",
+        [
+            helper.make_tensor_value_info("images", TensorProto.FLOAT, ["batch", 3, "height", "width"]),
+            helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", 4]),
+        ],
+        [
+            helper.make_tensor_value_info("c", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("m", TensorProto.FLOAT, None),
+        ],
+        [w],
+    )
+    path = tmp_path / "open.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return path
+
+
+def test_every_unresolved_dim_is_named_in_one_error_whose_example_runs(tmp_path: Path, capsys):
+    path = _open_dims(tmp_path)
+    assert main(["analyze", str(path)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "input 'images' has unresolved dims 'batch', 'height', 'width'; input 'mask' has dim 'batch'" in line
+    assert "--dim batch=1 --dim height=224 --dim width=224" in line
+    # The example as given resolves every dim: 2*1*8*224*224*3*3*3 conv FLOPs.
+    assert (
+        main(["analyze", str(path), "--dim", "batch=1", "--dim", "height=224", "--dim", "width=224", "-f", "json"]) == 0
+    )
+    data = json.loads(capsys.readouterr().out)
+    (conv,) = [n for n in data["nodes"] if n["name"] == "conv"]
+    assert conv["macs"] == 1 * 8 * 224 * 224 * 3 * 3 * 3  # N * C_out * H * W * C_in * kh * kw = 10838016
+
+
+# The commands that read a MODEL, with what each needs besides it to reach the model's shapes.
+MODEL_COMMANDS = {
+    "analyze": [],
+    "measure": [],
+    "validate": ["-d", "v100-sxm2"],
+    "annotate": ["-o", "{tmp}/out.onnx"],
+    "rewrite": ["-o", "{tmp}/out.onnx", "--int8", "static"],
+    "compare": ["{model}"],
+    "sweep": [],
+    "plot": ["-o", "{tmp}/out.png"],
+    "report": ["-o", "{tmp}/out.html"],
+    "explore": [],
+    "fit": [],
+}
+
+
+def _options_named(text: str, command: str | None) -> list[tuple[str | None, str]]:
+    """(command, option) for each option ``text`` names: an option after 'onnxroof NAME' is NAME's, one before any
+    such mention is ``command``'s (None: a library's message, which any command may meet)."""
+    import re
+
+    from onnxroof.cli import COMMANDS
+
+    named = []
+    owner = command
+    for piece in re.split(r"(onnxroof [a-z]+)", text):
+        if piece.startswith("onnxroof ") and piece.split()[1] in COMMANDS:
+            owner = piece.split()[1]
+            continue
+        named += [(owner, option) for option in re.findall(r"(?<![\w-])--[a-z][\w-]*", piece)]
+    return named
+
+
+@pytest.mark.parametrize("command", sorted(MODEL_COMMANDS))
+def test_the_hint_for_open_dims_names_options_the_command_has(command: str, tmp_path: Path, capsys):
+    path = _open_dims(tmp_path)
+    extra = [a.format(tmp=tmp_path, model=path) for a in MODEL_COMMANDS[command]]
+    assert main([command, str(path), *extra]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "unresolved dims 'batch', 'height', 'width'" in line, line
+    named = _options_named(line.partition("(hint:")[2], command)
+    assert named and all(option in _usage_options(owner or command) for owner, option in named), (command, line)
+
+
+def _hint_texts() -> list[tuple[str, int, str]]:
+    """(module path, line, text) for the message and hint of every UserError and Refused raised in onnxroof/."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "onnxroof").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("UserError", "Refused"):
+                for arg in [*node.args[:2], *(k.value for k in node.keywords)]:
+                    found.append((str(path.relative_to(ROOT)), node.lineno, ast.unparse(arg)))
+    return found
+
+
+def test_every_option_an_error_names_exists():
+    from onnxroof.cli import COMMANDS
+
+    every = set().union(*(_usage_options(name) for name in COMMANDS))
+    wrong = []
+    for path, line, text in _hint_texts():
+        command = path.removeprefix("onnxroof/cli/").removesuffix(".py")
+        # A command's own module names its own options; a library module ones that some command has.
+        for owner, option in _options_named(text, command if command in COMMANDS else None):
+            if option not in (_usage_options(owner) if owner else every):
+                wrong.append(f"{path}:{line}: {option}")
+    assert wrong == []
+
+
+def test_an_option_is_never_read_as_the_start_of_another(cli):
+    result = cli("rewrite", "zoo:conv2d_kernel", "-o", "out.onnx", "--input", "x=1")  # rewrite has --input-size
+    assert result.returncode == 2 and "unrecognized arguments: --input" in result.stderr
+
+
+def test_a_scalar_input_and_a_value_are_given_on_the_command_line(tmp_path: Path, capsys):
+    axes = numpy_helper.from_array(np.array([0], np.int64), "axes")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+            helper.make_node("Expand", ["x", "n1"], ["wide"]),
+            helper.make_node("Relu", ["wide"], ["y"], name="relu"),
+        ],
+        "sized",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1]),
+            helper.make_tensor_value_info("n", TensorProto.INT64, None),  # no declared shape: a scalar given
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [axes],
+    )
+    path = tmp_path / "sized.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    assert main(["analyze", str(path), "--input", "n=", "--value", "n=16000", "-f", "json"]) == 0
+    (relu,) = [n for n in json.loads(capsys.readouterr().out)["nodes"] if n["name"] == "relu"]
+    assert relu["flops"] == 16000  # one FLOP per element of the 16000 the value sizes
+    assert main(["measure", str(path), "--value", "n=16000", "--repeat", "3", "--warmup", "0", "-f", "json"]) == 0
+
+
+def test_measure_per_node_and_validate_take_the_inputs_file(tmp_path: Path, monkeypatch, capsys):
+    from onnxroof.ort import profile, validate
+
+    path = _runnable(tmp_path)
+    npz = tmp_path / "in.npz"
+    given = np.arange(64, dtype=np.float32).reshape(4, 16)
+    np.savez(npz, x=given)
+    seen = []
+    real = profile.profile_nodes
+
+    def recording(runnable, **kwargs):
+        seen.append(kwargs.get("feeds"))
+        return real(runnable, **kwargs)
+
+    monkeypatch.setattr(profile, "profile_nodes", recording)
+    monkeypatch.setattr(validate, "profile_nodes", recording)
+    args = ["--dim", "batch=4", "--inputs", str(npz), "--repeat", "3", "-f", "json"]
+    assert main(["measure", str(path), "--per-node", "--warmup", "0", *args]) == 0
+    assert main(["validate", str(path), "-d", "v100-sxm2", "--runs", "2", "--spread", "0", *args]) == 0
+    capsys.readouterr()
+    assert len(seen) == 2 and all(feeds is not None and np.array_equal(feeds["x"], given) for feeds in seen)
+
+
+def test_static_int8_calibration_inputs_take_samples_and_hint_at_rewrites_own_options(tmp_path: Path, capsys):
+    w = numpy_helper.from_array(np.full((16, 8), 0.5, np.float32), "W")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")],
+        "static",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+        [w],
+    )
+    path = tmp_path / "static.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    samples, wrong = tmp_path / "samples.npz", tmp_path / "wrong.npz"
+    np.savez(samples, x=np.ones((4, 16), np.float32))  # four samples of the batch-1 input, stacked on its batch axis
+    np.savez(wrong, x=np.ones((4, 15), np.float32))
+    out = tmp_path / "q.onnx"
+    base = ["rewrite", str(path), "-o", str(out), "--int8", "static", "--no-compare"]
+    assert main([*base, "--calibration", str(samples)]) == 0
+    capsys.readouterr()
+    assert main([*base, "--calibration", str(wrong), "--force"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "has shape 4x15, the model takes 1x16" in line
+    named = _options_named(line.partition("(hint:")[2], "rewrite")
+    assert named and all(option in _usage_options("rewrite") for _, option in named), line
+
+
+@pytest.mark.parametrize("command", ["plot", "report"])
+def test_plot_and_report_feed_their_measurement_from_the_inputs_file(command: str, tmp_path: Path, monkeypatch, capsys):
+    from onnxroof.errors import UserError
+    from onnxroof.ort import validate
+
+    out = tmp_path / ("figure.png" if command == "plot" else "page.html")
+    assert main([command, "zoo:conv2d_kernel", "--inputs", "x.npz", "-o", str(out)]) == 2
+    assert "--inputs feeds the runs of --measure" in capsys.readouterr().err
+    asked: dict = {}
+
+    def recording(*args, **kwargs):
+        asked.update(kwargs)
+        raise UserError("recorded")
+
+    monkeypatch.setattr(validate, "validate", recording)
+    monkeypatch.setattr("onnxroof.cli.inputs.resolve_devices", lambda *a, **k: [])  # no calibration for this
+    assert main([command, "zoo:conv2d_kernel", "--measure", "--inputs", "x.npz", "-o", str(out)]) == 2
+    assert "recorded" in capsys.readouterr().err and asked["feeds_path"] == "x.npz"

@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
                 description=command.DESCRIPTION,
                 formatter_class=argparse.RawDescriptionHelpFormatter,
                 parents=[verbose],
+                # --input on a command that has only --input-size is an error, not that option's abbreviation.
+                allow_abbrev=False,
             )
         )
     return parser
@@ -113,9 +115,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             raise
         if isinstance(exc, UserError):
+            _hint_in_options(exc, args.command)
             # One line whatever the message quotes: a name read from a model may hold line breaks.
             text = str(exc).replace("\r", "\\r").replace("\n", "\\n")
             print(f"onnxroof: error: {text}", file=sys.stderr)
             return 2
         print(f"onnxroof: internal error: {type(exc).__name__}: {exc} (hint: rerun with --verbose)", file=sys.stderr)
         return 1
+
+
+def command_options(name: str) -> set[str]:
+    """The options command ``name`` takes, long and short (``--device``, ``-d``), read from the option lines of its
+    --help."""
+    import re
+
+    parser = argparse.ArgumentParser(prog=f"onnxroof {name}", allow_abbrev=False)
+    COMMANDS[name].configure(parser)
+    invocations = [line.strip().split("  ")[0] for line in parser.format_help().splitlines() if line.startswith("  -")]
+    return {option for text in invocations for option in re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", text)}
+
+
+def _hint_in_options(exc: Exception, command: str) -> None:
+    """An error that can say what to pass in several ways (an input shape left open) gets the hint in the options
+    of the command that met it: the library writes its default, the analysis commands' --dim and --input."""
+    from onnxroof.load.unresolved import UnresolvedInputs
+
+    if isinstance(exc, UnresolvedInputs):
+        exc.hint = exc.hint_for(command_options(command))

@@ -13,6 +13,7 @@ from onnxroof.cli.common import (
     check_output_option,
     dims,
     emit,
+    resolve_devices,
     warn,
 )
 
@@ -24,10 +25,15 @@ MODEL is an .onnx file (weights inline, external, or absent: weight bytes are ne
 params, arithmetic intensity (FLOP/B) and, on the device, compute, memory and launch-overhead times, the
 predicted time and its bound. The table lists the nodes that take the longest; --format json gives every node.
 
+Input shapes left open are all named in one error, with values to give. --input NAME= (nothing after =) declares
+a scalar input; --value NAME=16000 (or a comma-separated list) gives an input's value, written in as a constant so
+that the shapes computed from it resolve (a sample rate that picks a branch, a length that sizes a buffer).
+
 examples:
   onnxroof analyze zoo:resnet50 --device a100-sxm4-80gb
   onnxroof analyze model.onnx --dim batch=8 --precision fp16 --by-op-type
   onnxroof analyze model.onnx --input pixel_values=1x3x384x384 --format json -o report.json
+  onnxroof analyze vad.onnx --dim batch=1 --value sr=16000
 """
 
 
@@ -61,7 +67,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from onnxroof.api import DEFAULT_DEVICE, analyze, get_device
+    from onnxroof.api import DEFAULT_DEVICE, analyze
     from onnxroof.report.analysis import render
     from onnxroof.report.format import output_width
 
@@ -72,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the analysis' own warnings are printed once, below
-            device = get_device(args.device or DEFAULT_DEVICE, args.threads, "cpu", progress)
+            (device,) = resolve_devices([args.device or DEFAULT_DEVICE], args.threads, progress)
             result = analyze(
                 args.model,
                 device=device,
@@ -81,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
                 dims=shape_dims,
                 precision=args.precision,
                 progress=progress,
+                values=dict(args.value),
             )
     finally:
         progress.close()

@@ -7,7 +7,16 @@ import os
 import warnings
 from pathlib import Path
 
-from onnxroof.cli.common import Progress, add_shape_options, add_what_if_options, check_output, dims, emit, warn
+from onnxroof.cli.common import (
+    Progress,
+    add_shape_options,
+    add_what_if_options,
+    check_output,
+    dims,
+    emit,
+    resolve_devices,
+    warn,
+)
 from onnxroof.errors import UserError
 
 HELP = "write per-node FLOPs, bytes, bound and predicted time into the model (Netron, Model Explorer)"
@@ -75,7 +84,7 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from onnxroof.api import DEFAULT_DEVICE, analyze, get_device
+    from onnxroof.api import DEFAULT_DEVICE, analyze
     from onnxroof.atomic import write_text
     from onnxroof.passes.model_file import read_source, write_model
     from onnxroof.predict.precision import check_precision
@@ -100,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the analysis' own warnings are printed once, below
-            device = get_device(args.device or DEFAULT_DEVICE, args.threads, "cpu", progress)
+            (device,) = resolve_devices([args.device or DEFAULT_DEVICE], args.threads, progress)
             progress.stage("reading the model and its weights")
             source = read_source(args.model)
             progress.stage("loading and inferring shapes")
@@ -113,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
                 dims=shape_dims,
                 precision=args.precision,
                 progress=progress,
+                values=dict(args.value),
             )
         progress.stage("writing")
         done = annotate(source.model, analysis)

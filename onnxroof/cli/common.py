@@ -1,13 +1,18 @@
-"""What the commands share: argument groups, the progress bar, output to a file or stdout, --dim parsing."""
+"""What the commands share: argument groups, output to a file or stdout, --dim parsing, devices resolved up front
+(calibrating with the progress shown), and the progress display (progress.py)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
+from onnxroof.cli.progress import Progress
 from onnxroof.errors import UserError
+
+if TYPE_CHECKING:
+    from onnxroof.devices import Device
 
 __all__ = [
     "Progress",
@@ -17,15 +22,18 @@ __all__ = [
     "check_output",
     "dims",
     "emit",
+    "resolve_devices",
     "split_list",
     "warn",
 ]
 
 
-def _pair(kind: str) -> Callable[[str], tuple[str, str]]:
+def _pair(kind: str, empty: bool = False) -> Callable[[str], tuple[str, str]]:
+    """NAME=VALUE as (name, value); ``empty`` accepts NAME= (a scalar's shape)."""
+
     def parse(text: str) -> tuple[str, str]:
         name, sep, value = text.rpartition("=")
-        if not sep or not name or not value:
+        if not sep or not name or not (value or empty):
             raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}")
         return name, value
 
@@ -33,14 +41,14 @@ def _pair(kind: str) -> Callable[[str], tuple[str, str]]:
 
 
 def add_shape_options(parser: argparse.ArgumentParser) -> None:
-    """--input NAME=SHAPE and --dim NAME=VALUE, both repeatable."""
+    """--input NAME=SHAPE, --dim NAME=VALUE and --value NAME=V, each repeatable."""
     parser.add_argument(
         "--input",
         action="append",
         default=[],
-        type=_pair("NAME=1x3x224x224"),
+        type=_pair("NAME=1x3x224x224", empty=True),
         metavar="NAME=SHAPE",
-        help="fix an input's shape (repeatable)",
+        help="fix an input's shape; NAME= for a scalar (repeatable)",
     )
     parser.add_argument(
         "--dim",
@@ -49,6 +57,15 @@ def add_shape_options(parser: argparse.ArgumentParser) -> None:
         type=_pair("NAME=VALUE"),
         metavar="NAME=VALUE",
         help="fix a symbolic dim such as batch (repeatable)",
+    )
+    parser.add_argument(
+        "--value",
+        action="append",
+        default=[],
+        type=_pair("NAME=16000 or NAME=1,2,3"),
+        metavar="NAME=V",
+        help="an input's value, a number or a comma-separated list: fed to the runs and written in as a constant "
+        "for the analysis, so that shapes computed from it resolve (repeatable)",
     )
 
 
@@ -136,11 +153,15 @@ def check_output_option(args: argparse.Namespace) -> None:
 
 
 def check_output(output: str, force: bool, suffixes: tuple[str, ...] = ()) -> None:
-    """Refuse an output file before any work is done: one that exists without ``force``, one in a folder that does
-    not exist, or (where ``suffixes`` are given) one whose extension names no format the command writes."""
+    """Refuse an output file before any work is done: a folder (``force`` or not: a file never replaces one), one
+    that exists without ``force``, one in a folder that does not exist, or (where ``suffixes`` are given) one whose
+    extension names no format the command writes."""
     from pathlib import Path
 
     path = Path(output)
+    if path.is_dir():
+        example = path / f"NAME{suffixes[0] if suffixes else ''}"
+        raise UserError(f"{output} is a folder: the output is a file", f"name a file, e.g. -o {example}")
     if suffixes and path.suffix.lower() not in suffixes:
         raise UserError(
             f"{output}: the extension {path.suffix or '(none)'} names no format this command writes",
@@ -157,29 +178,10 @@ def warn(message: str) -> None:
     print(f"onnxroof: warning: {message}", file=sys.stderr)
 
 
-class Progress:
-    """A one-line progress bar on stderr, shown only on a terminal and only for work that takes a while."""
+def resolve_devices(specs: Sequence[str], threads: int, progress: Progress, provider: str = "cpu") -> list[Device]:
+    """Each device a command names, resolved before its work (a bad name is refused first): ``host`` is this
+    machine's calibrated profile, calibrated here where none is cached, with the progress shown
+    (``Progress.calibrating``), so that the library's own resolution of it later reads the cache."""
+    from onnxroof.api import get_device
 
-    def __init__(self, label: str, unit: str = "nodes") -> None:
-        self.label = label
-        self.unit = unit
-        self.start = time.monotonic()
-        self.enabled = sys.stderr.isatty()
-        self.shown = False
-
-    def stage(self, text: str) -> None:
-        if self.enabled:
-            sys.stderr.write(f"\r\033[K{self.label}: {text}")
-            sys.stderr.flush()
-            self.shown = True
-
-    def __call__(self, done: int, total: int) -> None:
-        if self.enabled and (self.shown or time.monotonic() - self.start > 0.5):
-            width = 30
-            filled = int(width * done / max(total, 1))
-            self.stage(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {self.unit}")
-
-    def close(self) -> None:
-        if self.shown:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
+    return [get_device(spec, threads, provider, progress.calibrating) for spec in specs]

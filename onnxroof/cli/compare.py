@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from onnxroof.cli.common import Progress, add_devices_option, add_output_options, check_output_option, emit, split_list
+from onnxroof.cli.common import (
+    Progress,
+    add_devices_option,
+    add_output_options,
+    check_output_option,
+    emit,
+    resolve_devices,
+    split_list,
+)
 
 HELP = "two models side by side: totals, per-layer deltas, predicted and measured speedup"
 DESCRIPTION = """Compare two models (typically a model and its rewrite): totals (FLOPs, bytes, params, intensity),
@@ -41,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     devices = split_list(args.device) or [DEFAULT_DEVICE]
     progress = Progress("comparing")
     try:
+        resolve_devices(devices + (["host"] if args.measure else []), args.threads, progress)
         result = compare(args.a, args.b, devices, measure=args.measure, threads=args.threads, progress=progress.stage)
     finally:
         progress.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from onnxroof.cli.common import Progress, add_output_options, check_output_option, emit, split_list
+from onnxroof.cli.common import Progress, add_output_options, check_output_option, emit, resolve_devices, split_list
 
 HELP = "the rewrites that apply to a model, ranked by predicted speedup on a device"
 DESCRIPTION = """Try every rewrite onnxroof has on a model (separable convolutions, the LWU-Net strides, fp16,
@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     check_output_option(args)
     progress = Progress("exploring")
     try:
+        resolve_devices([args.device or DEFAULT_DEVICE] + (["host"] if args.measure else []), args.threads, progress)
         result = explore(
             args.model,
             args.device or DEFAULT_DEVICE,

@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import argparse
 
-from onnxroof.cli.common import Progress, add_devices_option, add_output_options, check_output_option, emit, split_list
+from onnxroof.cli.common import (
+    Progress,
+    add_devices_option,
+    add_output_options,
+    check_output_option,
+    emit,
+    resolve_devices,
+    split_list,
+)
 from onnxroof.errors import UserError
 
 HELP = "deploy-time check: memory and latency budgets, the largest batch, the best device (exit 1 on a miss)"
 DESCRIPTION = """Check a model against a device's memory and a latency budget, as a deployment (or a CI job) asks
 before it ships. Latency is the predicted time; memory is weights plus the peak of live activations over the
 execution order (onnxruntime's order on --device host). The memory budget defaults to the device's memory
-capacity. One summary line says PASS or FAIL with the numbers. --training checks a training step instead: forward,
-backward (about twice the forward for convolutions and matrix products) and the optimizer update, with memory
-for weights, gradients, optimizer state and the activations kept for backward.
+capacity. Budgets are written with their unit, and each check is shown in the unit its budget was written in:
+--latency-budget 10ms, 2.5s or 500us; --memory-budget 4GiB (4 x 2^30 bytes), 4GB (4 x 10^9), 512MiB. A bare number
+is refused (10 could be seconds where milliseconds were meant, a CI gate that never fails), and so is a prefix
+alone (4G: GB or GiB?). One summary line says PASS or FAIL with the numbers. --training checks a training step
+instead: forward, backward (about twice the forward for convolutions and matrix products) and the optimizer
+update, with memory for weights, gradients, optimizer state and the activations kept for backward.
 
 Exit codes: 0 when every check passes, 1 when one fails, 2 for bad input (an unknown device, a budget that does
 not parse, a batch the model cannot take).
@@ -32,8 +43,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all-devices", action="store_true", help="rank every catalog device")
     parser.add_argument("--batch", type=int, default=None, metavar="N", help="the batch size (default: the model's)")
     parser.add_argument("-p", "--precision", default=None, help="what if every float tensor were P (fp32, fp16, ...)")
-    parser.add_argument("--latency-budget", default=None, metavar="T", help="e.g. 10ms, 0.5s, 250us")
-    parser.add_argument("--memory-budget", default=None, metavar="M", help="e.g. 4GiB, 512MB (default: the device's)")
+    parser.add_argument("--latency-budget", default=None, metavar="T", help="with its unit: 10ms, 2.5s, 500us")
+    parser.add_argument(
+        "--memory-budget",
+        default=None,
+        metavar="M",
+        help="with its unit: 4GiB, 4GB, 512MiB (default: the device's memory)",
+    )
     parser.add_argument("--max-batch", action="store_true", help="find the largest batch within the budgets")
     parser.add_argument(
         "--training",
@@ -56,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
     from onnxroof.devices import catalog
     from onnxroof.report.fit import render_fit, render_max_batch, render_ranking
     from onnxroof.report.format import output_width
-    from onnxroof.whatif.fit import Training, fit, max_batch, parse_bytes, parse_seconds, rank_devices
+    from onnxroof.units import parse_bytes, parse_seconds
+    from onnxroof.whatif.fit import Training, fit, max_batch, rank_devices
 
     check_output_option(args)
     if args.batch is not None and args.batch < 1:
@@ -66,9 +83,16 @@ def run(args: argparse.Namespace) -> int:
     devices = list(catalog()) if args.all_devices else split_list(args.device) or [DEFAULT_DEVICE]
     precision, threads = args.precision, args.threads
     training = Training(args.optimizer, args.mixed_precision) if args.training else None
-    progress = Progress("fitting", unit="batches")
+    ranking = len(devices) > 1
+    progress = Progress("fitting", unit="devices" if ranking else "fits")
     try:
-        if len(devices) > 1:
+        targets = resolve_devices(devices, threads, progress)  # host calibrated first where needed
+        if training is None and any(t.engine == "onnxruntime" for t in targets):
+            from onnxroof.ort.memory_calibration import host_memory_factors
+
+            progress.stage("reading this host's session memory factors (measured once)")
+            host_memory_factors(threads, progress=progress.stage)
+        if ranking:
             ranked = rank_devices(
                 args.model,
                 devices,
@@ -78,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
                 memory_budget=memory,
                 threads=threads,
                 training=training,
-                progress=progress.stage,
+                progress=progress,
             )
             emit(render_ranking(ranked, args.format, width=output_width(args.output)), args.output)
             return 0 if any(d.fit.passed for d in ranked) else 1
@@ -91,10 +115,11 @@ def run(args: argparse.Namespace) -> int:
                 memory_budget=memory,
                 threads=threads,
                 training=training,
-                progress=lambda n: progress.stage(f"batch {n}"),
+                progress=progress,
             )
             emit(render_max_batch(largest, devices[0], args.format, width=output_width(args.output)), args.output)
             return 0 if largest.batch > 0 else 1
+        progress.stage(f"predicting on {devices[0]}")
         result = fit(
             args.model,
             devices[0],

@@ -7,7 +7,8 @@ import argparse
 from typing import TYPE_CHECKING
 
 from onnxroof.cli import sweep as sweep_command
-from onnxroof.cli.common import Progress, add_devices_option, add_shape_options, dims, split_list
+from onnxroof.cli.common import Progress, add_devices_option, add_shape_options, dims, resolve_devices, split_list
+from onnxroof.errors import UserError
 
 if TYPE_CHECKING:
     from onnxroof.report.figures import FigureInputs
@@ -22,6 +23,9 @@ def add_input_options(parser: argparse.ArgumentParser, measure_help: str) -> Non
     )
     sweep_command.add_sweep_axes(parser)
     parser.add_argument("--measure", action="store_true", help=measure_help)
+    parser.add_argument(
+        "--inputs", default=None, metavar="FILE.npz", help="--measure: inputs from an .npz instead of random ones"
+    )
     parser.add_argument(
         "--threads", type=int, default=1, metavar="N", help="--device host and --measure: threads (default 1)"
     )
@@ -46,11 +50,14 @@ def analyzed(args: argparse.Namespace, progress: Progress) -> FigureInputs:
     """One analysis per device and --precision (the tensors' own dtypes without one) and, with --measure, the
     validation on this machine (calibrating it first where no calibration is cached) whose analysis of the host
     joins the others."""
-    from onnxroof.api import analyze, get_device
+    from onnxroof.api import analyze
     from onnxroof.report.figures import FigureInputs
 
     shape_dims = dims(args)
-    targets = [get_device(d, args.threads, "cpu", progress) for d in devices(args)]  # a bad name refused first
+    _inputs_need_measure(args)
+    targets = resolve_devices(devices(args), args.threads, progress)  # a bad name refused first
+    if args.measure:
+        resolve_devices(["host"], args.threads, progress)  # calibrated first where needed, with its progress
     wanted: list[str | None] = [*sweep_command.precisions(args)] or [None]
     analyses = []
     for device in targets:
@@ -65,6 +72,7 @@ def analyzed(args: argparse.Namespace, progress: Progress) -> FigureInputs:
                     precision=precision,
                     progress=progress,
                     threads=args.threads,
+                    values=dict(args.value),
                 )
             )
     validation = None
@@ -78,6 +86,8 @@ def analyzed(args: argparse.Namespace, progress: Progress) -> FigureInputs:
             threads=args.threads,
             inputs=dict(args.input),
             dims=shape_dims,
+            values=dict(args.value),
+            feeds_path=args.inputs,
             stage=progress.stage,
             progress=progress,
         )
@@ -87,12 +97,12 @@ def analyzed(args: argparse.Namespace, progress: Progress) -> FigureInputs:
 
 def swept(args: argparse.Namespace, progress: Progress) -> FigureInputs:
     """The sweep over the sweep command's axes on the --device devices, and those devices for its roofs."""
-    from onnxroof.api import get_device
     from onnxroof.report.figures import FigureInputs
     from onnxroof.whatif.sweep import sweep
 
+    _inputs_need_measure(args)
     named = devices(args)
-    targets = tuple(get_device(d, args.threads, "cpu", progress) for d in named)  # the roofs; refused early
+    targets = tuple(resolve_devices(named, args.threads, progress))  # the roofs; refused early
     result = sweep(
         args.model,
         named,
@@ -104,6 +114,12 @@ def swept(args: argparse.Namespace, progress: Progress) -> FigureInputs:
         progress=progress,
     )
     return FigureInputs(sweep=result, devices=targets)
+
+
+def _inputs_need_measure(args: argparse.Namespace) -> None:
+    """--inputs feeds the model's runs, which only --measure makes: refused without it, rather than ignored."""
+    if args.inputs and not args.measure:
+        raise UserError("--inputs feeds the runs of --measure", "add --measure, or drop --inputs")
 
 
 def warnings_of(inputs: FigureInputs) -> list[str]:

@@ -23,7 +23,8 @@ HELP = "time a model with onnxruntime"
 DESCRIPTION = """Time a model with onnxruntime: warm-up runs, then repetitions in batches; median, min, p90, max.
 
 Inputs are random of the right dtype and shape (fix shapes with --input/--dim) or read from an .npz
-(--inputs FILE, arrays named like the model's inputs). Weights that are absent from disk are filled with random
+(--inputs FILE, arrays named like the model's inputs, for the timing and --per-node's profile alike);
+--value NAME=16000 gives one input's value. Weights that are absent from disk are filled with random
 values of the right shapes, and the output says so. The provider that really ran is reported: asking for
 cuda on a machine where onnxruntime falls back to the CPU is an error unless --allow-fallback. A busy machine
 (load from other processes, or a wide spread between repetitions) is reported as a warning; --spread 5
@@ -85,7 +86,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from onnxroof.ort.measure import measure
     from onnxroof.ort.memory import PeakMemory, measure_peak_memory
-    from onnxroof.ort.sessions import runnable_model
+    from onnxroof.ort.sessions import load_feeds, runnable_model
     from onnxroof.report.format import output_width
     from onnxroof.report.memory import memory_table
     from onnxroof.report.timing import measurement_table
@@ -94,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress("measuring", "samples")
     progress.stage("loading the model into onnxruntime")
     try:
-        runnable = runnable_model(args.model, dict(args.input), dims(args))
+        runnable = runnable_model(args.model, dict(args.input), dims(args), values=dict(args.value))
+        feeds = load_feeds(args.inputs, runnable) if args.inputs else None  # for the timing and the profile
         result = measure(
             runnable,
             provider=args.provider,
@@ -103,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             warmup=args.warmup,
             repeat=args.repeat,
             spread_s=args.spread,
-            feeds_path=args.inputs,
+            feeds=feeds,
             allow_fallback=args.allow_fallback,
             timeout_s=args.timeout,
             progress=progress,
@@ -119,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
                 threads=args.threads,
                 opt_level=args.opt_level,
                 allow_fallback=args.allow_fallback,
+                feeds=feeds,
             )
         memory: dict[str, PeakMemory] = {}
         if args.memory:

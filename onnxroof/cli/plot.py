@@ -54,8 +54,10 @@ def _refuse_nonsense(args: argparse.Namespace) -> None:
             f"{sweep_only[0]} is a sweep axis: it applies to --kind sweep",
             "draw the sweep with --kind sweep, or rewrite the model first with 'onnxroof rewrite'",
         )
-    if args.kind == "sweep" and (args.input or args.dim):
-        raise UserError("--input and --dim do not apply to --kind sweep", "vary the shapes with --batch/--input-size")
+    if args.kind == "sweep" and (args.input or args.dim or args.value):
+        raise UserError(
+            "--input, --dim and --value do not apply to --kind sweep", "vary the shapes with --batch/--input-size"
+        )
     if args.measure and args.kind not in MEASURED_KINDS:
         raise UserError(
             f"--measure adds measured points to the {' and '.join(MEASURED_KINDS)} figures, not to {args.kind}",

@@ -52,10 +52,10 @@ def run(args: argparse.Namespace) -> int:
             "--measure times the model as its tensors are typed: a what-if --precision cannot be measured",
             "drop --precision, or convert the model with 'onnxroof rewrite --fp16' and report on that",
         )
-    if sweeping(args) and (args.input or args.dim):
+    if sweeping(args) and (args.input or args.dim or args.value):
         raise UserError(
-            "--input and --dim do not apply with the sweep axes: the sweep varies the shapes itself",
-            "drop --batch/--input-size/--rewrite, or the --input/--dim options",
+            "--input, --dim and --value do not apply with the sweep axes: the sweep varies the shapes itself",
+            "drop --batch/--input-size/--rewrite, or the --input/--dim/--value options",
         )
     check_output(args.output, args.force, SUFFIXES)
     progress = Progress("reporting")

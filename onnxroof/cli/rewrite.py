@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress("rewriting")
     progress.stage(" ".join(request.describe()))
     try:
-        done = rewrite(args.model, request, compare_outputs=not args.no_compare)
+        done = rewrite(args.model, request, compare_outputs=not args.no_compare, progress=progress.stage)
         written = write_model(done.result.model, args.output, force=args.force)
     finally:
         progress.close()

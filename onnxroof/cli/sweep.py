@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from onnxroof.cli.common import Progress, add_devices_option, add_output_options, check_output_option, emit, split_list
+from onnxroof.cli.common import (
+    Progress,
+    add_devices_option,
+    add_output_options,
+    check_output_option,
+    emit,
+    resolve_devices,
+    split_list,
+)
 from onnxroof.errors import UserError
 
 HELP = "every combination of batch, input size, precision and device in one table"
@@ -89,10 +97,12 @@ def run(args: argparse.Namespace) -> int:
 
     check_output_option(args)
     progress = Progress("sweeping", unit="analyses")
+    named = split_list(args.device) or [DEFAULT_DEVICE]
     try:
+        resolve_devices(named, args.threads, progress)  # host calibrated first where needed
         result = sweep(
             args.model,
-            split_list(args.device) or [DEFAULT_DEVICE],
+            named,
             batches=batches(args),
             sizes=input_sizes(args),
             precisions=precisions(args),

@@ -13,6 +13,7 @@ from onnxroof.cli.common import (
     check_output_option,
     dims,
     emit,
+    resolve_devices,
     warn,
 )
 
@@ -52,6 +53,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_session_options(parser)
     parser.add_argument("--as-exported", action="store_true", help="predict the exported graph with the plain roofline")
     parser.add_argument(
+        "--inputs",
+        default=None,
+        metavar="FILE.npz",
+        help="inputs from an .npz (arrays named like the model's inputs) for the timing and the profile, instead of "
+        "random ones",
+    )
+    parser.add_argument(
         "--repeat", type=int, default=30, metavar="N", help="timed samples of the whole model (default 30)"
     )
     parser.add_argument(
@@ -88,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     check_output_option(args)
     progress = Progress("validating", "samples")
     try:
+        resolve_devices([args.device], args.threads, progress, args.provider)  # host calibrated first where needed
         result = validate(
             args.model,
             args.device,
@@ -97,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
             as_exported=args.as_exported,
             inputs=dict(args.input),
             dims=dims(args),
+            values=dict(args.value),
+            feeds_path=args.inputs,
             repeat=args.repeat,
             runs=args.runs,
             spread_s=SPREAD_S if args.spread is None else args.spread,

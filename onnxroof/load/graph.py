@@ -22,6 +22,7 @@ from onnxroof.load.infer import infer
 from onnxroof.load.inputs import fix_inputs, parse_shape
 from onnxroof.load.read import opset_of, read_graph, read_model
 from onnxroof.load.run_shapes import ShapeRun, fill_from_run
+from onnxroof.load.values import Value, value_arrays, write_values
 
 MIN_IR_VERSION = 3
 MIN_OPSET = 7
@@ -38,6 +39,7 @@ def load_graph(
     dims: Mapping[str, int] | None = None,
     shape_run: ShapeRun | None = None,
     reshape: Reshape | None = None,
+    values: Mapping[str, Value] | None = None,
 ) -> Graph:
     """Read a model, fix its input shapes, infer every shape and identify weights: the analysis graph.
 
@@ -46,7 +48,8 @@ def load_graph(
     ``reshape`` (onnxroof.passes.input_shapes.at_input_shapes, from the stages that may rewrite a model) takes
     the model to shapes that change a static dim, repairing the constants that hard-code the exported size;
     without it those shapes are written into the inputs alone, and inference may keep the exported size where
-    the model stores it. The caller's model (file or proto) is never modified: overrides are applied to a copy.
+    the model stores it. ``values`` (values.py) are written in as constants first, so that the shapes computed
+    from them resolve. The caller's model (file or proto) is never modified: overrides are applied to a copy.
     """
     model, display_name = read_model(source, weight_bytes=False)  # a copy of our own, weight bytes left out
     if model.ir_version < MIN_IR_VERSION:
@@ -57,6 +60,9 @@ def load_graph(
     if opset and opset < MIN_OPSET:
         raise UserError(f"opset {opset} is older than {MIN_OPSET}", "convert it with onnx.version_converter")
     shapes = {k: parse_shape(v) if isinstance(v, str) else tuple(v) for k, v in (inputs or {}).items()}
+    arrays = value_arrays(model, values or {}, shapes, dims or {})  # before the graph is read: they are weights
+    write_values(model, arrays)
+    shapes = {k: v for k, v in shapes.items() if k not in arrays}
     reshaped = reshape(model, shapes, dict(dims or {})) if reshape is not None and (shapes or dims) else None
     if reshaped is not None:
         model = reshaped[0]
@@ -72,7 +78,7 @@ def load_graph(
     from_run: tuple[str, ...] = ()
     typed: Callable[[], GraphProto] = lambda: inferred.model.model.graph  # noqa: E731
     if shape_run is not None:
-        given = (source, shapes, dict(dims or {}))
+        given = (source, shapes, dict(dims or {}), arrays)
         ran = fill_from_run(types, raw, inferred.model, model, given, shape_run, initializers)
         types, from_run = ran.types, ran.from_run
         warnings += ran.warnings

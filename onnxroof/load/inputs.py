@@ -11,10 +11,13 @@ import onnx
 from onnx import GraphProto, ModelProto
 
 from onnxroof.errors import UserError
+from onnxroof.load.unresolved import UnresolvedInputs, unresolved
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
-    """'1x3x224x224' -> (1, 3, 224, 224)."""
+    """'1x3x224x224' -> (1, 3, 224, 224); '' -> (), a scalar."""
+    if not text.strip():
+        return ()
     try:
         dims = tuple(int(d) for d in re.split(r"[x,]", text.strip()))
     except ValueError:
@@ -50,6 +53,7 @@ def fix_inputs(
                 f"--input {name} has {len(shape)} dims but the model declares {len(tensor_shape.dim)}",
                 f"give all {len(tensor_shape.dim)} dims",
             )
+        tensor_shape.SetInParent()  # a scalar's shape is present with no dims
         del tensor_shape.dim[:]
         for d in shape:
             tensor_shape.dim.add().dim_value = d
@@ -69,20 +73,6 @@ def fix_inputs(
                 f"--dim names no symbolic dim of this model: {', '.join(sorted(unknown))}",
                 "its symbolic dims: " + (", ".join(params) or "none"),
             )
-    for vi in runtime.values():
-        if not vi.type.HasField("tensor_type"):
-            continue
-        shape = vi.type.tensor_type.shape
-        if not vi.type.tensor_type.HasField("shape"):
-            raise UserError(
-                f"input {vi.name!r} has no declared shape", f"pass --input {vi.name}=1x3x224x224 (its shape)"
-            )
-        for i, d in enumerate(shape.dim):
-            if d.HasField("dim_value") and d.dim_value >= 0:  # 0 is a real dim: an empty tensor
-                continue
-            if d.dim_param:
-                raise UserError(
-                    f"input {vi.name!r} dim {i} is the unresolved symbol {d.dim_param!r}",
-                    f"pass --dim {d.dim_param}=1 (or --input {vi.name}=...)",
-                )
-            raise UserError(f"input {vi.name!r} dim {i} is unknown", f"pass --input {vi.name}=<shape like 1x3x224x224>")
+    problems = [problem for vi in runtime.values() if (problem := unresolved(vi)) is not None]
+    if problems:
+        raise UnresolvedInputs(problems)

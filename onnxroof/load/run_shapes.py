@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import prod
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from onnx import AttributeProto, GraphProto, ModelProto, ValueInfoProto
 from onnx.helper import make_tensor_value_info
@@ -38,6 +38,7 @@ class ShapeRequest:
     tensors: tuple[str, ...]
     dtypes: Mapping[str, int]
     weight_bytes: float
+    values: Mapping[str, Any] = field(default_factory=dict)  # the inputs' values given (arrays), fed as they are
 
 
 # A run for shapes: each wanted tensor's (ONNX element type, shape), for those the run produced as tensors.
@@ -134,16 +135,16 @@ def fill_from_run(
     raw: RawGraph,
     inferred: Serialized,
     model: ModelProto,
-    given: tuple[str | os.PathLike | ModelProto, Mapping[str, tuple[int, ...]], Mapping[str, int]],
+    given: tuple[str | os.PathLike | ModelProto, Mapping[str, tuple[int, ...]], Mapping[str, int], Mapping[str, Any]],
     run: ShapeRun,
     initializers: Collection[str],
 ) -> RunShapes:
     """``types`` with the shapes of the node outputs inference left unknown taken from ``run``, where there are
     such outputs and every runtime input of ``model`` (the loader's copy, inputs fixed) is a static tensor. The
     If branches of the inferred model (``inferred``, taken from it where it has If nodes) get the shapes of their
-    node outputs as value_info. ``given`` is what the loader was given: the model, the input shapes and the
-    dims. A run that fails leaves the shapes as they are, with one warning naming the reason; a UserError from
-    the run (weights that do not fit in memory) goes to the caller."""
+    node outputs as value_info. ``given`` is what the loader was given: the model, the input shapes, the dims and
+    the inputs' values. A run that fails leaves the shapes as they are, with one warning naming the reason; a
+    UserError from the run (weights that do not fit in memory) goes to the caller."""
     unknown = unknown_outputs(types, raw)
     typed = inferred.take_model() if any(node.op_type == "If" for node in raw.nodes) else None
     branches = branch_unknowns(typed.graph) if typed is not None else []
@@ -168,8 +169,8 @@ def fill_from_run(
         branch_types = value_types(branch)
         dtypes.update({name: t.dtype for name in names if (t := branch_types.get(name)) is not None and t.dtype})
     try:
-        source, inputs, dims = given
-        found = run(ShapeRequest(source, inputs, dims, tuple(unknown + inner), dtypes, weight_bytes(raw)))
+        source, inputs, dims, values = given
+        found = run(ShapeRequest(source, inputs, dims, tuple(unknown + inner), dtypes, weight_bytes(raw), values))
     except ShapeRunFailed as exc:
         return RunShapes(
             types, (), [f"onnxruntime could not run the model for the shapes inference left unknown ({exc})"], typed

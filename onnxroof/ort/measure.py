@@ -261,13 +261,16 @@ def measure(
     timeout_s: float = 300.0,
     progress: Callable[[int, int], None] | None = None,
     between: Callable[[], None] | None = None,
+    feeds: Mapping[str, Any] | None = None,
+    values: Mapping[str, Any] | None = None,
 ) -> Measurement:
     """Time the whole model: ``warmup`` untimed runs, then ``repeat`` samples of ``batch`` runs each.
 
     ``batch`` (runs per sample) is chosen so that a sample lasts at least MIN_SAMPLE_S when not given.
     ``spread_s`` spreads the samples evenly over at least that many seconds, idling between them: on a shared
     machine other work comes and goes in phases of seconds, and spread samples catch the quiet moments. Inputs are
-    random unless ``feeds_path`` names an .npz of them. Sampling stops when ``timeout_s`` has passed (checked
+    random unless ``feeds_path`` names an .npz of them or ``feeds`` are given (already loaded); ``values`` give
+    inputs' values (``--value``). Sampling stops when ``timeout_s`` has passed (checked
     between batches) with a warning, or a UserError when fewer than MIN_SAMPLES samples were taken.
     ``progress(done, total)`` is called after each sample, ``between()`` too (untimed: see time_runs; the model's
     session then parks its threads when a run returns). Nothing is written to disk. ``source`` may be a
@@ -277,13 +280,14 @@ def measure(
 
     requested = provider_name(provider)
     _check_counts(threads=threads, warmup=warmup, repeat=repeat, batch=batch, timeout_s=timeout_s, spread_s=spread_s)
-    runnable = source if isinstance(source, RunnableModel) else runnable_model(source, inputs, dims)
+    runnable = source if isinstance(source, RunnableModel) else runnable_model(source, inputs, dims, values=values)
     model = runnable.model
     if opt_level == "disable":  # prepare_for_level rewrites in place: keep the caller's copy as it is
         model = ModelProto()
         model.CopyFrom(runnable.model)
     notes = list(runnable.notes) + prepare_for_level(model, opt_level)
-    feeds = load_feeds(feeds_path, runnable) if feeds_path is not None else random_feeds(runnable)
+    if feeds is None:
+        feeds = load_feeds(feeds_path, runnable) if feeds_path is not None else random_feeds(runnable)
     # With a reference timed between the samples, two sessions take turns: the model's pool parks when a run
     # returns, as the reference's does, or its threads would keep spinning through the reference's runs and take
     # the cores the reference is timed on.

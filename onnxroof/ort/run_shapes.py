@@ -44,7 +44,7 @@ def shapes_from_run(request: ShapeRequest) -> dict[str, tuple[int, tuple[int, ..
     """
     check_memory(request.weight_bytes, len(request.tensors))
     try:
-        runnable = runnable_model(request.source, request.inputs, request.dims)
+        runnable = runnable_model(request.source, request.inputs, request.dims, values=request.values)
         feeds = ort_values(random_feeds(runnable))
     except Exception as exc:  # a UserError about inputs onnxroof cannot make, or a weight it cannot load
         raise ShapeRunFailed(first_line(exc)) from exc

@@ -26,6 +26,7 @@ from onnxroof.devices import Device
 from onnxroof.errors import UserError
 from onnxroof.ir import Graph
 from onnxroof.load import fix_inputs, load_graph, parse_shape, read_model, runtime_inputs
+from onnxroof.load.values import Value, value_arrays
 from onnxroof.passes.input_shapes import at_input_shapes
 
 PROVIDERS: Mapping[str, str] = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
@@ -48,6 +49,7 @@ class RunnableModel:
     name: str
     inputs: Mapping[str, tuple[tuple[int, ...], int]]  # runtime input -> (shape, ONNX element type)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    values: Mapping[str, np.ndarray] = field(default_factory=dict)  # inputs whose value was given: their feeds
 
 
 def ort() -> Any:
@@ -75,13 +77,15 @@ def runnable_model(
     inputs: Mapping[str, tuple[int, ...] | str] | None = None,
     dims: Mapping[str, int] | None = None,
     seed: int = 0,
+    values: Mapping[str, Value] | None = None,
 ) -> RunnableModel:
     """A copy of the model with its weights loaded (random where absent) and its input shapes fixed.
 
     The user's file is never modified. External weights are read when their file is there; a missing file, a
     short one, or weights stripped from the model are replaced by deterministic random values and said in
     ``notes``. ``inputs``/``dims`` fix shapes as in ``onnxroof analyze``, through the same repairs where they
-    change a static dim (onnxroof.passes.input_shapes; what they repaired is in ``notes``).
+    change a static dim (onnxroof.passes.input_shapes; what they repaired is in ``notes``); ``values``
+    (``--value``) are the feeds of the inputs they name, whatever else feeds the others.
     """
     model, name = read_model(source)
     copy = ModelProto()
@@ -93,6 +97,7 @@ def runnable_model(
     )
     filled = _load_or_fill_weights(copy.graph, base, np.random.default_rng(seed))
     shapes = {k: parse_shape(v) if isinstance(v, str) else tuple(v) for k, v in (inputs or {}).items()}
+    arrays = value_arrays(copy, values or {}, shapes, dict(dims or {}))
     reshaped = at_input_shapes(copy, shapes, dict(dims or {})) if shapes or dims else None
     if reshaped is None:
         fix_inputs(copy, shapes, dict(dims or {}))
@@ -114,7 +119,7 @@ def runnable_model(
     notes = ((_RANDOM_WEIGHTS_NOTE.format(count=filled),) if filled else ()) + (
         (reshaped.repaired,) if reshaped is not None and reshaped.repaired else ()
     )
-    return RunnableModel(copy, name, typed, notes)
+    return RunnableModel(copy, name, typed, notes, arrays)
 
 
 def _load_or_fill_weights(graph: onnx.GraphProto, base: Path | None, rng: np.random.Generator) -> int:
@@ -190,6 +195,9 @@ def random_feeds(model: RunnableModel, seed: int = 0) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     feeds: dict[str, Any] = {}
     for name, (shape, elem) in model.inputs.items():
+        if name in model.values:
+            feeds[name] = model.values[name]
+            continue
         if elem in _PACKED:
             raise UserError(
                 f"input {name!r} is {TensorProto.DataType.Name(elem).lower()}, a packed sub-byte type that onnxroof "
@@ -205,12 +213,17 @@ def random_feeds(model: RunnableModel, seed: int = 0) -> dict[str, Any]:
 
 
 def load_feeds(path: str | os.PathLike, model: RunnableModel) -> dict[str, np.ndarray]:
-    """Inputs from an .npz file, checked against the model's runtime inputs (names, shapes, dtypes)."""
+    """Inputs from an .npz file, checked against the model's runtime inputs (names, shapes, dtypes); an input
+    whose value was given (``--value``) takes that value, and the file need not hold it."""
     try:
         with np.load(os.fspath(path)) as data:
             feeds = {k: data[k] for k in data.files}
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot read inputs from {path}: {exc}", "pass an .npz written by numpy.savez") from None
+    twice = sorted(set(model.values) & set(feeds))
+    if twice:
+        raise UserError(f"input {twice[0]!r} is given both by --value and in {path}", "give it once")
+    feeds.update(model.values)
     missing = sorted(set(model.inputs) - set(feeds))
     if missing:
         raise UserError(
@@ -226,7 +239,8 @@ def load_feeds(path: str | os.PathLike, model: RunnableModel) -> dict[str, np.nd
             raise UserError(
                 f"input {name!r} in {path} has shape {'x'.join(map(str, feeds[name].shape))}, the model wants "
                 f"{'x'.join(map(str, shape))}",
-                f"pass --input {name}={'x'.join(map(str, feeds[name].shape))} to run at that shape",
+                f"save it at that shape, or run the model at {'x'.join(map(str, feeds[name].shape))} "
+                f"(--input {name}={'x'.join(map(str, feeds[name].shape))})",
             )
     return {name: feeds[name] for name in model.inputs}
 
@@ -377,12 +391,13 @@ def engine_graph(
     device: Device,
     inputs: Mapping[str, tuple[int, ...] | str] | None = None,
     dims: Mapping[str, int] | None = None,
+    values: Mapping[str, Value] | None = None,
 ) -> Graph:
     """The graph onnxruntime runs for ``model`` on this machine, with the calibrated profile's provider and
     threads (weights absent from disk are filled at random only to let onnxruntime build it). The constant masks
     added to a Softmax's input keep their values (``onnxroof.predict.subnormal``): where they send exp below the
     normal float range, the Softmax and the product after it run on subnormal floats."""
-    runnable = runnable_model(model, inputs, dims)
+    runnable = runnable_model(model, inputs, dims, values=values)
     calibration = device.calibration
     provider = "cuda" if calibration is not None and calibration.provider.lower().startswith("cuda") else "cpu"
     threads = calibration.threads if calibration is not None else 1
@@ -391,5 +406,5 @@ def engine_graph(
     with tempfile.TemporaryDirectory(prefix="onnxroof-opt-") as tmp:
         optimized = onnx.load(_save_optimized(runnable.model, provider, threads, "all", tmp), load_external_data=False)
         inline_added_constants(optimized, tmp)
-    graph = with_softmax_masks(load_graph(optimized, shape_run=shapes_from_run), optimized)
+    graph = with_softmax_masks(load_graph(optimized, shape_run=shapes_from_run, values=runnable.values), optimized)
     return dataclasses.replace(graph, name=runnable.name)

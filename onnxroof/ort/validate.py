@@ -18,12 +18,13 @@ from onnx import ModelProto
 from onnxroof.devices import Device
 from onnxroof.devices.resolve import HOST, resolve_device
 from onnxroof.load import load_graph
+from onnxroof.load.values import Value
 from onnxroof.ort.agreement import Agreement, agreement, relative_error
 from onnxroof.ort.calibrate import host_device
 from onnxroof.ort.measure import Measurement, measure
 from onnxroof.ort.profile import NodeProfile, profile_nodes
 from onnxroof.ort.reference import ReferenceSampler, drift_warning
-from onnxroof.ort.sessions import runnable_model, with_softmax_masks
+from onnxroof.ort.sessions import load_feeds, runnable_model, with_softmax_masks
 from onnxroof.passes.input_shapes import at_input_shapes
 from onnxroof.predict.analysis import Analysis, NodeResult, analyze_graph
 
@@ -197,6 +198,8 @@ def validate(
     as_exported: bool = False,
     inputs: Mapping[str, tuple[int, ...] | str] | None = None,
     dims: Mapping[str, int] | None = None,
+    values: Mapping[str, Value] | None = None,
+    feeds_path: str | os.PathLike | None = None,
     repeat: int = 30,
     runs: int = 20,
     spread_s: float = SPREAD_S,
@@ -212,11 +215,13 @@ def validate(
     reference block is timed again between those samples: the machine's speed relative to its calibration
     (``machine_speed``) scales the prediction that the measurement is compared with, and a speed off by more
     than reference.DRIFT_BOUND is reported (a
-    warning)."""
+    warning). Both runs take their inputs from ``feeds_path`` (an .npz) where given, random ones otherwise;
+    ``values`` give inputs' values, fed and written into the analysed graph."""
     say = stage or (lambda text: None)
     dev = resolve_device(device, host=lambda: host_device(threads=threads, provider=provider, progress=progress))
     warnings = _device_warnings(dev, threads, provider)
-    runnable = runnable_model(model, inputs, dims)  # weights read (or filled) once, for both sessions
+    runnable = runnable_model(model, inputs, dims, values=values)  # weights read (or filled) once, for both runs
+    feeds = load_feeds(feeds_path, runnable) if feeds_path is not None else None
     say("timing the whole model")
     calibrated_time = _reference_reading(dev, threads, provider)
     reference = ReferenceSampler(threads, provider) if calibrated_time is not None else None
@@ -231,10 +236,17 @@ def validate(
         timeout_s=timeout_s,
         progress=progress,
         between=reference.sample if reference is not None else None,
+        feeds=feeds,
     )
     say("profiling each kernel")
     profile = profile_nodes(
-        runnable, provider=provider, threads=threads, opt_level=opt_level, runs=runs, allow_fallback=allow_fallback
+        runnable,
+        provider=provider,
+        threads=threads,
+        opt_level=opt_level,
+        runs=runs,
+        allow_fallback=allow_fallback,
+        feeds=feeds,
     )
     speed = reference.speed(calibrated_time) if reference is not None and calibrated_time is not None else None
     if speed is not None:
@@ -242,11 +254,12 @@ def validate(
     say("predicting")
     engine_mode = dev.engine == "onnxruntime" and not as_exported
     if engine_mode:
-        ran = with_softmax_masks(load_graph(profile.engine_model), profile.engine_model)
+        ran = with_softmax_masks(load_graph(profile.engine_model, values=runnable.values), profile.engine_model)
         analysis = analyze_graph(ran, dev, engine=True)
         analysis = _renamed(analysis, timing.model)
     else:
-        analysis = analyze_graph(load_graph(model, inputs=inputs, dims=dims, reshape=at_input_shapes), dev)
+        graph = load_graph(model, inputs=inputs, dims=dims, reshape=at_input_shapes, values=values)
+        analysis = analyze_graph(graph, dev)
     kernels = compare(
         analysis, profile, engine_graph=engine_mode, profiler_overhead_s=profiler_overhead(dev), speed=speed or 1.0
     )

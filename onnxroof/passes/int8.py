@@ -34,7 +34,7 @@ import io
 import logging
 import tempfile
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,14 +60,16 @@ def int8(
     feeds: Sequence[Mapping[str, np.ndarray]] | None = None,
     preprocess: bool = True,
     skip_symbolic_shape: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> RewriteResult:
     """``model`` quantized to int8 in ``mode`` ("dynamic" or "static"; see the module docstring).
 
     ``feeds`` are the calibration inputs of static mode: a list of dicts from input name to array, each one run of
     the model. ``preprocess`` runs onnxruntime's preprocessing first; ``skip_symbolic_shape`` leaves its symbolic
     shape inference out. Refused: an unknown mode, static mode without feeds, a graph-only model (its weights have
-    no values to quantize), a model whose preprocessing fails.
+    no values to quantize), a model whose preprocessing fails. ``progress(step)`` is called as each step starts.
     """
+    say = progress or (lambda _: None)
     if mode not in MODES:
         raise Refused(f"unknown int8 mode {mode!r}", f"the modes are {', '.join(MODES)}")
     if not has_values(model):
@@ -84,6 +86,7 @@ def int8(
         source = work / "model.onnx"
         source.write_bytes(model.SerializeToString())
         if preprocess:
+            say("int8: onnxruntime's quantization preprocessing (shape inference, basic optimizations)")
             source = _preprocess(source, work / "preprocessed.onnx", skip_symbolic_shape)
         before = onnx.load(str(source))
         # The quantizer infers shapes again: value_info the optimizer left behind can contradict what it infers
@@ -94,8 +97,10 @@ def int8(
         source.write_bytes(before.SerializeToString())
         target = work / "quantized.onnx"
         if mode == "dynamic":
+            say("int8: quantizing the weights (dynamic)")
             _dynamic(source, target)
         else:
+            say(f"int8: calibrating the activations' ranges on {len(feeds or ())} input(s), then quantizing (static)")
             _static(source, target, feeds or ())
         result = onnx.load(str(target))
     if preprocess:

@@ -9,20 +9,23 @@ from typing import Any
 
 from onnxroof.predict.training import PAPER_004_LATENCY_RATIOS
 from onnxroof.report.format import Column, seconds, si, table, wrap
+from onnxroof.units import in_unit
 from onnxroof.whatif.fit import Check, DeviceFit, Fit, MaxBatch, MemoryDetail
 
 __all__ = ["render_fit", "render_max_batch", "render_ranking", "summary"]
 
 
-def _value(check: Check) -> str:
-    return seconds(check.value) if check.unit == "s" else si(check.value, "B")
+def _shown(value: float, check: Check) -> str:
+    """A check's figure in the unit its budget was written in, else in the unit that reads best."""
+    if check.budget_unit is not None:
+        return in_unit(value, check.budget_unit)
+    return seconds(value) if check.unit == "s" else si(value, "B")
 
 
 def _check_text(check: Check) -> str:
     if check.budget is None:
-        return f"{check.name} {_value(check)} (no budget)"
-    budget = seconds(check.budget) if check.unit == "s" else si(check.budget, "B")
-    return f"{check.name} {_value(check)} {'<=' if check.passed else '>'} {budget}"
+        return f"{check.name} {_shown(check.value, check)} (no budget)"
+    return f"{check.name} {_shown(check.value, check)} {'<=' if check.passed else '>'} {_shown(check.budget, check)}"
 
 
 def summary(f: Fit) -> str:

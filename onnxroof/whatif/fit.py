@@ -22,6 +22,7 @@ from onnx import ModelProto
 
 from onnxroof.devices import Device
 from onnxroof.errors import UserError
+from onnxroof.units import Amount
 
 __all__ = [
     "Check",
@@ -32,12 +33,12 @@ __all__ = [
     "Training",
     "fit",
     "max_batch",
-    "parse_bytes",
-    "parse_seconds",
     "rank_devices",
 ]
 
 MAX_BATCH_LIMIT = 1 << 16  # the largest batch --max-batch tries
+# The most fits the search for it makes: batches 1, 2, 4, ... up to the limit, then halving the last gap.
+SEARCH_FITS = 2 * MAX_BATCH_LIMIT.bit_length()
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class Check:
     value: float
     budget: float | None
     unit: str
+    budget_unit: str | None = None  # the unit the budget was written in ('ms', 'GiB'), which both are shown in
 
     @property
     def passed(self) -> bool:
@@ -166,48 +168,11 @@ class DeviceFit:
         return {**self.fit.to_dict(), "max_batch": self.largest.to_dict(), "throughput_per_s": self.throughput}
 
 
-# ------------------------------------------------------------------------------------------------------ budgets
-
-_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-_BYTE_UNITS: dict[str, float] = {
-    "b": 1,
-    "kb": 10**3,
-    "mb": 10**6,
-    "gb": 10**9,
-    "tb": 10**12,
-    "kib": 2**10,
-    "mib": 2**20,
-    "gib": 2**30,
-    "tib": 2**40,
-}
-
-
-def parse_seconds(text: str) -> float:
-    """'10ms' -> 0.01; units s, ms, us, ns (a bare number is seconds). UserError for anything else."""
-    return _parse(text, _TIME_UNITS, "a latency budget", "10ms, 0.5s or 250us")
-
-
-def parse_bytes(text: str) -> float:
-    """'4GiB' -> 4 * 2**30, '512MB' -> 512e6; B, kB/MB/GB/TB (powers of 10), KiB/MiB/GiB/TiB (of 2)."""
-    return _parse(text, _BYTE_UNITS, "a memory budget", "4GiB, 512MB or 16GB")
-
-
-def _parse(text: str, units: dict[str, float], what: str, example: str) -> float:
-    stripped = text.strip().lower()
-    number = stripped.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = stripped[len(number) :].strip() or next(u for u, f in units.items() if f == 1)
-    try:
-        value = float(number)
-    except ValueError:
-        value = -1.0
-    if unit not in units or value <= 0:
-        raise UserError(f"{text!r} is not {what}", f"write it as {example}")
-    return value * units[unit]
-
-
 # ------------------------------------------------------------------------------------------------------ fitting
 
 ModelSource = str | os.PathLike[str] | ModelProto
+# A budget: seconds or bytes, or an Amount (units.parse_seconds, units.parse_bytes), which is shown in its own unit.
+Budget = float | Amount | None
 
 
 def fit(
@@ -216,8 +181,8 @@ def fit(
     *,
     batch: int | None = None,
     precision: str | None = None,
-    latency_budget: float | None = None,
-    memory_budget: float | None = None,
+    latency_budget: Budget = None,
+    memory_budget: Budget = None,
     threads: int = 1,
     training: Training | None = None,
 ) -> Fit:
@@ -234,14 +199,16 @@ def max_batch(
     device: str | Device,
     *,
     precision: str | None = None,
-    latency_budget: float | None = None,
-    memory_budget: float | None = None,
+    latency_budget: Budget = None,
+    memory_budget: Budget = None,
     threads: int = 1,
     training: Training | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> MaxBatch:
     """The largest batch whose predicted latency and memory stay within the budgets: doubling from 1 until a
-    budget fails, then bisecting. Latency and memory grow with the batch, so the first failure bounds it."""
+    budget fails, then bisecting. Latency and memory grow with the batch, so the first failure bounds it.
+    ``progress(done, total)`` is called after each fit, ``total`` being the most the search can make
+    (SEARCH_FITS), and once more with ``done == total`` when it ends."""
     target = _device(device, threads)
     if latency_budget is None and _memory_budget(target, memory_budget) is None:
         raise UserError(
@@ -259,27 +226,30 @@ def rank_devices(
     *,
     batch: int | None = None,
     precision: str | None = None,
-    latency_budget: float | None = None,
-    memory_budget: float | None = None,
+    latency_budget: Budget = None,
+    memory_budget: Budget = None,
     threads: int = 1,
     training: Training | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[DeviceFit, ...]:
     """Every device's fit at ``batch`` and its largest fitting batch, ranked: those that fit first, by predicted
-    latency; then those that do not. The model is read once for all of them."""
+    latency; then those that do not. The model is read once for all of them. ``progress(done, total)`` is called
+    before the first device and after each."""
     base, name = _weightless(model)
     budgets = _Budgets(precision, latency_budget, memory_budget, threads, training)
     ranked = []
+    if progress:
+        progress(0, len(devices))
     for spec in devices:
         target = _device(spec, threads)
-        if progress:
-            progress(target.key)
         at_batch = _fit_at(base, name, target, batch, budgets)
         if latency_budget is None and _memory_budget(target, memory_budget) is None:
             largest = MaxBatch(0, "no budget to stop it (the device lists no memory capacity)", None, None)
         else:
             largest = _largest_batch(base, name, target, budgets)
         ranked.append(DeviceFit(at_batch, largest))
+        if progress:
+            progress(len(ranked), len(devices))
     return tuple(sorted(ranked, key=lambda d: (not d.fit.passed, d.fit.latency_s)))
 
 
@@ -288,25 +258,37 @@ class _Budgets:
     """What every fit of one request shares: the precision, the budgets, the threads and the training options."""
 
     precision: str | None
-    latency: float | None
-    memory: float | None
+    latency: Budget
+    memory: Budget
     threads: int
     training: Training | None
 
 
 def _largest_batch(
-    base: ModelProto, name: str, device: Device, budgets: _Budgets, progress: Callable[[int], None] | None = None
+    base: ModelProto,
+    name: str,
+    device: Device,
+    budgets: _Budgets,
+    progress: Callable[[int, int], None] | None = None,
 ) -> MaxBatch:
     """The search of max_batch on a model already read."""
     seen: dict[int, Fit] = {}
 
     def at(n: int) -> Fit:
         if n not in seen:
-            if progress:
-                progress(n)
             seen[n] = _fit_at(base, name, device, n, budgets)
+            if progress:
+                progress(len(seen), SEARCH_FITS)
         return seen[n]
 
+    found = _search(at)
+    if progress:
+        progress(SEARCH_FITS, SEARCH_FITS)
+    return found
+
+
+def _search(at: Callable[[int], Fit]) -> MaxBatch:
+    """Doubling from batch 1 until a fit fails, then bisecting the last gap; ``at(n)`` is the fit at batch n."""
     if not at(1).passed:
         return MaxBatch(0, _stopper(at(1)), None, at(1))
     good, bad = 1, None
@@ -336,10 +318,17 @@ def _weightless(model: ModelSource) -> tuple[ModelProto, str]:
     return read_model(model, weight_bytes=False)
 
 
-def _memory_budget(device: Device, budget: float | None) -> float | None:
+def _memory_budget(device: Device, budget: Budget) -> Budget:
     if budget is not None:
         return budget
     return device.memory_capacity.value if device.memory_capacity is not None else None
+
+
+def _check(name: str, value: float, budget: Budget, unit: str) -> Check:
+    """A check of ``value`` against ``budget``, which keeps the unit an Amount was written in."""
+    if isinstance(budget, Amount):
+        return Check(name, value, budget.value, unit, budget.unit)
+    return Check(name, value, budget, unit)
 
 
 def _stopper(failed: Fit) -> str:
@@ -379,7 +368,7 @@ def _fit_at(
             "with this host's calibrated session and arena factors (docs/accuracy.md says how close it comes)"
         )
     time_s = analysis.totals.predicted_time_s
-    checks = (Check("latency", time_s, budgets.latency, "s"), Check("memory", total, budget, "B"))
+    checks = (_check("latency", time_s, budgets.latency, "s"), _check("memory", total, budget, "B"))
     where = _memory_detail(model, graph, memory, engine, precision) if detail else None
     return Fit(
         name,
@@ -415,7 +404,7 @@ def _rebatched(model: ModelProto, n: int) -> ModelProto:
 
 
 def _training_fit(
-    model: ModelProto, name: str, device: Device, budgets: _Budgets, memory_budget: float | None, notes: list[str]
+    model: ModelProto, name: str, device: Device, budgets: _Budgets, memory_budget: Budget, notes: list[str]
 ) -> Fit:
     """A training step of the exported graph (a training framework runs the model as exported, not onnxruntime's
     inference graph): step time and the memory of weights, gradients, optimizer state and kept activations."""
@@ -432,8 +421,8 @@ def _training_fit(
     )
     memory = step.memory.total
     checks = (
-        Check("step time", step.step_time_s, budgets.latency, "s"),
-        Check("memory", memory, memory_budget, "B"),
+        _check("step time", step.step_time_s, budgets.latency, "s"),
+        _check("memory", memory, memory_budget, "B"),
     )
     return Fit(
         name,

@@ -10,7 +10,7 @@ inputs and the largest output difference is reported, NaN and overflow named.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,8 +93,9 @@ class Rewritten:
         }
 
 
-def steps(request: RewriteRequest) -> list[tuple[str, Pass]]:
-    """The passes of ``request`` in the order they run (see the module docstring)."""
+def steps(request: RewriteRequest, progress: Callable[[str], None] | None = None) -> list[tuple[str, Pass]]:
+    """The passes of ``request`` in the order they run (see the module docstring); ``progress(step)`` hears the
+    steps of the long ones (int8)."""
     if request.fp16 and request.int8:
         raise UserError("--fp16 and --int8 both change the precision", "choose one of them")
     if request.int8 is not None and request.int8 not in INT8_MODES:
@@ -134,11 +135,11 @@ def steps(request: RewriteRequest) -> list[tuple[str, Pass]]:
         keep, block = request.keep_io_types, request.fp16_block
         out.append(("fp16", lambda m: fp16(m, keep_io_types=keep, block_ops=block)))
     if request.int8 is not None:
-        out.append(("int8", _int8_step(request)))
+        out.append(("int8", _int8_step(request, progress)))
     return out
 
 
-def _int8_step(request: RewriteRequest) -> Pass:
+def _int8_step(request: RewriteRequest, progress: Callable[[str], None] | None = None) -> Pass:
     """The int8 pass, calibrated (static mode) on random inputs of the model it is given or on an .npz."""
     from onnxroof.passes.int8 import int8
 
@@ -146,7 +147,7 @@ def _int8_step(request: RewriteRequest) -> Pass:
 
     def run(model: ModelProto) -> RewriteResult:
         feeds = calibration_feeds(model, npz) if mode == "static" else None
-        return int8(model, mode, feeds=feeds, skip_symbolic_shape=skip)
+        return int8(model, mode, feeds=feeds, skip_symbolic_shape=skip, progress=progress)
 
     return run
 
@@ -171,26 +172,51 @@ def calibration_feeds(model: ModelProto, npz: str | None, count: int = 8) -> lis
     if first in arrays and arrays[first].ndim == len(shape) + 1:
         samples = arrays[first].shape[0]
         return [{k: np.asarray(arrays[k][i]) for k in runnable.inputs} for i in range(samples)]
+    if first in arrays and shape[:1] == (1,) and arrays[first].shape[1:] == shape[1:]:  # N samples of batch 1
+        return [{k: np.asarray(arrays[k][i : i + 1]) for k in runnable.inputs} for i in range(len(arrays[first]))]
+    for name, (want, _) in runnable.inputs.items():
+        if name in arrays and tuple(arrays[name].shape) != want:
+            shown = "x".join(map(str, want)) or "a scalar"
+            raise UserError(
+                f"calibration input {name!r} in {npz} has shape {'x'.join(map(str, arrays[name].shape))}, the model "
+                f"takes {shown}",
+                f"save it as {shown}, or N samples as Nx{shown}; or rewrite at its shape too (--batch, --input-size)",
+            )
     return [load_feeds(npz, runnable)]
 
 
-def apply_request(source: Source, request: RewriteRequest, compare_outputs: bool = True, seed: int = 0) -> Rewritten:
-    """Run ``request``'s passes on ``source`` and compare outputs where the rewrite keeps the shapes."""
+def apply_request(
+    source: Source,
+    request: RewriteRequest,
+    compare_outputs: bool = True,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> Rewritten:
+    """Run ``request``'s passes on ``source`` and compare outputs where the rewrite keeps the shapes;
+    ``progress(step)`` is called as the long steps start."""
     if request.empty:
         raise UserError(
             "no rewrite asked for", "pass at least one of --separable, --stride, --fp16, --int8, --batch, --input-size"
         )
-    result = compose(source.model, steps(request), graph_only=source.graph_only)
+    result = compose(source.model, steps(request, progress), graph_only=source.graph_only)
     skipped = _why_not_compared(source, request, result) if compare_outputs else "not asked for"
     differences: tuple[OutputDifference, ...] = ()
     if skipped is None:
+        if progress is not None:
+            progress("running both models to compare their outputs")
         differences = output_differences(source.model, result.model, seed)
     return Rewritten(source.name, request, result, differences, skipped)
 
 
-def rewrite(model: str | os.PathLike[str], request: RewriteRequest, compare_outputs: bool = True) -> Rewritten:
-    """Read ``model`` (a path or zoo:NAME, with its weights where present) and apply ``request``."""
-    return apply_request(read_source(model), request, compare_outputs)
+def rewrite(
+    model: str | os.PathLike[str],
+    request: RewriteRequest,
+    compare_outputs: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> Rewritten:
+    """Read ``model`` (a path or zoo:NAME, with its weights where present) and apply ``request``; ``progress``
+    as in apply_request."""
+    return apply_request(read_source(model), request, compare_outputs, progress=progress)
 
 
 def _why_not_compared(source: Source, request: RewriteRequest, result: RewriteResult) -> str | None:

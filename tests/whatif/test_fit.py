@@ -7,32 +7,10 @@ import json
 
 import pytest
 
-from onnxroof.errors import UserError
-from onnxroof.whatif.fit import Training, fit, max_batch, parse_bytes, parse_seconds, rank_devices
+from onnxroof.units import parse_bytes, parse_seconds
+from onnxroof.whatif.fit import Training, fit, max_batch, rank_devices
 
 MODEL = "zoo:unet?size=32"
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [("10ms", 0.01), ("0.5s", 0.5), ("250us", 250e-6), ("2", 2.0), ("10 ms", 0.01)],
-)
-def test_latency_budgets(text: str, value: float) -> None:
-    assert parse_seconds(text) == pytest.approx(value)
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [("4GiB", 4 * 2**30), ("512MB", 512e6), ("16gb", 16e9), ("100", 100.0), ("1.5KiB", 1536.0)],
-)
-def test_memory_budgets(text: str, value: float) -> None:
-    assert parse_bytes(text) == value
-
-
-@pytest.mark.parametrize("text", ["", "fast", "-1ms", "0s", "10 parsecs"])
-def test_a_budget_that_does_not_parse_is_a_user_error(text: str) -> None:
-    with pytest.raises(UserError, match="is not a latency budget"):
-        parse_seconds(text)
 
 
 def test_checks_pass_just_under_and_fail_just_over_their_budgets() -> None:
@@ -80,7 +58,15 @@ def test_command_exit_codes(cli) -> None:
     assert passing.returncode == 0 and passing.stdout.startswith("PASS"), passing.stderr
     failing = cli("fit", MODEL, "-d", "t4", "--latency-budget", "1ns")
     assert failing.returncode == 1 and failing.stdout.startswith("FAIL")
-    for bad in (["-d", "no-such-gpu"], ["--latency-budget", "soon"], ["--memory-budget", "lots"], ["--batch", "0"]):
+    bad_options = (
+        ["-d", "no-such-gpu"],
+        ["--latency-budget", "soon"],
+        ["--latency-budget", "10"],  # no unit: 10 s or 10 ms?
+        ["--memory-budget", "lots"],
+        ["--memory-budget", "4G"],  # GB or GiB?
+        ["--batch", "0"],
+    )
+    for bad in bad_options:
         run = cli("fit", MODEL, *bad)
         assert run.returncode == 2 and "Traceback" not in run.stderr, bad
         assert len(run.stderr.strip().splitlines()) == 1
@@ -92,6 +78,20 @@ def test_command_json_and_max_batch(cli) -> None:
     report = json.loads(run.stdout)
     assert report["batch"] >= 1 and report["stopped_by"] == "memory budget"
     assert report["fit"]["memory_bytes"] <= 200e6 < report["first_failing"]["memory_bytes"]
+
+
+def test_a_check_is_shown_in_the_unit_its_budget_was_written_in() -> None:
+    from onnxroof.report.fit import summary
+
+    result = fit(MODEL, "t4", latency_budget=parse_seconds("2.5s"), memory_budget=parse_bytes("4GiB"))
+    latency, memory = result.checks
+    assert memory.budget == 4 * 2**30 == 4294967296 and memory.budget_unit == "GiB"
+    assert latency.budget == 2.5 and latency.budget_unit == "s"
+    line = summary(result)
+    # The budgets as written, and the predicted figures in the same units beside them.
+    assert "<= 4 GiB" in line and "<= 2.5 s" in line and "4.29 GB" not in line
+    assert f"memory {memory.value / 2**30:.4g} GiB" in line and f"latency {latency.value:.4g} s" in line
+    assert result.to_dict()["checks"][1]["budget_unit"] == "GiB"
 
 
 def test_a_training_fit_checks_the_step_time_and_training_memory() -> None:
