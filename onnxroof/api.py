@@ -10,14 +10,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 
-from onnx import ModelProto
-
 from onnxroof.devices import Device
 from onnxroof.devices.resolve import resolve_device
 from onnxroof.ir import Graph
 from onnxroof.load import load_graph
+from onnxroof.load.run_shapes import ShapeRequest
 from onnxroof.predict.analysis import Analysis, analyze_graph, collection_paused
 from onnxroof.predict.precision import check_precision
+from onnxroof.protos import ModelProto
 
 __all__ = ["DEFAULT_DEVICE", "analyze", "get_device"]
 
@@ -82,10 +82,15 @@ def analyze(
 
             graph = engine_graph(model, dev, inputs, dims)
         else:
-            from onnxroof.ort.run_shapes import shapes_from_run
-
-            graph = load_graph(model, inputs=inputs, dims=dims, shape_run=shapes_from_run)
+            graph = load_graph(model, inputs=inputs, dims=dims, shape_run=_shapes_from_run)
         analysis = analyze_graph(graph, dev, precision=precision, engine=engine, progress=progress)
         # Dropped before the collector resumes: its first pass would otherwise walk every object of the graph.
         del graph
     return analysis
+
+
+def _shapes_from_run(request: ShapeRequest) -> Mapping[str, tuple[int, tuple[int, ...]]]:
+    """ort.run_shapes.shapes_from_run, imported where a model needs a run: it brings onnx and onnxruntime."""
+    from onnxroof.ort.run_shapes import shapes_from_run
+
+    return shapes_from_run(request)

@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from onnxroof import protos
+
+    protos.use_lean()  # this process imports what its command needs: onnx's Python layer only where it is used
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.command:

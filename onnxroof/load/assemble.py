@@ -14,10 +14,10 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 import numpy as np
-from onnx import AttributeProto, GraphProto, TensorProto
 
 from onnxroof.ir import Graph, Node, Tensor
 from onnxroof.load.read import RawGraph, ValueTypes, read_graph, value_types
+from onnxroof.protos import AttributeProto, GraphProto, TensorProto
 
 # Nodes whose outputs change between runs even when every input is a weight: never folded.
 NON_DETERMINISTIC = {

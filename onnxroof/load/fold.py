@@ -8,11 +8,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import onnx
-from onnx import ModelProto, numpy_helper
 
 from onnxroof.ir import DEFAULT_DOMAINS
+from onnxroof.load.lean import typed_inputs
 from onnxroof.load.read import SMALL_CONSTANT, RawGraph, ValueTypes
+from onnxroof.load.tensors import from_array
+from onnxroof.protos import ModelProto
 
 
 def known_values(raw: RawGraph) -> dict[str, np.ndarray]:
@@ -120,11 +121,10 @@ def fold_shape_values(model: ModelProto, constants: Mapping[str, np.ndarray], ty
             if name in computed:
                 if name not in given:
                     given[name] = name + FOLDED_SUFFIX
-                    tensor = numpy_helper.from_array(values[name], given[name])
+                    tensor = from_array(values[name], given[name])
                     model.graph.initializer.append(tensor)
                     if model.ir_version < 4:  # IR 3 reads an initializer only when it is a graph input too
-                        model.graph.input.append(
-                            onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, tensor.dims)
-                        )
+                        entry = (tensor.name, tensor.data_type, tuple(tensor.dims))
+                        model.graph.MergeFromString(typed_inputs([entry]))
                 node.input[i] = given[name]
     return len(given)

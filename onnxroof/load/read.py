@@ -20,12 +20,12 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 import numpy as np
-import onnx
-from onnx import AttributeProto, GraphProto, ModelProto, TensorProto, numpy_helper
 
 from onnxroof.errors import UserError
 from onnxroof.ir import DEFAULT_DOMAINS, Tensor
 from onnxroof.load import native
+from onnxroof.load.tensors import to_array
+from onnxroof.protos import AttributeProto, GraphProto, ModelProto, TensorProto, TypeProto
 
 SMALL_CONSTANT = 64  # constants up to this many elements keep their values (trip counts, K of TopK, axes)
 STRIPPED = "#weight-bytes-not-read"  # '#' marks data that is not on disk, as onnx's own model container does
@@ -77,7 +77,7 @@ def _parse_file(path: Path, weight_bytes: bool) -> ModelProto:
     """The model in an ONNX file, without its external data; without its large weights' data either unless
     ``weight_bytes``."""
     if weight_bytes or native.reader is None:
-        model = onnx.load(str(path), load_external_data=False)
+        model = ModelProto.FromString(path.read_bytes())  # what onnx.load does without external data
         if not weight_bytes:
             drop_weight_bytes(model.graph)
         return model
@@ -199,7 +199,7 @@ def read_graph_native(graph: GraphProto, reader: ModuleType) -> RawGraph:
     for index, name, data in reversed(raw_attributes):  # the last of a name wins, as in the Python reader
         attrs = nodes[index].attrs
         if attrs[name] is None:  # else a later attribute of the same name replaced this one
-            attrs[name] = _attr_value(AttributeProto.FromString(data))
+            attrs[name] = attr_value(AttributeProto.FromString(data))
     return RawGraph(initializers, _sparse(graph), nodes, tuple(vi.name for vi in graph.input))
 
 
@@ -218,7 +218,7 @@ def read_graph_python(graph: GraphProto) -> RawGraph:
         has_subgraph = False
         if proto.attribute:  # most nodes of a large graph have none: skip the attribute work for them
             for a in proto.attribute:
-                attrs[a.name] = _attr_value(a)
+                attrs[a.name] = attr_value(a)
                 has_subgraph = has_subgraph or a.type == AttributeProto.GRAPH
                 if op_type == "Constant" and a.name == "value":
                     constant_type = (a.t.data_type, tuple(a.t.dims))
@@ -251,7 +251,9 @@ def _sparse(graph: GraphProto) -> list[RawInitializer]:
     ]
 
 
-def _attr_value(attr: AttributeProto) -> Any:
+def attr_value(attr: AttributeProto) -> Any:
+    """An attribute as a plain value: numbers, strings and their lists; a small tensor as an array (None for a
+    large one); a graph as the attribute's name."""
     kind = attr.type
     if kind == AttributeProto.INT:
         return attr.i
@@ -277,7 +279,7 @@ def _small_array(t: TensorProto) -> np.ndarray | None:
     if t.data_location == TensorProto.EXTERNAL or prod(t.dims) > SMALL_CONSTANT:
         return None
     try:
-        return numpy_helper.to_array(t)
+        return to_array(t)
     except Exception:
         return None
 
@@ -288,7 +290,7 @@ def _small_array(t: TensorProto) -> np.ndarray | None:
 ValueTypes = dict[str, Tensor]  # the typed values of a graph by name, none of them a weight
 
 
-def shape_of(type_proto: onnx.TypeProto) -> tuple[int, tuple[int, ...] | None]:
+def shape_of(type_proto: TypeProto) -> tuple[int, tuple[int, ...] | None]:
     """Element type and static shape of a type (shape None when the rank or any dim is unknown or symbolic, or
     when a dim is negative: no size, as some exporters write an unknown one)."""
     tt = type_proto.tensor_type  # a default (elem_type 0, no shape) for sequence and map types

@@ -17,12 +17,10 @@ from dataclasses import dataclass
 from math import prod
 from typing import NamedTuple
 
-from onnx import AttributeProto, GraphProto, ModelProto, ValueInfoProto
-from onnx.helper import make_tensor_value_info
-
 from onnxroof.ir import Tensor, dtype_size, op_domain
 from onnxroof.load.inputs import runtime_inputs
 from onnxroof.load.read import RawGraph, Serialized, ValueTypes, value_types
+from onnxroof.protos import AttributeProto, GraphProto, ModelProto, ValueInfoProto
 
 
 @dataclass(frozen=True)
@@ -186,10 +184,21 @@ def fill_from_run(
         produced = [name for name in names if name in found]
         for name in produced:
             elem_type, shape = found[name]
-            branch.value_info.append(make_tensor_value_info(name, dtypes.get(name) or elem_type, shape))
+            branch.value_info.append(_typed_value(name, dtypes.get(name) or elem_type, tuple(shape)))
         from_run += produced
         nodes += sum(1 for node in branch.node if not set(produced).isdisjoint(node.output))
     return RunShapes(filled, tuple(from_run), [summary(nodes, wanted - len(from_run))], typed)
+
+
+def _typed_value(name: str, elem_type: int, shape: tuple[int, ...]) -> ValueInfoProto:
+    """A ValueInfoProto typing ``name`` as a tensor of a static shape (a scalar's shape present and empty)."""
+    vi = ValueInfoProto(name=name)
+    tensor_type = vi.type.tensor_type
+    tensor_type.elem_type = elem_type
+    tensor_type.shape.SetInParent()
+    for d in shape:
+        tensor_type.shape.dim.add().dim_value = d
+    return vi
 
 
 def summary(nodes: int, missed: int) -> str:

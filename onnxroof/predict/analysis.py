@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, NamedTuple
 
 import numpy as np
-from onnx import TensorProto
 
 from onnxroof.costs import SHAPE, Cost, NodeView, compute_cost, weight_params
 from onnxroof.devices import Device
@@ -27,6 +26,7 @@ from onnxroof.predict.memory import bytes_moved, read_distances
 from onnxroof.predict.precision import PRECISION_DTYPE, check_precision
 from onnxroof.predict.roofline import Prediction
 from onnxroof.predict.subnormal import subnormal_work
+from onnxroof.protos import TensorProto
 
 _FLOAT_PRECISION: dict[int, str] = {
     TensorProto.FLOAT: "fp32",
