@@ -24,6 +24,7 @@ import numpy as np
 from onnxroof.errors import UserError
 from onnxroof.ir import DEFAULT_DOMAINS, Tensor
 from onnxroof.load import native
+from onnxroof.load.source import ZOO_PREFIX, model_path
 from onnxroof.load.tensors import to_array
 from onnxroof.protos import AttributeProto, GraphProto, ModelProto, TensorProto, TypeProto
 
@@ -51,16 +52,12 @@ def read_model(source: str | os.PathLike | ModelProto, weight_bytes: bool = True
         drop_weight_bytes(copy.graph)
         return copy, source.graph.name or "model"
     spec = os.fspath(source)
-    if spec.startswith("zoo:"):
+    path = model_path(spec)
+    if path is None:
         model = _read_zoo(spec)
         if not weight_bytes:
             drop_weight_bytes(model.graph)
         return model, spec
-    path = Path(spec)
-    if not path.exists():
-        raise UserError(f"no such file: {spec}", "check the path, or use zoo:NAME for a built-in model (onnxroof zoo)")
-    if path.is_dir():
-        raise UserError(f"{spec} is a directory, not an ONNX file", "pass the .onnx file inside it")
     try:
         model = _parse_file(path, weight_bytes)
     except Exception as exc:  # protobuf raises DecodeError, RuntimeWarning or others for a bad file
@@ -92,7 +89,7 @@ def _parse_file(path: Path, weight_bytes: bool) -> ModelProto:
 def _read_zoo(spec: str) -> ModelProto:
     import model_zoo
 
-    name, _, query = spec[len("zoo:") :].partition("?")
+    name, _, query = spec[len(ZOO_PREFIX) :].partition("?")
     options: dict[str, Any] = {}
     for part in filter(None, query.split("&")):
         key, sep, value = part.partition("=")

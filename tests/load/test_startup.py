@@ -1,6 +1,6 @@
-"""What a command imports: a model is analyzed with onnx's protobuf classes and compiled shape inference alone,
-without the onnx package's Python layer (which imports ml_dtypes). Each case runs the command line in a fresh
-process and reads its sys.modules."""
+"""What a command imports: errors that need no model are found before onnx or numpy is imported, and a model is
+analyzed with onnx's protobuf classes and compiled shape inference alone, without the onnx package's Python
+layer (which imports ml_dtypes). Each case runs the command line in a fresh process and reads its sys.modules."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import onnx
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,6 +35,38 @@ def _run(*argv: str) -> dict:
         [sys.executable, "-c", _CHILD, *argv], capture_output=True, text=True, cwd=ROOT, timeout=120, check=True
     )
     return {**json.loads(done.stdout.strip().splitlines()[-1]), "stderr": done.stderr}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["analyze", "missing.onnx"], "no such file: missing.onnx"),
+        (["analyze", "zoo:resnet18", "-d", "no-such-device"], "unknown device 'no-such-device'"),
+        (["compare", "zoo:resnet18", "missing.onnx"], "no such file: missing.onnx"),
+        (["sweep", "zoo:resnet18", "-d", "t4,no-such-device"], "unknown device 'no-such-device'"),
+        (["analyze", "."], "is a directory, not an ONNX file"),
+    ],
+)
+def test_an_error_that_needs_no_model_is_found_before_onnx_or_numpy_is_imported(argv: list[str], message: str):
+    child = _run(*argv)
+    assert child["code"] == 2
+    assert message in child["stderr"] and "(hint: " in child["stderr"]
+    assert child["onnx_modules"] == [] and not child["numpy"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["analyze", "zoo:resnet18", "--dim", "batch=x"], "--dim batch=x: the value must be an integer"),
+        (["analyze", "zoo:resnet18", "-p", "fp7"], "unknown precision 'fp7'"),
+        (["sweep", "zoo:resnet18", "-p", "fp32,fp7"], "unknown precision 'fp7'"),
+    ],
+)
+def test_a_bad_option_value_is_found_before_the_onnx_package_or_numpy_is_imported(argv: list[str], message: str):
+    child = _run(*argv)
+    assert child["code"] == 2
+    assert message in child["stderr"] and "(hint: " in child["stderr"]
+    assert not child["onnx"] and not child["numpy"] and not child["ml_dtypes"]
 
 
 def test_a_model_is_analyzed_without_the_onnx_packages_python_layer(conv_bn_relu: Path, tmp_path: Path):
