@@ -179,14 +179,16 @@ def fill_from_run(
             elem_type, shape = found[name]
             filled[name] = Tensor(name, dtypes.get(name) or elem_type, tuple(shape), False)
             from_run.append(name)
-    nodes = sum(1 for node in raw.nodes if not set(from_run).isdisjoint(node.outputs))
+    ran = set(from_run)  # built once, so that the count is linear in the nodes
+    nodes = sum(1 for node in raw.nodes if not ran.isdisjoint(node.outputs))
     for branch, names in branches:
         produced = [name for name in names if name in found]
         for name in produced:
             elem_type, shape = found[name]
             branch.value_info.append(_typed_value(name, dtypes.get(name) or elem_type, tuple(shape)))
         from_run += produced
-        nodes += sum(1 for node in branch.node if not set(produced).isdisjoint(node.output))
+        ran = set(produced)
+        nodes += sum(1 for node in branch.node if not ran.isdisjoint(node.output))
     return RunShapes(filled, tuple(from_run), [summary(nodes, wanted - len(from_run))], typed)
 
 
