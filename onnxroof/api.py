@@ -10,15 +10,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 
-from onnx import ModelProto
-
 from onnxroof.devices import Device
 from onnxroof.devices.resolve import resolve_device
 from onnxroof.ir import Graph
 from onnxroof.load import load_graph
+from onnxroof.load.run_shapes import ShapeRequest
 from onnxroof.load.values import Value
 from onnxroof.predict.analysis import Analysis, analyze_graph, collection_paused
 from onnxroof.predict.precision import check_precision
+from onnxroof.protos import ModelProto
 
 __all__ = ["DEFAULT_DEVICE", "analyze", "get_device"]
 
@@ -89,13 +89,26 @@ def analyze(
 
             graph = engine_graph(model, dev, inputs, dims, values)
         else:
-            from onnxroof.ort.run_shapes import shapes_from_run
-            from onnxroof.passes.input_shapes import at_input_shapes
-
             graph = load_graph(
-                model, inputs=inputs, dims=dims, shape_run=shapes_from_run, reshape=at_input_shapes, values=values
+                model, inputs=inputs, dims=dims, shape_run=_shapes_from_run, reshape=_at_input_shapes, values=values
             )
         analysis = analyze_graph(graph, dev, precision=precision, engine=engine, progress=progress)
         # Dropped before the collector resumes: its first pass would otherwise walk every object of the graph.
         del graph
     return analysis
+
+
+def _shapes_from_run(request: ShapeRequest) -> Mapping[str, tuple[int, tuple[int, ...]]]:
+    """ort.run_shapes.shapes_from_run, imported where a model needs a run: it brings onnx and onnxruntime."""
+    from onnxroof.ort.run_shapes import shapes_from_run
+
+    return shapes_from_run(request)
+
+
+def _at_input_shapes(
+    model: ModelProto, shapes: Mapping[str, tuple[int, ...]], dims: Mapping[str, int]
+) -> tuple[ModelProto, str] | None:  # passes.input_shapes.Reshaped
+    """passes.input_shapes.at_input_shapes, imported where --input or --dim is given: it brings onnx's helpers."""
+    from onnxroof.passes.input_shapes import at_input_shapes
+
+    return at_input_shapes(model, shapes, dims)

@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from math import prod
-from typing import Any, NamedTuple
-
-import numpy as np
-from onnx import TensorProto
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from onnxroof.errors import UserError
+from onnxroof.protos import TensorProto
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "DEFAULT_DOMAINS",

@@ -96,13 +96,52 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_early(args: argparse.Namespace) -> None:
+    """The errors a command's arguments hold that need no model, raised before the command imports onnx or
+    numpy: a model file that is not there (or is a folder), a device that is neither ``host``, a catalog key nor
+    a device file, and a bad ``--dim``, ``--input`` shape or ``--precision``."""
+    from onnxroof.cli.common import dims
+    from onnxroof.devices.resolve import HOST, resolve_device
+    from onnxroof.load.source import model_path
+
+    for name in ("model", "a", "b"):  # every command's model operands (compare's are A and B)
+        spec = getattr(args, name, None)
+        if isinstance(spec, str):
+            model_path(spec)
+    for spec in _listed(getattr(args, "device", None)):
+        if spec != HOST:
+            resolve_device(spec)
+    if hasattr(args, "dim"):
+        dims(args)
+    shapes = [shape for _, shape in getattr(args, "input", None) or []]
+    precisions = _listed(getattr(args, "precision", None))
+    if shapes or precisions:  # these two modules read onnx's element types: its protobuf classes, no more
+        from onnxroof.load.inputs import parse_shape
+        from onnxroof.predict.precision import check_precision
+
+        for shape in shapes:
+            parse_shape(shape)
+        for precision in precisions:
+            check_precision(precision)
+
+
+def _listed(value: str | list[str] | None) -> list[str]:
+    """An option's values: one, or several repeated and comma-separated (the commands that take several)."""
+    values = [value] if isinstance(value, str) else value or []
+    return [item.strip() for v in values for item in v.split(",") if item.strip()]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from onnxroof import protos
+
+    protos.use_lean()  # this process imports what its command needs: onnx's Python layer only where it is used
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()
         return 2
     try:
+        check_early(args)
         return int(COMMANDS[args.command].run(args))
     except KeyboardInterrupt:
         print("onnxroof: interrupted", file=sys.stderr)

@@ -47,10 +47,10 @@ from math import prod
 from typing import Any
 
 import numpy as np
-from onnx import TensorProto
 
 from onnxroof.devices import OP_CLASSES
 from onnxroof.ir import InvalidNode, Tensor, UnknownShape, op_domain
+from onnxroof.protos import TensorProto
 
 __all__ = [
     "ENGINE_CLASSES",

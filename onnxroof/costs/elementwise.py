@@ -24,8 +24,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import prod
 
-from onnx import TensorProto
-
 from onnxroof.costs import OTHER, Cost, NodeView, register, register_backward
 from onnxroof.costs.common import (
     DEQUANTIZE_FLOPS,
@@ -38,6 +36,7 @@ from onnxroof.costs.common import (
     resolved_shape,
 )
 from onnxroof.ir import Tensor, UnknownShape
+from onnxroof.protos import TensorProto
 
 # Shared building blocks of the compound constants below.
 GELU_ERF_FLOPS = 5  # 0.5 * x * (1 + erf(x / sqrt(2))): div by sqrt(2), erf, add 1, mul by x, mul by 0.5

@@ -21,11 +21,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from math import ceil, log2, prod
 
-from onnx import TensorProto
-
 from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, register, register_backward, weight_params
 from onnxroof.costs.common import io_bytes, with_output_shape
 from onnxroof.ir import DEFAULT_DOMAINS, InvalidNode, Tensor, UnknownShape, dtype_size, format_shape
+from onnxroof.protos import TensorProto
 
 __all__ = [
     "COPY_OPS",

@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import prod
 
-from onnx import TensorProto
-
 from onnxroof.costs import OTHER, Cost, NodeView, register, register_backward
 from onnxroof.costs.common import (
     DEQUANTIZE_FLOPS,
@@ -30,6 +28,7 @@ from onnxroof.costs.common import (
     pointwise,
 )
 from onnxroof.ir import Tensor, UnknownShape
+from onnxroof.protos import TensorProto
 
 # Per-element steps shared by the constants below.
 LAYER_NORM_CORE_FLOPS = 6  # add into mean, subtract mean, square, add into variance, mul by 1/std, mul by scale

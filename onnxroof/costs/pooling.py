@@ -21,8 +21,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import prod
 
-from onnx import TensorProto
-
 from onnxroof.costs import Cost, NodeView, register, register_backward
 from onnxroof.costs.common import (
     BILINEAR_FLOPS,
@@ -33,6 +31,7 @@ from onnxroof.costs.common import (
     resolved_shape,
 )
 from onnxroof.ir import UnknownShape
+from onnxroof.protos import TensorProto
 
 # (FLOPs per window element, FLOPs per output element) of the windowed pools.
 WINDOW_POOL_FLOPS: dict[str, tuple[float, float]] = {

@@ -16,11 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import prod
 
-from onnx import TensorProto
-
 from onnxroof.costs import OTHER, Cost, NodeView, register
 from onnxroof.costs.common import DEQUANTIZE_FLOPS, QUANTIZE_FLOPS, kernel_cost, op_key, resolved_shape
 from onnxroof.ir import UnknownShape
+from onnxroof.protos import TensorProto
 
 # (FLOPs per input element, FLOPs per output element), one table per engine class.
 STANDARD_REDUCE_FLOPS: dict[str, tuple[float, float]] = {

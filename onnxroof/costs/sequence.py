@@ -28,11 +28,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from math import prod
 
-from onnx import TensorProto
-
 from onnxroof.costs import OTHER, Cost, NodeView, distinct_tensors, register, weight_params
 from onnxroof.costs.common import UNKNOWN_TRIPS_NOTE, broadcast_shape
 from onnxroof.ir import Tensor, UnknownShape
+from onnxroof.protos import TensorProto
 
 __all__ = [
     "DECODE_FLOPS_PER_VALUE",

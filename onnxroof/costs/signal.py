@@ -32,11 +32,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from math import log2, prod
 
-from onnx import TensorProto
-
 from onnxroof.costs import OTHER, Cost, NodeView, register, weight_params
 from onnxroof.costs.common import input_bytes, output_bytes
 from onnxroof.ir import Tensor, UnknownShape
+from onnxroof.protos import TensorProto
 
 __all__ = [
     "COMPLEX_MUL_FLOPS",

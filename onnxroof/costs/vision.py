@@ -27,11 +27,10 @@ from collections.abc import Sequence
 from math import ceil, log2, prod
 from typing import Any
 
-from onnx import TensorProto
-
 from onnxroof.costs import OTHER, Cost, NodeView, register, weight_params
 from onnxroof.costs.common import BILINEAR_FLOPS, input_bytes, output_bytes
 from onnxroof.ir import Tensor, UnknownShape
+from onnxroof.protos import TensorProto
 
 __all__ = [
     "CUBIC_1D_FLOPS",

@@ -1,8 +1,11 @@
 """Assembly: the analysis graph's tensors, small constant values and nodes, built once from a graph's value types
 and its nodes and initializers as read.
 
-Weights are initializers, Constant nodes, and every node computed only from weights: such nodes are "folded"
-(they run once at load time in any engine) and never cost compute.
+Weights are initializers, Constant nodes, and every node computed only from weights; the Shape or Size of a
+tensor whose shape is static is one too (its value is that shape). Such nodes are "folded", as an engine's
+constant folding folds them (onnxruntime's folds a Shape of a static shape [ort-optimizer]): they run
+once at load time and never cost compute, so shape arithmetic on static shapes (the Range, ConstantOfShape,
+Equal and Where of a window partition's masks) costs nothing, however large its outputs.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 import numpy as np
-from onnx import AttributeProto, GraphProto, TensorProto
 
-from onnxroof.ir import Graph, Node, Tensor
+from onnxroof.ir import DEFAULT_DOMAINS, Graph, Node, Tensor
 from onnxroof.load.read import RawGraph, ValueTypes, read_graph, value_types
+from onnxroof.protos import AttributeProto, GraphProto, TensorProto
 
+SHAPE_QUERIES = frozenset({"Shape", "Size"})  # ops whose output is a fact about their input's shape
 # Nodes whose outputs change between runs even when every input is a weight: never folded.
 NON_DETERMINISTIC = {
     "RandomNormal",
@@ -79,7 +83,9 @@ def assemble(
                 if a.type == AttributeProto.GRAPH
             }
         folded = op_type == "Constant" or (
-            not subgraphs and op_type not in NON_DETERMINISTIC and _all_weights(tensors, inputs)
+            not subgraphs
+            and op_type not in NON_DETERMINISTIC
+            and (_all_weights(tensors, inputs) or _static_shape_query(op_type, domain, tensors, inputs))
         )
         if constant_type is not None and outputs:
             tensors[outputs[0]] = _new_tensor((outputs[0], constant_type[0], constant_type[1], True))
@@ -123,6 +129,14 @@ _NO_SUBGRAPHS: Mapping[str, Graph] = MappingProxyType({})  # shared by the nodes
 def _is_weight(tensors: Mapping[str, Tensor], name: str) -> bool:
     t = tensors.get(name)
     return t is not None and t.is_weight
+
+
+def _static_shape_query(op_type: str, domain: str, tensors: Mapping[str, Tensor], inputs: Sequence[str]) -> bool:
+    """Whether a node is a Shape or Size of a tensor whose shape is static: its value is known at load time."""
+    if op_type not in SHAPE_QUERIES or domain not in DEFAULT_DOMAINS or not inputs:
+        return False
+    t = tensors.get(inputs[0])
+    return t is not None and t.shape is not None
 
 
 def _all_weights(tensors: Mapping[str, Tensor], inputs: Sequence[str]) -> bool:

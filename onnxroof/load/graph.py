@@ -13,8 +13,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 
-from onnx import GraphProto, ModelProto
-
 from onnxroof.errors import UserError
 from onnxroof.ir import Graph
 from onnxroof.load.assemble import assemble
@@ -23,6 +21,7 @@ from onnxroof.load.inputs import fix_inputs, parse_shape
 from onnxroof.load.read import opset_of, read_graph, read_model
 from onnxroof.load.run_shapes import ShapeRun, fill_from_run
 from onnxroof.load.values import Value, value_arrays, write_values
+from onnxroof.protos import GraphProto, ModelProto
 
 MIN_IR_VERSION = 3
 MIN_OPSET = 7

@@ -22,14 +22,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-import onnx
-from onnx import ModelProto
-
 from onnxroof.load.fold import fold_shape_values, known_values
 from onnxroof.load.lean import weights_as_inputs
 from onnxroof.load.read import RawGraph, RawNode, Serialized, ValueTypes, opset_of
 from onnxroof.load.standins import PROXY_OP_TYPES, infer_through_standins, needs_proxy
 from onnxroof.load.symbolic import with_symbolic_shapes
+from onnxroof.protos import ModelProto, infer_shapes
 
 # Ops whose output values become shapes elsewhere: only graphs with one need onnx's (slower) data propagation
 # up front; any other graph gets it only when the plain pass leaves outputs unknown.
@@ -197,9 +195,5 @@ def onnx_infer_serialized(model: bytes, data_prop: bool, warnings: list[str]) ->
 
 def onnx_infer_bytes(model: bytes, data_prop: bool) -> bytes:
     """onnx's shape inference from bytes to bytes: what onnx.shape_inference.infer_shapes calls before it parses
-    the result (the public function, then serialized again, where that binding is not there)."""
-    try:
-        from onnx.onnx_cpp2py_export.shape_inference import infer_shapes
-    except ImportError:
-        return onnx.shape_inference.infer_shapes(model, False, False, data_prop).SerializeToString()
-    return infer_shapes(model, False, False, data_prop)
+    the result."""
+    return infer_shapes(model, data_prop)

@@ -7,11 +7,9 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 
-import onnx
-from onnx import GraphProto, ModelProto
-
 from onnxroof.errors import UserError
 from onnxroof.load.unresolved import UnresolvedInputs, unresolved
+from onnxroof.protos import GraphProto, ModelProto, ValueInfoProto
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -27,7 +25,7 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return dims
 
 
-def runtime_inputs(graph: GraphProto, initializers: Collection[str] | None = None) -> list[onnx.ValueInfoProto]:
+def runtime_inputs(graph: GraphProto, initializers: Collection[str] | None = None) -> list[ValueInfoProto]:
     """The graph inputs that are not initializers; ``initializers`` are their names where already read."""
     if initializers is None:
         initializers = {t.name for t in graph.initializer} | {t.values.name for t in graph.sparse_initializer}

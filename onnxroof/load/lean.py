@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import prod
 
-from onnx import GraphProto, ModelProto
-
 from onnxroof.load import native
 from onnxroof.load.read import SMALL_CONSTANT, RawInitializer
+from onnxroof.protos import GraphProto, ModelProto
 
 
 def weights_as_inputs(model: ModelProto, initializers: Sequence[RawInitializer]) -> bytes:

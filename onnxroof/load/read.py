@@ -20,12 +20,13 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 import numpy as np
-import onnx
-from onnx import AttributeProto, GraphProto, ModelProto, TensorProto, numpy_helper
 
 from onnxroof.errors import UserError
 from onnxroof.ir import DEFAULT_DOMAINS, Tensor
 from onnxroof.load import native
+from onnxroof.load.source import ZOO_PREFIX, model_path
+from onnxroof.load.tensors import to_array
+from onnxroof.protos import AttributeProto, GraphProto, ModelProto, TensorProto, TypeProto
 
 SMALL_CONSTANT = 64  # constants up to this many elements keep their values (trip counts, K of TopK, axes)
 STRIPPED = "#weight-bytes-not-read"  # '#' marks data that is not on disk, as onnx's own model container does
@@ -51,16 +52,12 @@ def read_model(source: str | os.PathLike | ModelProto, weight_bytes: bool = True
         drop_weight_bytes(copy.graph)
         return copy, source.graph.name or "model"
     spec = os.fspath(source)
-    if spec.startswith("zoo:"):
+    path = model_path(spec)
+    if path is None:
         model = _read_zoo(spec)
         if not weight_bytes:
             drop_weight_bytes(model.graph)
         return model, spec
-    path = Path(spec)
-    if not path.exists():
-        raise UserError(f"no such file: {spec}", "check the path, or use zoo:NAME for a built-in model (onnxroof zoo)")
-    if path.is_dir():
-        raise UserError(f"{spec} is a directory, not an ONNX file", "pass the .onnx file inside it")
     try:
         model = _parse_file(path, weight_bytes)
     except Exception as exc:  # protobuf raises DecodeError, RuntimeWarning or others for a bad file
@@ -77,7 +74,7 @@ def _parse_file(path: Path, weight_bytes: bool) -> ModelProto:
     """The model in an ONNX file, without its external data; without its large weights' data either unless
     ``weight_bytes``."""
     if weight_bytes or native.reader is None:
-        model = onnx.load(str(path), load_external_data=False)
+        model = ModelProto.FromString(path.read_bytes())  # what onnx.load does without external data
         if not weight_bytes:
             drop_weight_bytes(model.graph)
         return model
@@ -92,7 +89,7 @@ def _parse_file(path: Path, weight_bytes: bool) -> ModelProto:
 def _read_zoo(spec: str) -> ModelProto:
     import model_zoo
 
-    name, _, query = spec[len("zoo:") :].partition("?")
+    name, _, query = spec[len(ZOO_PREFIX) :].partition("?")
     options: dict[str, Any] = {}
     for part in filter(None, query.split("&")):
         key, sep, value = part.partition("=")
@@ -199,7 +196,7 @@ def read_graph_native(graph: GraphProto, reader: ModuleType) -> RawGraph:
     for index, name, data in reversed(raw_attributes):  # the last of a name wins, as in the Python reader
         attrs = nodes[index].attrs
         if attrs[name] is None:  # else a later attribute of the same name replaced this one
-            attrs[name] = _attr_value(AttributeProto.FromString(data))
+            attrs[name] = attr_value(AttributeProto.FromString(data))
     return RawGraph(initializers, _sparse(graph), nodes, tuple(vi.name for vi in graph.input))
 
 
@@ -218,7 +215,7 @@ def read_graph_python(graph: GraphProto) -> RawGraph:
         has_subgraph = False
         if proto.attribute:  # most nodes of a large graph have none: skip the attribute work for them
             for a in proto.attribute:
-                attrs[a.name] = _attr_value(a)
+                attrs[a.name] = attr_value(a)
                 has_subgraph = has_subgraph or a.type == AttributeProto.GRAPH
                 if op_type == "Constant" and a.name == "value":
                     constant_type = (a.t.data_type, tuple(a.t.dims))
@@ -251,7 +248,9 @@ def _sparse(graph: GraphProto) -> list[RawInitializer]:
     ]
 
 
-def _attr_value(attr: AttributeProto) -> Any:
+def attr_value(attr: AttributeProto) -> Any:
+    """An attribute as a plain value: numbers, strings and their lists; a small tensor as an array (None for a
+    large one); a graph as the attribute's name."""
     kind = attr.type
     if kind == AttributeProto.INT:
         return attr.i
@@ -277,7 +276,7 @@ def _small_array(t: TensorProto) -> np.ndarray | None:
     if t.data_location == TensorProto.EXTERNAL or prod(t.dims) > SMALL_CONSTANT:
         return None
     try:
-        return numpy_helper.to_array(t)
+        return to_array(t)
     except Exception:
         return None
 
@@ -288,7 +287,7 @@ def _small_array(t: TensorProto) -> np.ndarray | None:
 ValueTypes = dict[str, Tensor]  # the typed values of a graph by name, none of them a weight
 
 
-def shape_of(type_proto: onnx.TypeProto) -> tuple[int, tuple[int, ...] | None]:
+def shape_of(type_proto: TypeProto) -> tuple[int, tuple[int, ...] | None]:
     """Element type and static shape of a type (shape None when the rank or any dim is unknown or symbolic, or
     when a dim is negative: no size, as some exporters write an unknown one)."""
     tt = type_proto.tensor_type  # a default (elem_type 0, no shape) for sequence and map types

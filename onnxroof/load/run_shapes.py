@@ -17,12 +17,10 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Any, NamedTuple
 
-from onnx import AttributeProto, GraphProto, ModelProto, ValueInfoProto
-from onnx.helper import make_tensor_value_info
-
 from onnxroof.ir import Tensor, dtype_size, op_domain
 from onnxroof.load.inputs import runtime_inputs
 from onnxroof.load.read import RawGraph, Serialized, ValueTypes, value_types
+from onnxroof.protos import AttributeProto, GraphProto, ModelProto, ValueInfoProto
 
 
 @dataclass(frozen=True)
@@ -182,15 +180,28 @@ def fill_from_run(
             elem_type, shape = found[name]
             filled[name] = Tensor(name, dtypes.get(name) or elem_type, tuple(shape), False)
             from_run.append(name)
-    nodes = sum(1 for node in raw.nodes if not set(from_run).isdisjoint(node.outputs))
+    ran = set(from_run)  # built once, so that the count is linear in the nodes
+    nodes = sum(1 for node in raw.nodes if not ran.isdisjoint(node.outputs))
     for branch, names in branches:
         produced = [name for name in names if name in found]
         for name in produced:
             elem_type, shape = found[name]
-            branch.value_info.append(make_tensor_value_info(name, dtypes.get(name) or elem_type, shape))
+            branch.value_info.append(_typed_value(name, dtypes.get(name) or elem_type, tuple(shape)))
         from_run += produced
-        nodes += sum(1 for node in branch.node if not set(produced).isdisjoint(node.output))
+        ran = set(produced)
+        nodes += sum(1 for node in branch.node if not ran.isdisjoint(node.output))
     return RunShapes(filled, tuple(from_run), [summary(nodes, wanted - len(from_run))], typed)
+
+
+def _typed_value(name: str, elem_type: int, shape: tuple[int, ...]) -> ValueInfoProto:
+    """A ValueInfoProto typing ``name`` as a tensor of a static shape (a scalar's shape present and empty)."""
+    vi = ValueInfoProto(name=name)
+    tensor_type = vi.type.tensor_type
+    tensor_type.elem_type = elem_type
+    tensor_type.shape.SetInParent()
+    for d in shape:
+        tensor_type.shape.dim.add().dim_value = d
+    return vi
 
 
 def summary(nodes: int, missed: int) -> str:

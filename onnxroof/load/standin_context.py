@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from onnx import AttributeProto, NodeProto, TensorProto, helper, numpy_helper
 
 from onnxroof.ir import op_domain
+from onnxroof.protos import AttributeProto, NodeProto, TensorProto
 
 MS = "com.microsoft"
 NCHWC = "com.microsoft.nchwc"
@@ -87,6 +87,8 @@ class ProxyContext:
         **attrs: Any,
     ) -> str:
         """Append a default-domain node with one output (a fresh name unless given); returns the output name."""
+        from onnx import helper  # a stand-in is being built: the model has ops no inference knows
+
         out = output or self.fresh(op_type.lower())
         node = helper.make_node(op_type, list(inputs), [out], name=self.fresh(f"{op_type}_node"), **attrs)
         node.attribute.extend(attributes)
@@ -96,6 +98,8 @@ class ProxyContext:
     def const(self, values: Sequence[float] | Sequence[int] | np.ndarray, dtype: npt.DTypeLike = np.int64) -> str:
         """A Constant node holding ``values`` (Constant rather than an initializer: valid at every IR version and
         scoped to the (sub)graph being rewritten)."""
+        from onnx import helper, numpy_helper
+
         out = self.fresh("const")
         array: np.ndarray = np.asarray(values, dtype=dtype)
         tensor = numpy_helper.from_array(array, out)
@@ -168,6 +172,8 @@ def domain_of(node: NodeProto) -> str:
 def attr(node: NodeProto, name: str, default: Any = None) -> Any:
     """The value of a node's attribute (of any type: the builder knows what its op holds there), or ``default``
     where it has none of that name."""
+    from onnx import helper
+
     for a in node.attribute:
         if a.name == name:
             return helper.get_attribute_value(a)

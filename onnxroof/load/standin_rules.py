@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from onnx import NodeProto, TensorProto, helper
 
 from onnxroof.load.standin_context import (
     MS,
@@ -35,6 +34,7 @@ from onnxroof.load.standin_context import (
     inputs_at,
     output_at,
 )
+from onnxroof.protos import NodeProto, TensorProto
 
 _ACTIVATION_ATTRS = (
     "activation",
@@ -158,6 +158,8 @@ def _gemm(node: NodeProto, ctx: ProxyContext) -> bool:
     opset 11 Gemm requires C: a zero of A's type stands in for an absent one."""
     inputs = inputs_at(node, range(3))
     if len(inputs) < 3 and ctx.opset < 11:
+        from onnx import helper
+
         zero_type = helper.tensor_dtype_to_np_dtype(ctx.dtype(inputs[0]) or TensorProto.FLOAT)
         inputs = [inputs[0], inputs[1], ctx.const([0], zero_type)]
     ctx.emit("Gemm", inputs, node.output[0], copied_attrs(node, keep=("alpha", "beta", "transA", "transB")))

@@ -12,12 +12,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Mapping
 
-import onnx
-from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto
-
 from onnxroof.load.read import opset_of
 from onnxroof.load.standin_context import ProxyContext, domain_of
 from onnxroof.load.standin_rules import PROXIES
+from onnxroof.protos import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, TypeProto, infer_shapes
 
 PROXY_OP_TYPES = frozenset(op_type for _, op_type in PROXIES)  # for a quick "any candidates?" test
 _MAX_PASSES = 8  # onnx-only inference passes; each one lets more rank-dependent stand-ins use a plain Transpose
@@ -27,7 +25,7 @@ _MAX_PASSES = 8  # onnx-only inference passes; each one lets more rank-dependent
 # Rewriting a model
 
 
-def _type_entry(type_proto: onnx.TypeProto) -> tuple[int, int | None] | None:
+def _type_entry(type_proto: TypeProto) -> tuple[int, int | None] | None:
     if not type_proto.HasField("tensor_type"):
         return None
     tt = type_proto.tensor_type
@@ -169,7 +167,7 @@ def shape_proxy(model: ModelProto, weights: Mapping[str, tuple[int, ...]] | None
 # Inferring through the stand-ins
 
 
-def _quality(type_proto: onnx.TypeProto) -> int:
+def _quality(type_proto: TypeProto) -> int:
     """0: no shape, 1: a shape with some dims unknown or symbolic, 2: every dim a number."""
     if not type_proto.HasField("tensor_type") or not type_proto.tensor_type.HasField("shape"):
         return 0
@@ -234,7 +232,7 @@ def infer_through_standins(
     for _ in range(_MAX_PASSES):
         proxy = shape_proxy(result, weights)
         try:
-            inferred = onnx.shape_inference.infer_shapes(proxy, check_type=False, strict_mode=False, data_prop=True)
+            inferred = ModelProto.FromString(infer_shapes(proxy.SerializeToString(), True))
         except Exception:  # the inference steps after this one say why
             break
         copy_shapes(inferred.graph, result.graph)

@@ -14,9 +14,8 @@ import itertools
 import logging
 from collections.abc import Iterator
 
-from onnx import ModelProto, TensorProto
-
 from onnxroof.load.read import shape_of, value_types
+from onnxroof.protos import ModelProto, TensorProto
 
 LOGGER = "onnxruntime.tools.symbolic_shape_infer"  # the logger of onnxruntime's module (its __name__)
 ASSUMED_EQUAL = "treat as equal"  # how its messages end where it assumed two dims equal

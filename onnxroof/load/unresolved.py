@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping, Sequence
-from typing import NamedTuple
-
-import onnx
+from typing import TYPE_CHECKING, NamedTuple
 
 from onnxroof.errors import UserError
+
+if TYPE_CHECKING:  # the classes load with onnx's extension: a user error's hint needs neither
+    from onnxroof.protos import ValueInfoProto
 
 __all__ = [
     "EXAMPLE_BATCH",
@@ -32,7 +33,7 @@ class InputProblem(NamedTuple):
     open: tuple[int, ...]
 
 
-def unresolved(vi: onnx.ValueInfoProto) -> InputProblem | None:
+def unresolved(vi: ValueInfoProto) -> InputProblem | None:
     """What is open in a tensor input's declared shape, None where it is static (or the input is no tensor)."""
     if not vi.type.HasField("tensor_type"):
         return None

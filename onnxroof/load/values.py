@@ -13,10 +13,11 @@ from collections.abc import Mapping, Sequence
 from math import prod
 
 import numpy as np
-from onnx import ModelProto, TensorProto, ValueInfoProto, helper, numpy_helper
 
 from onnxroof.errors import UserError
 from onnxroof.load.inputs import runtime_inputs
+from onnxroof.load.tensors import NUMPY_DTYPE, from_array
+from onnxroof.protos import ModelProto, ValueInfoProto
 
 __all__ = ["Value", "parse_value", "value_arrays", "write_values"]
 
@@ -24,21 +25,6 @@ __all__ = ["Value", "parse_value", "value_arrays", "write_values"]
 Value = str | float | Sequence[float] | np.ndarray
 
 _BOOLS = {"true": 1, "false": 0}
-# The element types a value may be written in: numpy's own (no bfloat16 or float8, which numpy lacks).
-_NUMERIC = {
-    TensorProto.FLOAT,
-    TensorProto.DOUBLE,
-    TensorProto.FLOAT16,
-    TensorProto.INT8,
-    TensorProto.INT16,
-    TensorProto.INT32,
-    TensorProto.INT64,
-    TensorProto.UINT8,
-    TensorProto.UINT16,
-    TensorProto.UINT32,
-    TensorProto.UINT64,
-    TensorProto.BOOL,
-}
 
 
 def parse_value(text: str) -> list[float]:
@@ -87,7 +73,7 @@ def write_values(model: ModelProto, arrays: Mapping[str, np.ndarray]) -> None:
     """Write each value into ``model`` as a constant of its input's name: an initializer beside the declared input,
     which onnx's inference reads as the input's value and the loader as a weight (folded, never a runtime input)."""
     for name, array in arrays.items():
-        model.graph.initializer.append(numpy_helper.from_array(array, name))
+        model.graph.initializer.append(from_array(array, name))
 
 
 def _array(vi: ValueInfoProto, value: Value, shape: tuple[int, ...] | None, dims: Mapping[str, int]) -> np.ndarray:
@@ -95,7 +81,7 @@ def _array(vi: ValueInfoProto, value: Value, shape: tuple[int, ...] | None, dims
     if not vi.type.HasField("tensor_type"):
         raise UserError(f"--value {vi.name}: the input is not a tensor", "give values to tensor inputs only")
     elem = vi.type.tensor_type.elem_type
-    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem)) if elem in _NUMERIC else None
+    dtype = NUMPY_DTYPE.get(elem)
     if dtype is None:
         raise UserError(f"--value {vi.name}: onnxroof writes numeric values only", "give a numeric input's value")
     flat = np.asarray(parse_value(value) if isinstance(value, str) else value, dtype=np.float64).ravel()

@@ -17,7 +17,6 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from onnx import TensorProto
 
 from onnxroof.costs import SHAPE, Cost, NodeView, compute_cost, weight_params
 from onnxroof.devices import Device
@@ -28,6 +27,7 @@ from onnxroof.predict.memory import bytes_moved, read_distances
 from onnxroof.predict.precision import PRECISION_DTYPE, check_precision
 from onnxroof.predict.results import Analysis, NodeResult, OpTypeTotals, Totals, Uncounted, Unsupported
 from onnxroof.predict.subnormal import subnormal_work
+from onnxroof.protos import TensorProto
 
 __all__ = [
     "RUN_NOTE",

@@ -36,11 +36,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from onnx import TensorProto
-
 from onnxroof.errors import UserError
 from onnxroof.ir import Graph, Node, Tensor
 from onnxroof.predict.precision import PRECISION_DTYPE, check_precision
+from onnxroof.protos import TensorProto
 
 __all__ = [
     "VIEW_OPS",

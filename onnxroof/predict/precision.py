@@ -3,10 +3,9 @@ floating-point tensors in."""
 
 from __future__ import annotations
 
-from onnx import TensorProto
-
 from onnxroof.devices import PRECISIONS
 from onnxroof.errors import UserError
+from onnxroof.protos import TensorProto
 
 __all__ = ["PRECISION_DTYPE", "check_precision"]
 

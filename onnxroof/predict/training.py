@@ -25,8 +25,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from onnx import TensorProto
-
 from onnxroof.costs import SHAPE, Cost, NodeView, backward_cost, engine_class
 from onnxroof.devices import Device
 from onnxroof.errors import UserError
@@ -34,6 +32,7 @@ from onnxroof.ir import Graph, Tensor, UnknownShape, dtype_size
 from onnxroof.predict import roofline
 from onnxroof.predict.analysis import analyze_graph
 from onnxroof.predict.precision import PRECISION_DTYPE
+from onnxroof.protos import TensorProto
 
 __all__ = [
     "OPTIMIZER_FLOPS",

@@ -188,17 +188,16 @@ def test_a_view_of_a_graph_output_lives_to_the_end():
 def test_a_view_of_a_weight_holds_no_activation_bytes():
     w = numpy_helper.from_array(np.zeros(512, np.float32), "W")  # 2048 B
     nodes = [
-        helper.make_node("Shape", ["x"], ["s"], name="shape"),  # int64 [4]: 32 B, computed at run time
-        helper.make_node("Reshape", ["W", "s"], ["w_image"], name="view"),
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),  # of a static shape: folded at load time
+        helper.make_node("Reshape", ["W", "s"], ["w_image"], name="view"),  # of a weight by a constant: folded
         helper.make_node("Add", ["x", "w_image"], ["y"], name="add"),
     ]
     m = estimate_memory(loaded_graph(nodes, [_vi("x", IMAGE)], [_vi("y", IMAGE)], [w]))
-    # w_image is W's storage, counted once among the weights.
-    # Step 0 (shape): x + s.  Step 1 (view, last read of s): x + s.  Step 2 (add): x + y.
+    # w_image is W's storage, counted once among the weights. The one runtime step (add): x + y.
     assert m.weights_bytes == B
-    assert m.live_bytes == (B + 32, B + 32, 2 * B)
-    # Footprint: W + x + s, w_image, y.
-    assert m.footprint_bytes == B + B + 32 + 2 * B
+    assert m.live_bytes == (2 * B,)
+    # Footprint: W + x + y.
+    assert m.footprint_bytes == B + B + B
 
 
 def test_fp16_halves_every_floating_point_tensor_and_leaves_integers_alone():
