@@ -235,6 +235,24 @@ def _reshape(inputs: Inputs, attrs: Mapping[str, Any], opset: int) -> Value:
     return x.reshape(shape)
 
 
+def _transpose(inputs: Inputs, attrs: Mapping[str, Any], opset: int) -> Value:
+    x = _need(inputs, 0)
+    perm = attrs.get("perm")  # without one, the axes reversed
+    return np.transpose(x, None if perm is None else [int(p) for p in perm])
+
+
+def _scatter_nd(inputs: Inputs, attrs: Mapping[str, Any], opset: int) -> Value:
+    """ScatterND without a reduction: a copy of data with each indexed slice replaced by its update, in order."""
+    if attrs.get("reduction", "none") not in ("none", b"none"):
+        raise ValueError("ScatterND with a reduction")
+    data, indices, updates = _need(inputs, 0), _need(inputs, 1).astype(np.int64), _need(inputs, 2)
+    out = data.copy()
+    depth = indices.shape[-1]
+    for index, update in zip(indices.reshape(-1, depth), updates.reshape((-1, *data.shape[depth:]))):
+        out[tuple(index)] = update
+    return out
+
+
 def _expand(inputs: Inputs, attrs: Mapping[str, Any], opset: int) -> Value:
     x, shape = _need(inputs, 0), tuple(int(d) for d in _need(inputs, 1))
     return np.array(np.broadcast_to(x, np.broadcast_shapes(x.shape, shape)))
@@ -294,6 +312,8 @@ OPS: dict[str, _Op] = {
     "Squeeze": _squeeze,
     "Slice": _slice,
     "Reshape": _reshape,
+    "Transpose": _transpose,
+    "ScatterND": _scatter_nd,
     "Expand": _expand,
     "Tile": _tile,
     "ConstantOfShape": _constant_of_shape,

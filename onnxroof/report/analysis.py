@@ -38,7 +38,7 @@ def _header(a: Analysis) -> list[str]:
         f"  FLOPs {least}{si(t.flops)}   MACs {least}{si(t.macs)}   params {si(t.params)}   "
         f"read {si(t.bytes_read, 'B')}   written {si(t.bytes_written, 'B')}",
         f"  accumulated intensity {si(t.arithmetic_intensity)} FLOP/B   kernels {t.kernels}   "
-        f"nodes {len(a.nodes)} (+{a.folded_nodes} folded weight nodes)",
+        f"nodes {len(a.nodes)} (+{a.folded_nodes} folded nodes: weights and static shape arithmetic)",
         f"  predicted {least}{seconds(p.predicted_time_s)}, {_how_summed(a)}",
         f"  terms summed over the nodes: compute {seconds(p.compute_time_s)}, memory {seconds(p.memory_time_s)}, "
         f"overhead {seconds(p.overhead_time_s)}   bound: {p.bound}",

@@ -36,7 +36,7 @@ __all__ = [
 
 PREFIX = "onnxroof."  # every key this module writes starts with it; re-annotating replaces exactly these keys
 
-FOLDED_NOTE = "computed from weights only: folded once at load time, no per-run cost"
+FOLDED_NOTE = "computed from weights and static shapes only: folded once at load time, no per-run cost"
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,10 @@ def summary_section(analyses: Sequence[Analysis]) -> str:
             ("memory traffic", f"{si(t.bytes_read, 'B')} read, {si(t.bytes_written, 'B')} written"),
             ("parameters", si(t.params)),
             ("intensity", f"{t.arithmetic_intensity:.3g} FLOP/B (ridge {p.ridge_point:.3g} FLOP/B)"),
-            ("layers", f"{len(a.nodes)} ({t.kernels} kernels, {a.folded_nodes} folded weight nodes)"),
+            (
+                "layers",
+                f"{len(a.nodes)} ({t.kernels} kernels, {a.folded_nodes} folded: weights and static shape arithmetic)",
+            ),
         ]
         blocks.append(
             f'<div class="card"><h3>{esc(a.model)} on {esc(a.device.name)}</h3>{_facts(facts)}'
