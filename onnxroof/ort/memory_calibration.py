@@ -139,7 +139,9 @@ def chain_model() -> ModelProto:
 
 @dataclass(frozen=True)
 class _Median:
-    """The medians of what the session and the runs added over several measurements of one model."""
+    """The medians of what the session and the runs added over several measurements of one model: the runs'
+    share of the process's peak over the session as made (``peak_added_bytes - session_bytes``), which is what the
+    process peak the factors predict adds to the session's figure."""
 
     session_bytes: int
     run_added_bytes: int
@@ -157,7 +159,7 @@ def calibrate_memory(threads: int = 1, progress: Callable[[str], None] | None = 
         runs = [measure_peak_memory(model, threads=threads) for _ in range(MEASUREMENTS)]
         return _Median(
             session_bytes=int(statistics.median(r.session_bytes for r in runs)),
-            run_added_bytes=int(statistics.median(r.run_added_bytes for r in runs)),
+            run_added_bytes=int(statistics.median(r.peak_added_bytes - r.session_bytes for r in runs)),
         )
 
     empty = measure(empty_model())
