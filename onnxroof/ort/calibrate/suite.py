@@ -111,7 +111,11 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #  39: a layer normalization's ceiling is read by the FLOPs of one row (class_work.repeats), as a softmax's is,
 #      timed on rows of 96 to 1024; a transpose that moves an axis in each matrix of a batch is a class of its own
 #      (transpose_batched), read by the bytes of one matrix.
-SUITE = 39
+#  40: the cores' limits (load_limit, flop_limit: clock, vector width and ports): a level measured faster than its
+#      cores can load and store takes the next level's bandwidth, a peak above their vector rate is held at it, and
+#      a profile beyond its limits does not load; the int8 peak is the best of MatMulInteger and the 8-bit
+#      convolutions' kernels (QLinearConv outran MatMulInteger, and its ceiling had read over 100%).
+SUITE = 40
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
