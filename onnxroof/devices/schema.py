@@ -383,6 +383,12 @@ class Device:
             return self.name
         return f"host ({self.calibration.describe()})"
 
+    def tag(self) -> str:
+        """The device as a legend or a one-line result names it: a datasheet device by its key, a calibrated
+        profile by its :meth:`label` (its key, 'host-amd-epyc-...-t1', says neither when nor on what it was
+        measured in words)."""
+        return self.key if self.calibration is None else self.label()
+
     def resolve_precision(self, precision: str) -> str:
         """The precision whose peak is used for ``precision`` on this device (see FALLBACK)."""
         wanted = normalize_precision(precision)

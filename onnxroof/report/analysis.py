@@ -27,7 +27,7 @@ def _header(a: Analysis) -> list[str]:
     t, p, d = a.totals, a.totals.prediction, a.device
     precision = a.precision if a.precision != "as-typed" else f"as typed (mostly {p.precision})"
     lines = [
-        clip(f"{a.model} on {d.name} [{d.key}], precision {precision}", TABLE_WIDTH),
+        clip(f"{a.model} on {d.label()} [{d.key}], precision {precision}", TABLE_WIDTH),
         clip(
             f"device: {si(p.peak_flops_s, 'FLOP/s')} {p.precision}, {si(d.memory_bandwidth.value, 'B/s')}, "
             f"ridge {p.ridge_point:.3g} FLOP/B, launch {seconds(d.launch_overhead.value)} ({d.overlap} overlap)",

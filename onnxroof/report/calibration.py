@@ -11,7 +11,7 @@ from onnxroof.report.format import TABLE_WIDTH, clip, seconds, si
 def calibration_table(device: Device, cached_at: Path | None = None) -> str:
     """What the calibration measured, one line per number family, and where the profile was written."""
     c = device.calibration
-    lines = [clip(f"{device.name} [{device.key}]", TABLE_WIDTH)]
+    lines = [clip(f"{device.label()} [{device.key}]", TABLE_WIDTH)]
     if c is not None:
         lines.append(
             clip(

@@ -11,7 +11,7 @@ def validation_table(v: Validation, top: int = 20) -> str:
     a, m, s = v.analysis, v.measurement, v.agreement
     graph = "onnxruntime's optimized graph" if a.graph == "onnxruntime-optimized" else "the graph as exported"
     lines = [
-        clip(f"{a.model} on {a.device.name} [{a.device.key}], predicted on {graph}", TABLE_WIDTH),
+        clip(f"{a.model} on {a.device.label()} [{a.device.key}], predicted on {graph}", TABLE_WIDTH),
         clip(f"measured on {m.provider}, {m.threads} thread(s), optimization level {m.opt_level}", TABLE_WIDTH),
         "",
         f"  model: measured {seconds(v.measured_time_s)} (median of {m.repeat} samples; fastest eighth "
