@@ -153,6 +153,7 @@ class _Jobs:
     node_chain: Chain  # Neg on 16 floats: the executor's cost per node
     reshape_chain: Chain  # Neg + Reshape pairs: what a shape-only node adds
     single: Chain  # a one-node graph: the cost per run
+    branches: Chain  # If nodes each running a branch of one Neg: what an If adds to its branch's nodes
     profiler_probe: Profiled  # tiny nodes: what the profiler adds per node
     reference: Reference
     network: Reference  # the factor network (network.factor_network), timed as the block is
@@ -169,7 +170,7 @@ class _Jobs:
 
     def in_order(self) -> list[Job]:
         """The jobs in the order each pass times them."""
-        order: list[Job] = [self.node_chain, self.reshape_chain, self.single, self.profiler_probe]
+        order: list[Job] = [self.node_chain, self.reshape_chain, self.single, self.branches, self.profiler_probe]
         order += [self.reference, self.network]
         for cache, chain, _ in self.levels:
             order += [chain, *(wide for _, wide in self.probes.get(cache.level, []))]
@@ -182,7 +183,7 @@ def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, step
     """Every benchmark's sessions, created once for the whole calibration. The op-class benchmarks' graphs come
     from one Rand in suite order (after the peaks'), so that a suite builds the same graphs every time; an op this
     onnxruntime build lacks leaves its benchmark out."""
-    node_chain, reshape_chain, single, profiler_probe = _overhead_jobs(chosen.overhead_lengths, runner)
+    node_chain, reshape_chain, single, branches, profiler_probe = _overhead_jobs(chosen.overhead_lengths, runner)
     # The reference block, timed in every pass like the ceilings: validation times it again to read the machine's
     # speed against its speed while calibrating. The factor network, timed so too: its prediction from the
     # ceilings gives the network factor.
@@ -209,6 +210,7 @@ def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, step
         node_chain=node_chain,
         reshape_chain=reshape_chain,
         single=single,
+        branches=branches,
         profiler_probe=profiler_probe,
         reference=reference,
         network=network,
@@ -225,10 +227,10 @@ def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, step
     )
 
 
-def _overhead_jobs(lengths: tuple[int, int], runner: Runner) -> tuple[Chain, Chain, Chain, Profiled]:
+def _overhead_jobs(lengths: tuple[int, int], runner: Runner) -> tuple[Chain, Chain, Chain, Chain, Profiled]:
     """The executor's and the profiler's own costs, on 16 floats: chains of Neg ``lengths`` long (per node),
-    of Neg + Reshape pairs (a shape-only node), a one-node graph (per run) and 64 Neg profiled (per profiled
-    node); their graphs from one Rand(1)."""
+    of Neg + Reshape pairs (a shape-only node), a one-node graph (per run), chains of If each running one Neg (per
+    If) and 64 Neg profiled (per profiled node); their graphs from one Rand(1)."""
     tiny = Rand(1)
 
     def neg(n: int) -> graphs.Built:
@@ -239,7 +241,10 @@ def _overhead_jobs(lengths: tuple[int, int], runner: Runner) -> tuple[Chain, Cha
         runner, "chains of Neg + Reshape on 16 floats", lambda n: chains.neg_reshape_chain(tiny, n), lengths
     )
     single = Chain(runner, "a one-node graph", neg, (1, 2))
-    return node_chain, reshape_chain, single, Profiled(runner, "64 Neg on 16 floats", neg(64))
+    branches = Chain(
+        runner, "chains of If, each a branch of one Neg on 16 floats", lambda n: chains.if_chain(tiny, n), lengths
+    )
+    return node_chain, reshape_chain, single, branches, Profiled(runner, "64 Neg on 16 floats", neg(64))
 
 
 def _level_jobs(
@@ -325,6 +330,7 @@ class _Readings:
     node_overhead: float  # seconds per node the executor adds
     reshape_cost: float  # seconds a shape-only node adds beyond that
     run_overhead: float  # seconds per session.run beyond its nodes
+    branch_overhead: float  # seconds an If adds to the nodes of its branch
     profiler_overhead: float  # seconds per node the profiler adds to a kernel's time
     level_bandwidths: dict[str, tuple[float, str]]  # per cache level: bytes/s and what measured it
     level_sizes: dict[str, tuple[int, str]]  # per shared level probed: the size it serves, and how it was found
@@ -344,6 +350,7 @@ def _read(jobs: _Jobs, matrix_size: int) -> _Readings:
     node_overhead = jobs.node_chain.per_node()
     reshape_cost = max(jobs.reshape_chain.per_node() - node_overhead, 0.0)
     run_overhead = max(fast_estimate(jobs.single.t_lo) - node_overhead, 0.0)
+    branch_overhead = max(jobs.branches.per_node() - node_overhead, 0.0)
     probe = [t for ts in jobs.profiler_probe.kernel_times().values() for t in ts]
     profiler_overhead = fast_estimate(probe) if probe else 0.0
     level_bandwidths, level_sizes = _read_levels(jobs, node_overhead)
@@ -374,6 +381,7 @@ def _read(jobs: _Jobs, matrix_size: int) -> _Readings:
         node_overhead=node_overhead,
         reshape_cost=reshape_cost,
         run_overhead=run_overhead,
+        branch_overhead=branch_overhead,
         profiler_overhead=profiler_overhead,
         level_bandwidths=level_bandwidths,
         level_sizes=level_sizes,
@@ -476,6 +484,9 @@ def _bare_device(readings: _Readings, jobs: _Jobs, chosen: Suite, run: _Run, how
             readings.run_overhead, f"calibrated: session.run time of a one-node graph minus one node; {how}"
         ),
         conv_weight_wait=conv_weight_wait(readings.waits, readings.dram_bandwidth, how),
+        branch_overhead=Sourced(
+            readings.branch_overhead, f"calibrated: slope of {jobs.branches.label} over Neg's, per node; {how}"
+        ),
         load_limit=Sourced(float(f"{limits.bandwidth:.4g}"), limits.derivation("bandwidth")),
         flop_limit=Sourced(float(f"{limits.flops:.4g}"), limits.derivation("flops")),
     )

@@ -115,7 +115,9 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #      cores can load and store takes the next level's bandwidth, a peak above their vector rate is held at it, and
 #      a profile beyond its limits does not load; the int8 peak is the best of MatMulInteger and the 8-bit
 #      convolutions' kernels (QLinearConv outran MatMulInteger, and its ceiling had read over 100%).
-SUITE = 40
+#  41: an If's own cost (branch_overhead), timed on chains of If each running one Neg: an If on a host is predicted
+#      as its branch's nodes, each under its class's ceiling, plus that cost.
+SUITE = 41
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
