@@ -461,17 +461,22 @@ def efficiencies_over_one(device: Device) -> str | None:
                 over[table][cls] = highest
     parts = []
     if over["memory"]:
-        named = ", ".join(f"{cls} ({e:.0%})" for cls, e in over["memory"].items())
+        named = ", ".join(f"{cls} ({_percent(e)})" for cls, e in over["memory"].items())
         parts.append(
             f"memory for {named}: faster than the level their working set is counted in (one just past a level's "
             "size finds part of its data in the faster level; a level's bandwidth is its chain of Neg's)"
         )
     if over["compute"]:
-        named = ", ".join(f"{cls} ({e:.0%})" for cls, e in over["compute"].items())
+        named = ", ".join(f"{cls} ({_percent(e)})" for cls, e in over["compute"].items())
         parts.append(f"compute for {named}: faster than the benchmarks their peak was read on")
     if not parts:
         return None
     return "efficiencies over 100%: " + "; ".join(parts) + "; predictions read each kernel's own rate back"
+
+
+def _percent(share: float) -> str:
+    """A share over 1 as a percentage, with a decimal where whole percents would round it to 100%."""
+    return f"{share:.0%}" if share >= 1.005 else f"{share:.1%}"
 
 
 def unread_ceilings_warning(measured: Iterable[str], device: Device) -> str | None:
