@@ -87,9 +87,10 @@ def calibrate(
     its fastest eighth of runs. ``progress(done, total)`` is called as benchmarks are set up and passes run.
     ``quick`` runs the quick suite (a reduced set of small shapes in two passes, for tests and smoke checks). Other
     processes' load while calibrating (CPU time the machine spent beyond this process's own), the hypervisor's
-    steal and a class the suite measures that got no ceiling are reported in ``device.calibration.warnings``;
-    nothing is raised for them. The spread between runs is not: a shared virtual machine's runs spread with
-    nothing else running, so a spread says nothing of load from elsewhere.
+    steal, a class the suite measures that got no ceiling and ceiling points over 100% (with their reason) are
+    reported in ``device.calibration.warnings``; nothing is raised for them. The spread between runs is not: a
+    shared virtual machine's runs spread with nothing else running, so a spread says nothing of load from
+    elsewhere.
     """
     _check_arguments(threads, provider, budget_s)
     if provider_name(provider) == "CUDAExecutionProvider":
