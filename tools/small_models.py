@@ -87,18 +87,19 @@ def _rate_branch(prefix: str, cell: str, seed: int, stride: int) -> onnx.GraphPr
 
 
 def voice_activity(cell: str) -> onnx.ModelProto:
-    """x (1, SAMPLES) float, state (2, 1, STATE) float, sr int64 scalar -> If(sr == 16000): the 16 kHz detector
-    (stride 8: 63 and 31 positions, 31 recurrent steps), else the 8 kHz one (stride 16: 31 and 15 positions, 15
-    steps) -> (probability, new state)."""
+    """x (1, SAMPLES) float, state (2, 1, STATE) float, sr int64 scalar -> If(sr == 8000): the 8 kHz detector
+    (stride 16: 31 and 15 positions, 15 recurrent steps), else the 16 kHz one (stride 8: 63 and 31 positions, 31
+    steps) -> (probability, new state). Random inputs (an sr of 0) run the 16 kHz branch, the slower one, which
+    the prediction of an If whose condition is not known follows."""
     graph = helper.make_graph(
         [
-            helper.make_node("Equal", ["sr", "rate16k"], ["wide"]),
+            helper.make_node("Equal", ["sr", "rate8k"], ["narrow"]),
             helper.make_node(
                 "If",
-                ["wide"],
+                ["narrow"],
                 ["prob", "new_state"],
-                then_branch=_rate_branch("k16_", cell, 1, 8),
-                else_branch=_rate_branch("k8_", cell, 2, 16),
+                then_branch=_rate_branch("k8_", cell, 2, 16),
+                else_branch=_rate_branch("k16_", cell, 1, 8),
                 name="rate",
             ),
         ],
@@ -112,7 +113,7 @@ def voice_activity(cell: str) -> onnx.ModelProto:
             helper.make_tensor_value_info("prob", TensorProto.FLOAT, [1, 1]),
             helper.make_tensor_value_info("new_state", TensorProto.FLOAT, [2, 1, STATE]),
         ],
-        [numpy_helper.from_array(np.array(16000, np.int64), "rate16k")],
+        [numpy_helper.from_array(np.array(8000, np.int64), "rate8k")],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
 
