@@ -253,3 +253,25 @@ def test_the_cuda_provider_without_a_gpu_is_one_line_and_exit_2(capsys, monkeypa
     assert accuracy.main(["--provider", "cuda", "--models", "zoo:resnet18", "--threads", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot calibrate CUDAExecutionProvider" in err[0]
+
+
+def test_the_small_models_are_built_with_their_families(monkeypatch, tmp_path):
+    monkeypatch.setenv("ONNXROOF_CACHE_DIR", str(tmp_path))
+    spec = importlib.util.spec_from_file_location("onnxroof_small_models", _PATH.with_name("small_models.py"))
+    small = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(small)
+    assert tuple(small.MODELS) == accuracy.SMALL
+    assert all(accuracy.FAMILIES[f"light:{name}"] == family for name, (_, family) in small.MODELS.items())
+    sources = dict(accuracy.model_sources("light:vad_lstm,light:tiny_cnn"))
+    assert sources == {
+        "light:vad_lstm": str(tmp_path / "small-models" / "vad_lstm.onnx"),
+        "light:tiny_cnn": str(tmp_path / "small-models" / "tiny_cnn.onnx"),
+    }
+    import onnx
+
+    model = onnx.load(sources["light:vad_lstm"])
+    (rate,) = [n for n in model.graph.node if n.op_type == "If"]
+    # each branch: its convolutional front end and an LSTM with the state input's slices as its initial state
+    for branch in (a.g for a in rate.attribute):
+        assert [n.op_type for n in branch.node].count("LSTM") == 1
+    assert [i.name for i in model.graph.input] == ["x", "state", "sr"]

@@ -71,6 +71,11 @@ LIGHT = (
     "vgg19",
     "zfnet512",
 )
+# The light set's models of 0.05 to 2 ms, built in code (tools/small_models.py): voice-activity detectors with an LSTM
+# or GRU behind an If, a keyword spotter's LSTM, tiny MLP and CNN classifiers. Their per-run cost, control flow and
+# recurrent steps are much of their time.
+SMALL = ("vad_lstm", "vad_gru", "keyword_lstm", "tiny_mlp", "tiny_cnn")
+LIGHT += SMALL
 # Batches of the reference block timed after each model's loop (about 10 ms each): the fastest of them read the
 # machine's speed in that moment, as the calibration read the block.
 REFERENCE_BATCHES = 16
@@ -94,6 +99,11 @@ FAMILIES = {
     "light:squeezenet": "mobile-cnn",
     "light:vgg19": "other-cnn",
     "light:zfnet512": "other-cnn",
+    "light:vad_lstm": "small-recurrent",
+    "light:vad_gru": "small-recurrent",
+    "light:keyword_lstm": "small-recurrent",
+    "light:tiny_mlp": "small-classifier",
+    "light:tiny_cnn": "small-classifier",
 }
 MANIFEST_KEYS = ("name", "family", "exporter", "file", "inputs")
 
@@ -103,6 +113,19 @@ def bench_dir() -> Path:
     from onnxroof.ort.calibrate.host import cache_dir
 
     return cache_dir() / "benchmark-models"
+
+
+def small_model(name: str) -> Path:
+    """The file of one of the SMALL models, built by tools/small_models.py in the cache's small-models/ folder."""
+    import importlib.util
+
+    from onnxroof.ort.calibrate.host import cache_dir
+
+    spec = importlib.util.spec_from_file_location("onnxroof_small_models", Path(__file__).with_name("small_models.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return Path(module.build(name, cache_dir() / "small-models"))
 
 
 def read_manifest(folder: Path) -> list[dict[str, Any]]:
@@ -137,7 +160,8 @@ def model_sources(
     which: str = "default",
 ) -> list[tuple[str, str]]:
     """(label, source) pairs: zoo:NAME as is, light:NAME as the onnx package's bundled file (one that this onnx
-    lacks is left out), bench:NAME as the file the manifest gives in ``folder``. Without ``spec``, the set
+    lacks is left out) or, for the SMALL models, the file tools/small_models.py builds in the cache's
+    small-models/ folder, bench:NAME as the file the manifest gives in ``folder``. Without ``spec``, the set
     ``which`` names: "default" (the models of ``zoo`` and ``light``), "benchmark" (the manifest's) or "all"."""
     import onnx
 
@@ -150,7 +174,9 @@ def model_sources(
         names += [f"bench:{n}" for n in files] if which in ("benchmark", "all") else []
     out = []
     for name in names:
-        if name.startswith("light:"):
+        if name.startswith("light:") and name[len("light:") :] in SMALL:
+            out.append((name, str(small_model(name[len("light:") :]))))
+        elif name.startswith("light:"):
             path = light_dir / f"light_{name[len('light:') :]}.onnx"
             if path.exists():
                 out.append((name, str(path)))

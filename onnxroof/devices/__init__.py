@@ -46,6 +46,15 @@ sits in::
     [subnormal_product]            # optional: seconds a multiply-add with a subnormal operand adds
     value = 2.8e-09
     source = "calibrated: ..."
+    [branch_overhead]              # optional: seconds an If adds to the nodes of the branch it runs
+    value = 2.1e-06
+    source = "calibrated: ..."
+    [load_limit]                   # optional: bytes/s the calibrated cores can load and store at most; no
+    value = 4.99e11                #   bandwidth above it loads
+    source = "derived: 1 core x 2.6 GHz x ..."
+    [flop_limit]                   # optional: fp32 FLOP/s their vector units compute at most; no peak above it
+    value = 3.33e11
+    source = "derived: ..."
     [calibration]                  # how the numbers were measured (metadata, no sources needed)
     provider = "cpu"
     threads = 1
@@ -97,6 +106,7 @@ from onnxroof.devices.schema import (
     Sourced,
     WeightReuse,
     WeightWait,
+    limit_violations,
     normalize_precision,
 )
 
@@ -121,6 +131,7 @@ __all__ = [
     "WeightWait",
     "catalog",
     "device_from_dict",
+    "limit_violations",
     "load_device",
     "normalize_precision",
     "save_device",

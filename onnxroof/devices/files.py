@@ -35,6 +35,7 @@ from onnxroof.devices.schema import (
     Sourced,
     WeightReuse,
     WeightWait,
+    limit_violations,
 )
 from onnxroof.errors import UserError
 
@@ -56,6 +57,9 @@ _OPTIONAL = (
     "conv_weight_wait",
     "softmax_underflow",
     "subnormal_product",
+    "branch_overhead",
+    "load_limit",
+    "flop_limit",
 )
 _FIELDS = _REQUIRED + _OPTIONAL
 _SCHEMA_HINT = "see the device file format in the onnxroof.devices docstring, or copy an entry of `onnxroof devices`"
@@ -313,7 +317,7 @@ def device_from_dict(key: str, data: Mapping[str, Any], *, origin: str | None = 
     _check_keys(ceilings_raw, CEILING_NAMES, f"{where}, ceilings")
     ceilings = {name: _ceiling(ceilings_raw[name], name, where) for name in CEILING_NAMES if name in ceilings_raw}
 
-    return Device(
+    device = Device(
         key=key.strip(),
         name=_text(data, "name", where),
         kind=_choice(data, "kind", KINDS, where),
@@ -337,7 +341,20 @@ def device_from_dict(key: str, data: Mapping[str, Any], *, origin: str | None = 
         subnormal_product=_sourced(data, "subnormal_product", where, allow_zero=True)
         if "subnormal_product" in data
         else None,
+        branch_overhead=_sourced(data, "branch_overhead", where, allow_zero=True)
+        if "branch_overhead" in data
+        else None,
+        load_limit=_sourced(data, "load_limit", where) if "load_limit" in data else None,
+        flop_limit=_sourced(data, "flop_limit", where) if "flop_limit" in data else None,
     )
+    beyond = limit_violations(device)
+    if beyond:
+        raise _fail(
+            where,
+            f"{beyond[0]}: no core moves or computes that fast",
+            "calibrate again: onnxroof calibrate --threads N",
+        )
+    return device
 
 
 def _share(data: Mapping[str, Any], name: str, where: str) -> Sourced:

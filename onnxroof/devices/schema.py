@@ -274,6 +274,14 @@ class Calibration:
     reference_time_s: float | None = None
     suite: int = 1
 
+    def describe(self) -> str:
+        """The profile in one line, as every output that predicts on it names it: 'AMD EPYC (family 25 model 1,
+        AVX2), 1 thread, onnxruntime 1.23.2, calibrated 2026-12-01' (the provider where it is not the CPU's)."""
+        threads = f"{self.threads} thread{'s' if self.threads != 1 else ''}"
+        provider = "" if self.provider.lower() == "cpu" else f" {self.provider}"
+        day = self.date.split("T", 1)[0]
+        return f"{self.cpu}, {threads}, onnxruntime {self.onnxruntime}{provider}, calibrated {day}"
+
 
 class FrozenMap(dict):
     """A read-only, hashable dict, so that a frozen Device is hashable and cannot be changed in place.
@@ -337,8 +345,11 @@ class Device:
     (see :class:`WeightReuse`; absent: never), ``conv_weight_wait``: how much of its weights' read a
     compute-bound convolution waits for (see :class:`WeightWait`; absent: none), ``softmax_underflow``: seconds a
     Softmax element whose exp falls below the normal float range adds, and ``subnormal_product``: seconds a
-    multiply-add with a subnormal operand adds (see :mod:`onnxroof.predict.subnormal`; absent: none); datasheet
-    devices have none of them.
+    multiply-add with a subnormal operand adds (see :mod:`onnxroof.predict.subnormal`; absent: none),
+    ``branch_overhead``: seconds an If adds to the nodes of the branch it runs (the branch's own execution; absent:
+    none), and ``load_limit`` and ``flop_limit``: the most the calibrated threads' cores can load and store (bytes/s)
+    and compute (fp32 FLOP/s) by their clock, vector width and ports, which no calibrated bandwidth or peak may
+    exceed (:func:`limit_violations`); datasheet devices have none of them.
     """
 
     key: str
@@ -360,6 +371,23 @@ class Device:
     conv_weight_wait: WeightWait | None = None
     softmax_underflow: Sourced | None = None
     subnormal_product: Sourced | None = None
+    branch_overhead: Sourced | None = None
+    load_limit: Sourced | None = None
+    flop_limit: Sourced | None = None
+
+    def label(self) -> str:
+        """The device as every renderer names it: a calibrated profile by what it was measured on and when, 'host
+        (AMD EPYC (family 25 model 1, AVX2), 1 thread, onnxruntime 1.23.2, calibrated 2026-12-01)', so that two
+        profiles can be told apart; any other device by its name."""
+        if self.calibration is None:
+            return self.name
+        return f"host ({self.calibration.describe()})"
+
+    def tag(self) -> str:
+        """The device as a legend or a one-line result names it: a datasheet device by its key, a calibrated
+        profile by its :meth:`label` (its key, 'host-amd-epyc-...-t1', says neither when nor on what it was
+        measured in words)."""
+        return self.key if self.calibration is None else self.label()
 
     def resolve_precision(self, precision: str) -> str:
         """The precision whose peak is used for ``precision`` on this device (see FALLBACK)."""
@@ -437,6 +465,9 @@ class Device:
             "network_factor",
             "softmax_underflow",
             "subnormal_product",
+            "branch_overhead",
+            "load_limit",
+            "flop_limit",
         ):
             item = getattr(self, fname)
             if item is not None:
@@ -484,6 +515,28 @@ class Device:
                     )
             lines.append(f"source = {_toml_str(ceiling.source)}")
         return "\n".join(lines) + "\n"
+
+
+def limit_violations(device: Device) -> list[str]:
+    """What a calibrated profile holds beyond its cores' physical limits (``load_limit``, ``flop_limit``), one line
+    each: a memory level's bandwidth (a cache's or DRAM's) above what the cores can load and store, an fp32 peak
+    above what their vector units compute. Empty where the profile records no limits or keeps within them."""
+    out = []
+    if device.load_limit is not None:
+        levels = [(c.level, c.bandwidth) for c in device.caches if c.bandwidth is not None]
+        for level, bandwidth in [*levels, ("DRAM", device.memory_bandwidth.value)]:
+            if bandwidth > device.load_limit.value:
+                out.append(
+                    f"{level} bandwidth {bandwidth / 1e9:.4g} GB/s is above the cores' load and store rate, "
+                    f"{device.load_limit.value / 1e9:.4g} GB/s ({device.load_limit.source})"
+                )
+    fp32 = device.peak_flops.get("fp32")
+    if device.flop_limit is not None and fp32 is not None and fp32.value > device.flop_limit.value:
+        out.append(
+            f"fp32 peak {fp32.value / 1e9:.4g} GFLOP/s is above the cores' vector rate, "
+            f"{device.flop_limit.value / 1e9:.4g} GFLOP/s ({device.flop_limit.source})"
+        )
+    return out
 
 
 def _toml_str(text: str) -> str:

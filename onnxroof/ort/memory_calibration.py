@@ -34,7 +34,7 @@ from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 from onnxroof.atomic import write_text
 from onnxroof.devices import Sourced
-from onnxroof.ort.calibrate.host import cache_dir, cpu_model, host_key, ort_version
+from onnxroof.ort.calibrate.host import cache_dir, cache_lock, cpu_model, host_key, ort_version
 from onnxroof.ort.memory import measure_peak_memory
 from onnxroof.passes.model_file import weight_bytes
 from onnxroof.predict.process_memory import SessionMemoryFactors
@@ -139,7 +139,9 @@ def chain_model() -> ModelProto:
 
 @dataclass(frozen=True)
 class _Median:
-    """The medians of what the session and the runs added over several measurements of one model."""
+    """The medians of what the session and the runs added over several measurements of one model: the runs'
+    share of the process's peak over the session as made (``peak_added_bytes - session_bytes``), which is what the
+    process peak the factors predict adds to the session's figure."""
 
     session_bytes: int
     run_added_bytes: int
@@ -157,7 +159,7 @@ def calibrate_memory(threads: int = 1, progress: Callable[[str], None] | None = 
         runs = [measure_peak_memory(model, threads=threads) for _ in range(MEASUREMENTS)]
         return _Median(
             session_bytes=int(statistics.median(r.session_bytes for r in runs)),
-            run_added_bytes=int(statistics.median(r.run_added_bytes for r in runs)),
+            run_added_bytes=int(statistics.median(r.peak_added_bytes - r.session_bytes for r in runs)),
         )
 
     empty = measure(empty_model())
@@ -205,12 +207,23 @@ def host_memory_factors(
     """This host's cached memory factors, calibrated and cached first when none are (or ``recalibrate``). A
     cached file that does not read as factors is calibrated again."""
     path = memory_factors_path(threads)
-    if not recalibrate and path.exists():
-        try:
-            return SessionMemoryFactors.from_dict(json.loads(path.read_text(encoding="utf-8")))
-        except ValueError:
-            pass  # calibrated again below
-    factors = calibrate_memory(threads, progress)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(path, json.dumps(factors.to_dict(), indent=2) + "\n")
-    return factors
+    cached = None if recalibrate else _cached(path)
+    if cached is not None:
+        return cached
+    with cache_lock(path):  # one process calibrates a key at a time; the next reads its factors
+        cached = None if recalibrate else _cached(path)
+        if cached is not None:
+            return cached
+        factors = calibrate_memory(threads, progress)
+        write_text(path, json.dumps(factors.to_dict(), indent=2) + "\n")
+        return factors
+
+
+def _cached(path: Path) -> SessionMemoryFactors | None:
+    """The factors cached at ``path``; None where there is no file or it does not read as factors."""
+    if not path.exists():
+        return None
+    try:
+        return SessionMemoryFactors.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except ValueError:
+        return None

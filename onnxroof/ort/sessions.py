@@ -27,6 +27,7 @@ from onnxroof.errors import UserError
 from onnxroof.ir import Graph
 from onnxroof.load import fix_inputs, load_graph, parse_shape, read_model, runtime_inputs
 from onnxroof.load.values import Value, value_arrays
+from onnxroof.ort.relax import declare_inputs, open_inputs, refused_by_inference
 from onnxroof.passes.input_shapes import at_input_shapes
 
 PROVIDERS: Mapping[str, str] = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
@@ -322,7 +323,12 @@ def make_session(
     )
     try:
         serialized = model if isinstance(model, bytes) else model.SerializeToString()
-        session = rt.InferenceSession(serialized, options, providers=providers)
+        try:
+            session = rt.InferenceSession(serialized, options, providers=providers)
+        except Exception as exc:  # a branch not taken that cannot hold for the fixed input shapes: see relax.py
+            if not refused_by_inference(exc) or (opened := open_inputs(model)) is None:
+                raise
+            session = rt.InferenceSession(opened.SerializeToString(), options, providers=providers)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise UserError(
@@ -405,6 +411,7 @@ def engine_graph(
 
     with tempfile.TemporaryDirectory(prefix="onnxroof-opt-") as tmp:
         optimized = onnx.load(_save_optimized(runnable.model, provider, threads, "all", tmp), load_external_data=False)
+        declare_inputs(optimized, runnable.inputs)  # a load with the inputs left open saves them open
         inline_added_constants(optimized, tmp)
     graph = with_softmax_masks(load_graph(optimized, shape_run=shapes_from_run, values=runnable.values), optimized)
     return dataclasses.replace(graph, name=runnable.name)

@@ -22,7 +22,8 @@ from onnxroof.costs import SHAPE, Cost, NodeView, compute_cost, weight_params
 from onnxroof.devices import Device
 from onnxroof.ir import Graph, InvalidNode, Node, Tensor, UnknownShape
 from onnxroof.predict import roofline
-from onnxroof.predict.engine import memory_level, predict_engine
+from onnxroof.predict.control import node_engine
+from onnxroof.predict.engine import memory_level
 from onnxroof.predict.memory import bytes_moved, read_distances
 from onnxroof.predict.precision import PRECISION_DTYPE, check_precision
 from onnxroof.predict.results import Analysis, NodeResult, OpTypeTotals, Totals, Uncounted, Unsupported
@@ -306,8 +307,9 @@ def _analyze_graph(
             if ran:
                 cost = replace(cost, note="; ".join(n for n in (cost.note, RUN_NOTE) if n))
             prec = precision or node_precision(node.op_type, ins, outs)
-            if engine_mode:
-                prediction, note = predict_engine(view, cost, prec, dev, traffic, subnormal, reads, after)
+            if engine_mode:  # an If's branch is predicted node by node: its own analysis
+                inner = functools.partial(_analyze_graph, dev=dev, precision=precision, engine_mode=True, progress=None)
+                prediction, note = node_engine(node, view, cost, prec, dev, (traffic, subnormal, reads, after), inner)
             else:
                 roof = roofs.get(prec) or roofs.setdefault(prec, roofline.roof_of(dev, prec))
                 prediction, note = roofline.predict_on(cost, roof), None

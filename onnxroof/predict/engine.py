@@ -163,11 +163,15 @@ class EngineNote:
     distant_s: float = 0.0  # inputs written long before, read from a farther level (distant_read_time)
     bias_pass_s: float = 0.0  # a Gemm's C broadcast into its output and read back (bias_pass_time)
     write_allocate_s: float = 0.0  # its output's lines brought back from a farther level (write_allocate_time)
+    branch: str | None = None  # an If's: the branch whose nodes' predictions it sums (onnxroof.predict.control)
+    branch_overhead_s: float = 0.0  # an If's: what running a branch adds to its nodes (device.branch_overhead)
 
     def describe(self) -> str:
         """One line for a report: the class, the efficiencies applied and the memory level."""
         if self.op_class == SHAPE:
             return "shape-only: per-node overhead only"
+        if self.branch is not None:
+            return f"If: its {self.branch}'s nodes as predicted, plus {self.branch_overhead_s * 1e6:.3g} us to run it"
         if self.ceiling is None:
             head = f"{self.op_class}: no ceiling (plain roofline)"
         else:

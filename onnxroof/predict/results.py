@@ -198,6 +198,8 @@ class Analysis:
             "device": {
                 "key": self.device.key,
                 "name": self.device.name,
+                "label": self.device.label(),
+                "calibration": None if self.device.calibration is None else asdict(self.device.calibration),
                 "peak_flops_s": self.totals.prediction.peak_flops_s,
                 "memory_bandwidth_bytes_s": self.device.memory_bandwidth.value,
                 "launch_overhead_s": self.device.launch_overhead.value,

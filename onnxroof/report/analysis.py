@@ -30,7 +30,7 @@ def _header(a: Analysis) -> list[str]:
     precision = a.precision if a.precision != "as-typed" else f"as typed (mostly {p.precision})"
     least = "" if t.complete else "at least "
     return [
-        f"{a.model} on {d.name} [{d.key}], precision {precision}",
+        f"{a.model} on {d.label()} [{d.key}], precision {precision}",
         f"device: {si(p.peak_flops_s, 'FLOP/s')} {p.precision}, {si(d.memory_bandwidth.value, 'B/s')}, "
         f"ridge {si(p.ridge_point)} FLOP/B, launch {seconds(d.launch_overhead.value)} ({d.overlap} overlap)",
         "",
@@ -38,7 +38,7 @@ def _header(a: Analysis) -> list[str]:
         f"  FLOPs {least}{si(t.flops)}   MACs {least}{si(t.macs)}   params {si(t.params)}   "
         f"read {si(t.bytes_read, 'B')}   written {si(t.bytes_written, 'B')}",
         f"  accumulated intensity {si(t.arithmetic_intensity)} FLOP/B   kernels {t.kernels}   "
-        f"nodes {len(a.nodes)} (+{a.folded_nodes} folded nodes: weights and static shape arithmetic)",
+        f"nodes {len(a.nodes)} (+{a.folded_nodes} folded: weights, static shapes)",
         f"  predicted {least}{seconds(p.predicted_time_s)}, {_how_summed(a)}",
         f"  terms summed over the nodes: compute {seconds(p.compute_time_s)}, memory {seconds(p.memory_time_s)}, "
         f"overhead {seconds(p.overhead_time_s)}   bound: {p.bound}",

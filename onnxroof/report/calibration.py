@@ -14,7 +14,7 @@ def calibration_table(device: Device, cached_at: Path | None = None, width: int 
     """What the calibration measured, one line per number family, and where the profile was written; prose
     wrapped within ``width`` columns (None: no limit), nothing cut."""
     c = device.calibration
-    prose = [f"{device.name} [{device.key}]"]
+    prose = [f"{device.label()} [{device.key}]"]
     if c is not None:
         prose.append(
             f"  onnxruntime {c.onnxruntime} on {c.provider}, {c.threads} thread(s), {c.duration_s:.0f} s, {c.date}"

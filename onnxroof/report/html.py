@@ -53,7 +53,7 @@ def _page_title(analyses: Sequence[Analysis], title: str | None) -> str:
     if title:
         return title
     models = list(dict.fromkeys(a.model for a in analyses))
-    devices = list(dict.fromkeys(a.device.name for a in analyses))
+    devices = list(dict.fromkeys(a.device.label() for a in analyses))
     return f"{', '.join(models)} on {', '.join(devices)}: onnxroof report"
 
 

@@ -75,7 +75,7 @@ def _analysis_data(analysis: Analysis, measured: Mapping[str, tuple[float, str]]
             row += [None if seconds is None else _number(seconds), kernel]
         rows.append(row)
     return {
-        "label": f"{analysis.model} on {analysis.device.name}",
+        "label": f"{analysis.model} on {analysis.device.label()}",
         "device": analysis.device.key,
         "measured": measured is not None,
         "rows": rows,

@@ -86,7 +86,7 @@ def summary_section(analyses: Sequence[Analysis]) -> str:
         facts = [
             ("model", esc(a.model)),
             ("graph", esc(_graph_label(a))),
-            ("device", f"{esc(a.device.name)} <code>{esc(a.device.key)}</code>"),
+            ("device", f"{esc(a.device.label())} <code>{esc(a.device.key)}</code>"),
             ("precision", esc(precision)),
             ("predicted time", f"<strong>{seconds(p.predicted_time_s)}</strong> {bound_badge(p.bound)}"),
             (
@@ -100,11 +100,11 @@ def summary_section(analyses: Sequence[Analysis]) -> str:
             ("intensity", f"{t.arithmetic_intensity:.3g} FLOP/B (ridge {p.ridge_point:.3g} FLOP/B)"),
             (
                 "layers",
-                f"{len(a.nodes)} ({t.kernels} kernels, {a.folded_nodes} folded: weights and static shape arithmetic)",
+                f"{len(a.nodes)} ({t.kernels} kernels, {a.folded_nodes} folded: weights, static shapes)",
             ),
         ]
         blocks.append(
-            f'<div class="card"><h3>{esc(a.model)} on {esc(a.device.name)}</h3>{_facts(facts)}'
+            f'<div class="card"><h3>{esc(a.model)} on {esc(a.device.label())}</h3>{_facts(facts)}'
             f"{_time_by_bound_bar(a)}</div>"
         )
     return '<section id="summary"><h2>Summary</h2><div class="cards">' + "".join(blocks) + "</div></section>"
@@ -169,7 +169,7 @@ def table_section(analyses: Sequence[Analysis]) -> str:
     choose = ""
     if len(analyses) > 1:
         options = "".join(
-            f'<option value="{i}">{esc(a.model)} on {esc(a.device.name)}</option>' for i, a in enumerate(analyses)
+            f'<option value="{i}">{esc(a.model)} on {esc(a.device.label())}</option>' for i, a in enumerate(analyses)
         )
         choose = f'<label>analysis <select id="analysis-select">{options}</select></label>'
     return (
@@ -206,7 +206,7 @@ def op_type_section(analyses: Sequence[Analysis]) -> str:
         ]
         header = ("op type", "count", "FLOPs", "memory traffic", "params", "predicted", "share")
         table = _table(header, rows, "numbers", (1, 2, 3, 4, 5, 6))
-        blocks.append(f'<div class="card"><h3>{esc(a.model)} on {esc(a.device.name)}</h3>{table}</div>')
+        blocks.append(f'<div class="card"><h3>{esc(a.model)} on {esc(a.device.label())}</h3>{table}</div>')
     return '<section id="op-types"><h2>By op type</h2><div class="cards">' + "".join(blocks) + "</div></section>"
 
 
@@ -214,7 +214,7 @@ def warnings_section(analyses: Sequence[Analysis], validation: Validation | None
     """Ops that could not be costed exactly (they are charged their tensor bytes only) and every warning."""
     parts = []
     for a in analyses:
-        title = f"<h3>{esc(a.model)} on {esc(a.device.name)}</h3>"
+        title = f"<h3>{esc(a.model)} on {esc(a.device.label())}</h3>"
         if a.unsupported:
             rows = [
                 (esc(f"{u.domain}::{u.op_type}" if u.domain else u.op_type), str(u.count), esc(u.reason))

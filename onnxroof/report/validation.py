@@ -24,7 +24,7 @@ def validation_table(v: Validation, top: int = 20, width: int | None = None) -> 
     graph = "onnxruntime's optimized graph" if a.graph == "onnxruntime-optimized" else "the graph as exported"
     compared = v.compared
     prose = [
-        f"{a.model} on {a.device.name} [{a.device.key}], predicted on {graph}",
+        f"{a.model} on {a.device.label()} [{a.device.key}], predicted on {graph}",
         f"measured on {m.provider}, {m.threads} thread(s), optimization level {m.opt_level}",
         "",
         f"  model: measured {seconds(v.measured_time_s)} (median of {m.repeat} samples; fastest eighth "

@@ -372,7 +372,7 @@ def _fit_at(
     where = _memory_detail(model, graph, memory, engine, precision) if detail else None
     return Fit(
         name,
-        device.key,
+        device.tag(),
         _batch_of(model),
         analysis.precision,
         analysis.graph,
@@ -426,7 +426,7 @@ def _training_fit(
     )
     return Fit(
         name,
-        device.key,
+        device.tag(),
         _batch_of(model),
         step.precision,
         "as-exported",

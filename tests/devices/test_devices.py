@@ -20,6 +20,7 @@ from onnxroof.devices import (
     WeightWait,
     catalog,
     device_from_dict,
+    limit_violations,
     load_device,
 )
 from onnxroof.errors import UserError
@@ -801,3 +802,40 @@ def test_misspelt_ceiling_class_gets_a_suggestion(tmp_path: Path):
     with pytest.raises(UserError) as err:
         load_device(_write(tmp_path, CALIBRATED_DEVICE.replace("[ceilings.conv]", "[ceilings.conv1x2]")))
     assert "conv1x1" in err.value.hint
+
+
+def test_a_calibrated_profile_names_its_cpu_threads_onnxruntime_and_date():
+    from tests.helpers import calibrated_host
+
+    host = calibrated_host(threads=2)
+    assert host.calibration is not None
+    assert host.calibration.describe() == "test cpu, 2 threads, onnxruntime 1.0, calibrated 2025-01-01"
+    assert host.label() == "host (test cpu, 2 threads, onnxruntime 1.0, calibrated 2025-01-01)"
+    one = dataclasses.replace(
+        host, calibration=dataclasses.replace(host.calibration, threads=1, date="2026-12-01T10:00:00+00:00")
+    )
+    assert one.label() == "host (test cpu, 1 thread, onnxruntime 1.0, calibrated 2026-12-01)"
+    assert load_device("v100-sxm2").label() == load_device("v100-sxm2").name  # a datasheet device: its name
+
+
+def test_a_profile_beyond_its_cores_limits_does_not_load(tmp_path: Path):
+    from tests.helpers import calibrated_host
+
+    host = calibrated_host()  # L1d 100 GB/s, L2 50 GB/s, DRAM 10 GB/s, fp32 100 GFLOP/s
+    limited = dataclasses.replace(
+        host, load_limit=Sourced(60e9, "derived: test"), flop_limit=Sourced(200e9, "derived: test")
+    )
+    assert limit_violations(limited) == [
+        "L1d bandwidth 100 GB/s is above the cores' load and store rate, 60 GB/s (derived: test)"
+    ]
+    path = tmp_path / "host.toml"
+    path.write_text(limited.to_toml(), encoding="utf-8")
+    with pytest.raises(UserError, match=r"L1d bandwidth 100 GB/s is above .*: no core moves or computes that fast"):
+        load_device(path)
+    within = dataclasses.replace(limited, load_limit=Sourced(1e12, "derived: test"))
+    path.write_text(within.to_toml(), encoding="utf-8")
+    assert load_device(path) == within  # the limits round-trip
+    slow = dataclasses.replace(within, flop_limit=Sourced(50e9, "derived: test"))
+    assert limit_violations(slow) == [
+        "fp32 peak 100 GFLOP/s is above the cores' vector rate, 50 GFLOP/s (derived: test)"
+    ]

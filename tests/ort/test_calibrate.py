@@ -4,6 +4,7 @@ ceilings cover what the suite measures; the profile is cached and recalibrated w
 from __future__ import annotations
 
 import re
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -12,10 +13,11 @@ import pytest
 
 from onnxroof import atomic
 from onnxroof.api import analyze
-from onnxroof.devices import Device, load_device
+from onnxroof.devices import Device, limit_violations, load_device
 from onnxroof.errors import UserError
 from onnxroof.ort import calibrate
 from onnxroof.ort.calibrate import run
+from onnxroof.ort.calibrate.host import CoreLimits
 from onnxroof.ort.calibrate.network import factor_network
 from onnxroof.ort.calibrate.suite import QUICK
 from onnxroof.ort.sessions import ort
@@ -181,7 +183,8 @@ def test_host_device_calibrates_once_then_reuses_the_cache(monkeypatch: pytest.M
     path = calibrate.cache_path(1, "cpu")
     assert first == measured and calls == [1]
     assert writes == [path] and path.parent == tmp_path and path.exists()
-    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left behind
+    # no temporary file left behind; the key's lock file stays beside its profile
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name, path.name + ".lock"]
 
     assert calibrate.host_device() == measured
     assert calls == [1]  # read back from the cache, not calibrated again
@@ -200,3 +203,65 @@ def test_host_device_calibrates_once_then_reuses_the_cache(monkeypatch: pytest.M
     assert calibrate.host_device() == measured
     assert calls == [1, 1, 1, 1]
     assert calibrate.host_device() == measured and calls == [1, 1, 1, 1]  # and the new one is kept
+
+
+def test_two_calibrations_of_one_key_take_turns_and_the_second_reads_the_first(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    # Two threads ask for the host's profile at once; without the key's lock each calibrates (while the other
+    # loads the machine) and then replaces the other's file.
+    monkeypatch.setenv("ONNXROOF_CACHE_DIR", str(tmp_path))
+    host = calibrated_host()
+    assert host.calibration is not None
+    measured = replace(host, calibration=replace(host.calibration, suite=calibrate.SUITE))
+    started = threading.Event()
+    calls: list[int] = []
+
+    def slow_calibrate(threads: int = 1, **_: object) -> Device:
+        calls.append(threads)
+        started.set()
+        time.sleep(0.5)  # long enough for the other thread to reach the cache while this one calibrates
+        return measured
+
+    monkeypatch.setattr(run, "calibrate", slow_calibrate)
+    results: list[Device] = []
+    first = threading.Thread(target=lambda: results.append(calibrate.host_device()))
+    first.start()
+    assert started.wait(10)
+    second = threading.Thread(target=lambda: results.append(calibrate.host_device()))
+    second.start()
+    first.join(10)
+    second.join(10)
+    assert calls == [1]  # the second waited for the first one's profile and read it
+    assert results == [measured, measured]
+
+
+@pytest.fixture(scope="module")
+def limited() -> Device:
+    """A quick calibration on cores whose limits every measurement exceeds: 1 Hz, 4-byte vectors (20 B/s of loads
+    and stores, 8 FLOP/s)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(run, "core_limits", lambda threads: CoreLimits(threads, 4, 1.0, "test: 1 Hz"))
+        return calibrate.calibrate(threads=1, budget_s=5.0, quick=True)
+
+
+def load_device_text(text: str, folder: Path) -> Device:
+    path = folder / "limited.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_device(path)
+
+
+def test_no_calibrated_bandwidth_or_peak_exceeds_the_cores_limits(limited: Device, tmp_path: Path):
+    # 1 core x 1 Hz x 5 accesses x 4 B = 20 B/s; 1 core x 1 Hz x 4 FMA units x 1 lane x 2 FLOP = 8 FLOP/s
+    assert limited.load_limit is not None and limited.load_limit.value == 20
+    assert limited.flop_limit is not None and limited.flop_limit.value == 8
+    assert "1 core(s) x 1e-09 GHz (test: 1 Hz) x 5 accesses a cycle" in limited.load_limit.source
+    # Each level measured faster than the limit holds no measurement: it takes the next level's, and DRAM, which
+    # measured faster too, is held at the limit.
+    assert limited.memory_bandwidth.value == 20 and "held at the cores' limit" in limited.memory_bandwidth.source
+    assert [c.bandwidth for c in limited.caches] == [20] * len(limited.caches)
+    assert all("above the cores' limit (load_limit): no measurement" in c.source for c in limited.caches)
+    assert limited.peak_flops["fp32"].value == 8 and "held at" in limited.peak_flops["fp32"].source
+    assert limit_violations(limited) == []
+
+    assert load_device_text(limited.to_toml(), tmp_path) == limited  # it loads: it keeps within its limits

@@ -413,3 +413,23 @@ def test_a_measured_class_left_without_its_ceiling_is_named_with_what_predicts_i
     assert warning is not None
     assert warning.startswith("no ceiling read for epilogue, softmax: ")
     assert "epilogue uses the elementwise ceiling; softmax the peak and bandwidth" in warning
+
+
+def test_efficiencies_over_100_percent_are_named_with_their_reason():
+    device = replace(
+        calibrated_host(),
+        ceilings=FrozenMap(
+            {
+                "elementwise": Ceiling((), ((1e5, 0.9), (1.2e6, 1.33)), "test"),
+                "qconv": Ceiling(((1e7, 0.6), (5e7, 1.04)), (), "test"),
+                "conv": CONV,  # at most 0.9: not named
+            }
+        ),
+    )
+    assert ceilings.efficiencies_over_one(device) == (
+        "efficiencies over 100%: memory for elementwise (133%): faster than the level their working set is counted "
+        "in (one just past a level's size finds part of its data in the faster level; a level's bandwidth is its "
+        "chain of Neg's); compute for qconv (104%): faster than the benchmarks their peak was read on; predictions "
+        "read each kernel's own rate back"
+    )
+    assert ceilings.efficiencies_over_one(calibrated_host({"conv": CONV, "elementwise": ELEMENTWISE})) is None

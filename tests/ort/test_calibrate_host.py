@@ -113,3 +113,25 @@ def test_an_arm_cpuinfo_without_family_keeps_its_name():
     text = "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm\nCPU part\t: 0xd0c\n"
     text += "\nHardware\t: Neoverse-N1\n"
     assert host.cpu_model(text) == "Neoverse-N1 (NEON)"
+
+
+AVX2_CPUINFO = "processor\t: 0\nmodel name\t: AMD EPYC\ncpu MHz\t\t: 2400.000\nflags\t\t: fpu sse2 avx avx2 fma\n"
+
+
+def test_the_cores_limits_come_from_their_vector_width_and_clock():
+    # A VM's cpuinfo: AVX2 (32-byte vectors) at a reported 2400 MHz, which a boost may double: 4.8 GHz.
+    limits = host.core_limits(2, AVX2_CPUINFO, max_khz="")
+    assert (limits.vector_bytes, limits.clock_hz) == (32, 4.8e9)
+    # 2 cores x 4.8e9 Hz x (3 loads + 2 stores) x 32 B = 1.536e12 B/s
+    assert limits.bandwidth == pytest.approx(1.536e12)
+    # 2 cores x 4.8e9 Hz x 4 FMA units x 8 fp32 lanes x 2 FLOP = 6.144e11 FLOP/s
+    assert limits.flops == pytest.approx(6.144e11)
+    assert limits.derivation("bandwidth") == (
+        "derived: 2 core(s) x 4.8 GHz (2 x the 2400 MHz /proc/cpuinfo reports) x 5 accesses a cycle (3 loads, "
+        "2 stores) x 32 B vectors"
+    )
+    # cpufreq's maximum, where it reports one, is the clock as it is; AVX-512 vectors are 64 bytes.
+    wide = host.core_limits(1, AVX2_CPUINFO.replace("avx2", "avx2 avx512f"), max_khz="3500000\n")
+    assert (wide.vector_bytes, wide.clock_hz, wide.clock_source) == (64, 3.5e9, "cpufreq's cpuinfo_max_freq")
+    # Nothing known: 16-byte vectors at an assumed 5 GHz.
+    assert (host.core_limits(1, "", max_khz="").vector_bytes, host.core_limits(1, "", max_khz="").clock_hz) == (16, 5e9)

@@ -88,6 +88,8 @@ def reference(a: Analysis) -> str:
         "device": {
             "key": d.key,
             "name": d.name,
+            "label": d.label(),  # a calibrated profile's CPU, threads, onnxruntime and date in one line
+            "calibration": None if d.calibration is None else dataclasses.asdict(d.calibration),
             "peak_flops_s": p.peak_flops_s,
             "memory_bandwidth_bytes_s": d.memory_bandwidth.value,
             "launch_overhead_s": d.launch_overhead.value,

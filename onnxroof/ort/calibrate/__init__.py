@@ -48,17 +48,18 @@ The package, one job per module:
 - ``classes``: the op classes as the calibration sorts its samples;
 - ``jobs``: the timing jobs (profiled, chain, epilogue pair, reference) and the samples they give;
 - ``ceilings``: from samples to ceilings, cache sizes, peaks, dram_overlap, network_factor and warnings;
-- ``run``: ``calibrate`` phase by phase, and ``host_device``, the cached profile;
+- ``run``: ``calibrate`` phase by phase; ``cache``: ``host_device``, the cached profile (under a lock per key);
 - ``accelerator``: a GPU's roofline through the CUDA provider (peaks, bandwidth, launch and run costs), which
   ``calibrate`` runs for ``provider="cuda"``.
 """
 
 from __future__ import annotations
 
+from onnxroof.ort.calibrate.cache import host_device
 from onnxroof.ort.calibrate.ceilings import effective_size
 from onnxroof.ort.calibrate.classes import COMPUTE_CLASSES, MEMORY_CLASSES
 from onnxroof.ort.calibrate.host import cache_dir, cache_levels, cache_path, cpu_model, host_key
-from onnxroof.ort.calibrate.run import calibrate, host_device
+from onnxroof.ort.calibrate.run import calibrate
 from onnxroof.ort.calibrate.suite import SUITE
 
 __all__ = [

@@ -98,10 +98,10 @@ class Suite:
 
     def reuse_bytes(self, caches: Sequence[ReportedCache]) -> list[int]:
         """Weights of the weight-reuse benchmarks, four products each: ``reuse_fractions`` of the last cache level's
-        reported size, at least four times ``COLD_WEIGHTS`` (each product's weights then count as read cold, as
-        the ceilings have them), each size once, smallest first."""
+        reported size, at least ``COLD_WEIGHTS`` (the products are one-row ones, class gemv, whose weights count as
+        read cold at any size, as their ceiling has them), each size once, smallest first."""
         last = _last_level_size(caches)
-        return sorted({max(int(fraction * last), 4 * COLD_WEIGHTS) for fraction in self.reuse_fractions})
+        return sorted({max(int(fraction * last), COLD_WEIGHTS) for fraction in self.reuse_fractions})
 
 
 def _last_level_size(caches: Sequence[ReportedCache]) -> int:

@@ -43,6 +43,7 @@ __all__ = [
     "conv_weight_wait",
     "dram_overlap",
     "effective_size",
+    "efficiencies_over_one",
     "matrix_rate",
     "network_factor",
     "subnormal_costs",
@@ -58,18 +59,19 @@ _MAX_REUSE = 64.0  # the largest weight-reuse speedup the bisection looks for: f
 PEAK_MIN_S = 1e-4  # a kernel shorter than this is dominated by fixed costs: its rate says little of the peak
 
 
-def peak_candidates(samples: Sequence[Sample]) -> list[tuple[float, str]]:
-    """(FLOP/s, label) of the class benchmarks' kernels the fp32 peak may be read on: whole fp32 kernels of a
-    compute class that ran at least PEAK_MIN_S. An epilogue sample is the time of a fused activation's pass alone,
-    while its cost is the whole convolution's, so its rate is no kernel's and it is never a candidate; an 8-bit
-    kernel runs on the int8 peak, not the fp32 one. A rate counts the FLOPs the kernel computes: an NCHWc
-    convolution's taps inside its input (``op_classes.taps_inside``), as predictions count them."""
+def peak_candidates(samples: Sequence[Sample], precision: str = "fp32") -> list[tuple[float, str]]:
+    """(FLOP/s, label) of the class benchmarks' kernels the ``precision`` peak may be read on: whole kernels of a
+    compute class at that precision that ran at least PEAK_MIN_S. An epilogue sample is the time of a fused
+    activation's pass alone, while its cost is the whole convolution's, so its rate is no kernel's and it is never
+    a candidate; an 8-bit kernel runs on the int8 peak, not the fp32 one. A rate counts the FLOPs the kernel
+    computes: an NCHWc convolution's taps inside its input (``op_classes.taps_inside``), as predictions count
+    them."""
     return [
         (x.cost.flops * op_classes.taps_inside(x.view) / x.time_s, x.label)
         for x in samples
         if x.part == "node"
         and op_classes.op_class(x.view) in COMPUTE_CLASSES
-        and node_precision(x.view.op_type, x.view.inputs, x.view.outputs) == "fp32"
+        and node_precision(x.view.op_type, x.view.inputs, x.view.outputs) == precision
         and x.time_s >= PEAK_MIN_S
         and x.cost.flops > 0
     ]
@@ -440,6 +442,41 @@ def calibration_warnings(
     if duration > budget_s:
         out.append(f"the calibration took {duration:.0f} s, over its {budget_s:.0f} s budget")
     return out
+
+
+def efficiencies_over_one(device: Device) -> str | None:
+    """The classes whose ceilings hold points above 100% on ``device``, each with its highest, and why, in one
+    line; None where there are none.
+
+    A memory point's efficiency is its kernel's rate over the bandwidth of the level its whole working set fits in,
+    as its level's chain of Neg measured it: a working set just past a level's size still finds part of its data in
+    that faster level, and a kernel that streams better than Neg does beats the chain. A compute point over 100%
+    beat the benchmarks its peak was read on. Either way the prediction reads the kernel's own rate back
+    (efficiency times the peak or bandwidth): the figure is no error, it says what the peak and the level do not."""
+    over: dict[str, dict[str, float]] = {"memory": {}, "compute": {}}
+    for cls, ceiling in device.ceilings.items():
+        for table, points in (("memory", ceiling.memory), ("compute", ceiling.compute)):
+            highest = max((e for _, e in points), default=0.0)
+            if highest > 1.0:
+                over[table][cls] = highest
+    parts = []
+    if over["memory"]:
+        named = ", ".join(f"{cls} ({_percent(e)})" for cls, e in over["memory"].items())
+        parts.append(
+            f"memory for {named}: faster than the level their working set is counted in (one just past a level's "
+            "size finds part of its data in the faster level; a level's bandwidth is its chain of Neg's)"
+        )
+    if over["compute"]:
+        named = ", ".join(f"{cls} ({_percent(e)})" for cls, e in over["compute"].items())
+        parts.append(f"compute for {named}: faster than the benchmarks their peak was read on")
+    if not parts:
+        return None
+    return "efficiencies over 100%: " + "; ".join(parts) + "; predictions read each kernel's own rate back"
+
+
+def _percent(share: float) -> str:
+    """A share over 1 as a percentage, with a decimal where whole percents would round it to 100%."""
+    return f"{share:.0%}" if share >= 1.005 else f"{share:.1%}"
 
 
 def unread_ceilings_warning(measured: Iterable[str], device: Device) -> str | None:

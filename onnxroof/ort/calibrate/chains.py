@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from onnx import helper
+from onnx import TensorProto, helper
 
 from onnxroof.ort.calibrate.graphs import FLOAT, Built, Rand, build_model
 from onnxroof.predict.op_classes import POW_BY_MULTIPLYING
@@ -191,6 +191,33 @@ def neg_reshape_chain(rand: Rand, n: int) -> Built:
         prev = out
     inits = {"s0": np.array([4, 4], np.int64), "s1": np.array([16], np.int64)}
     return build_model(nodes, {"x": (tiny, FLOAT)}, ["y"], inits), {"x": rand.f(*tiny)}
+
+
+def if_chain(rand: Rand, n: int) -> Built:
+    """``n`` If nodes in a row on 16 floats, each on a boolean graph input fed true, with a branch of one Neg either
+    way: a chain of Neg but for the If each Neg runs in. The condition is an input, so that no optimization can
+    take the branch's Neg out of its If."""
+    tiny = (16,)
+    nodes, prev = [], "x"
+    for i in range(n):
+        out = "y" if i == n - 1 else f"t{i}"
+        branches = {
+            side: helper.make_graph(
+                [helper.make_node("Neg", [prev], [f"{side}{i}"], name=f"{side}_neg{i}")],
+                f"{side}{i}",
+                [],
+                [helper.make_tensor_value_info(f"{side}{i}", FLOAT, tiny)],
+            )
+            for side in ("then", "else")
+        }
+        nodes.append(
+            helper.make_node(
+                "If", ["cond"], [out], name=f"if{i}", then_branch=branches["then"], else_branch=branches["else"]
+            )
+        )
+        prev = out
+    model = build_model(nodes, {"x": (tiny, FLOAT), "cond": ((), TensorProto.BOOL)}, ["y"])
+    return model, {"x": rand.f(*tiny), "cond": np.array(True)}
 
 
 def _on_device(

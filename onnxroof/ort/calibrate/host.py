@@ -9,19 +9,26 @@ import os
 import platform
 import re
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from onnxroof.devices import Device, load_device
+from onnxroof.errors import UserError
 from onnxroof.ort import sessions
 
 __all__ = [
     "DEFAULT_CACHES",
+    "CoreLimits",
     "CpuIdentity",
     "Gpu",
     "ReportedCache",
     "cache_dir",
     "cache_levels",
+    "cache_lock",
     "cache_path",
+    "cached_profile",
+    "core_limits",
     "count_cpus",
     "cpu_identity",
     "cpu_model",
@@ -109,6 +116,80 @@ def vector_extension(flags: set[str]) -> str:
     return next((label for flag, label in _VECTOR_EXTENSIONS if flag in flags), "")
 
 
+#: Bytes of the widest vector register by the /proc/cpuinfo flag that announces it, widest first (SVE's width is the
+#: implementation's: 512 bits, the widest any shipping core has).
+_VECTOR_BYTES = (("avx512f", 64), ("sve", 64), ("avx", 32), ("sse2", 16), ("asimd", 16))
+LOADS, STORES = 3, 2  # memory accesses a core issues a cycle at most: the most any current x86 or Arm core has
+FMA_UNITS = 4  # fused multiply-add pipes a core has at most (Apple's 4 x 128 bit; x86 cores have 2)
+BOOST = 2.0  # the headroom over a clock the OS reports as the current one only (a VM's nominal clock)
+
+
+@dataclass(frozen=True)
+class CoreLimits:
+    """What ``threads`` cores can do at most, from the CPU's widest vector (bytes) and its clock (Hz, with its
+    provenance): ``bandwidth``, bytes/s they load and store at LOADS + STORES accesses of the vector a cycle, and
+    ``flops``, fp32 FLOP/s at FMA_UNITS fused multiply-adds of the vector a cycle. Upper bounds that no real core
+    reaches: a calibrated bandwidth or peak above them is a benchmark's error (a kernel too short to time against its
+    dispatch), not the machine."""
+
+    threads: int
+    vector_bytes: int
+    clock_hz: float
+    clock_source: str
+
+    @property
+    def bandwidth(self) -> float:
+        return self.threads * self.clock_hz * (LOADS + STORES) * self.vector_bytes
+
+    @property
+    def flops(self) -> float:
+        return self.threads * self.clock_hz * FMA_UNITS * (self.vector_bytes / 4) * 2
+
+    def derivation(self, what: str) -> str:
+        """'derived: 1 core(s) x 5.19 GHz (...) x 5 accesses x 64 B' and the like, for ``what`` (bandwidth or
+        flops)."""
+        cores = f"{self.threads} core(s) x {self.clock_hz / 1e9:.3g} GHz ({self.clock_source})"
+        if what == "bandwidth":
+            return (
+                f"derived: {cores} x {LOADS + STORES} accesses a cycle ({LOADS} loads, {STORES} stores) x "
+                f"{self.vector_bytes} B vectors"
+            )
+        return f"derived: {cores} x {FMA_UNITS} FMA units x {self.vector_bytes // 4} fp32 lanes x 2 FLOP"
+
+
+def core_limits(threads: int, cpuinfo: str | None = None, max_khz: str | None = None) -> CoreLimits:
+    """The limits of ``threads`` of this CPU's cores, from ``cpuinfo`` (the text of /proc/cpuinfo: its flags and
+    "cpu MHz") and ``max_khz`` (cpufreq's cpuinfo_max_freq, in kHz; both read when not given): the clock is the
+    maximum cpufreq reports, else BOOST times the reported current clock (a virtual machine reports its host's
+    nominal clock, which a boost exceeds), else 5 GHz; the vector is the widest the flags announce (16 bytes where
+    they name none)."""
+    if cpuinfo is None:
+        cpuinfo = ""
+        with contextlib.suppress(OSError):
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    if max_khz is None:
+        max_khz = ""
+        with contextlib.suppress(OSError):
+            max_khz = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq").read_text()
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        if ":" in line:
+            key, value = (part.strip() for part in line.split(":", 1))
+            fields.setdefault(key.lower(), value)
+    flags = set((fields.get("flags") or fields.get("features") or "").split())
+    vector = next((size for flag, size in _VECTOR_BYTES if flag in flags), 16)
+    with contextlib.suppress(ValueError):
+        if float(max_khz) > 0:
+            return CoreLimits(threads, vector, float(max_khz) * 1e3, "cpufreq's cpuinfo_max_freq")
+    with contextlib.suppress(ValueError):
+        mhz = float(fields.get("cpu mhz", ""))
+        if mhz > 0:
+            return CoreLimits(
+                threads, vector, BOOST * mhz * 1e6, f"{BOOST:g} x the {mhz:.0f} MHz /proc/cpuinfo reports"
+            )
+    return CoreLimits(threads, vector, 5e9, "assumed: no clock reported")
+
+
 def ort_version() -> str:
     """The installed onnxruntime's version string."""
     return str(sessions.ort().__version__)
@@ -132,6 +213,42 @@ def cache_dir() -> Path:
 def cache_path(threads: int = 1, provider: str = "cpu") -> Path:
     """The file this host's calibrated profile for (threads, provider) is cached in."""
     return cache_dir() / f"{host_key(threads, provider)}.toml"
+
+
+def cached_profile(path: Path, suite: int) -> Device | None:
+    """The profile cached at ``path`` if it reads as an onnxruntime profile measured by benchmark suite ``suite``
+    or a later one; None where there is no file, it does not read (one beyond its cores' limits does not) or an
+    older suite measured it."""
+    if not path.exists():
+        return None
+    try:
+        device = load_device(path)
+    except UserError:
+        return None
+    if device.engine == "onnxruntime" and device.calibration is not None and device.calibration.suite >= suite:
+        return device
+    return None
+
+
+@contextlib.contextmanager
+def cache_lock(path: Path) -> Iterator[None]:
+    """Hold the lock of the cached file ``path`` (an exclusive ``flock`` on ``path.lock`` beside it, its folder
+    made if need be) while the block runs: two processes that would calibrate the same key take turns, the second
+    finding the first one's profile, rather than each measuring while the other loads the machine and then
+    replacing the other's file. Where the platform has no flock (Windows) the block runs unlocked; each file is
+    still replaced atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(path.with_name(path.name + ".lock"), "a", encoding="utf-8") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 @dataclass(frozen=True)

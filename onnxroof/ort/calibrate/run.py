@@ -1,5 +1,5 @@
 """The calibration run, phase by phase: set up every benchmark's sessions, time them in passes within the budget,
-read what the passes measured, and assemble the device; and ``host_device``, the cached profile of this host."""
+read what the passes measured, and assemble the device (``onnxroof.ort.calibrate.cache`` keeps this host's)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from onnxroof.devices import CacheLevel, Calibration, Device, FrozenMap, Peak, Sourced, load_device, save_device
+from onnxroof.devices import CacheLevel, Calibration, Device, FrozenMap, Peak, Sourced
 from onnxroof.errors import UserError
 from onnxroof.ort.calibrate import chains, graphs
 from onnxroof.ort.calibrate.accelerator import GPU, TINY, calibrate_roofline
@@ -22,6 +22,7 @@ from onnxroof.ort.calibrate.ceilings import (
     conv_weight_wait,
     dram_overlap,
     effective_size,
+    efficiencies_over_one,
     matrix_rate,
     network_factor,
     peak_candidates,
@@ -31,9 +32,10 @@ from onnxroof.ort.calibrate.ceilings import (
 )
 from onnxroof.ort.calibrate.graphs import Rand
 from onnxroof.ort.calibrate.host import (
+    CoreLimits,
     ReportedCache,
     cache_levels,
-    cache_path,
+    core_limits,
     cpu_model,
     cpu_times,
     host_key,
@@ -65,7 +67,7 @@ from onnxroof.ort.sessions import provider_name
 from onnxroof.predict import op_classes
 from onnxroof.units import binary_bytes
 
-__all__ = ["calibrate", "host_device"]
+__all__ = ["calibrate"]
 
 
 def calibrate(
@@ -85,9 +87,10 @@ def calibrate(
     its fastest eighth of runs. ``progress(done, total)`` is called as benchmarks are set up and passes run.
     ``quick`` runs the quick suite (a reduced set of small shapes in two passes, for tests and smoke checks). Other
     processes' load while calibrating (CPU time the machine spent beyond this process's own), the hypervisor's
-    steal and a class the suite measures that got no ceiling are reported in ``device.calibration.warnings``;
-    nothing is raised for them. The spread between runs is not: a shared virtual machine's runs spread with
-    nothing else running, so a spread says nothing of load from elsewhere.
+    steal, a class the suite measures that got no ceiling and ceiling points over 100% (with their reason) are
+    reported in ``device.calibration.warnings``; nothing is raised for them. The spread between runs is not: a
+    shared virtual machine's runs spread with nothing else running, so a spread says nothing of load from
+    elsewhere.
     """
     _check_arguments(threads, provider, budget_s)
     if provider_name(provider) == "CUDAExecutionProvider":
@@ -151,6 +154,7 @@ class _Jobs:
     node_chain: Chain  # Neg on 16 floats: the executor's cost per node
     reshape_chain: Chain  # Neg + Reshape pairs: what a shape-only node adds
     single: Chain  # a one-node graph: the cost per run
+    branches: Chain  # If nodes each running a branch of one Neg: what an If adds to its branch's nodes
     profiler_probe: Profiled  # tiny nodes: what the profiler adds per node
     reference: Reference
     network: Reference  # the factor network (network.factor_network), timed as the block is
@@ -167,7 +171,7 @@ class _Jobs:
 
     def in_order(self) -> list[Job]:
         """The jobs in the order each pass times them."""
-        order: list[Job] = [self.node_chain, self.reshape_chain, self.single, self.profiler_probe]
+        order: list[Job] = [self.node_chain, self.reshape_chain, self.single, self.branches, self.profiler_probe]
         order += [self.reference, self.network]
         for cache, chain, _ in self.levels:
             order += [chain, *(wide for _, wide in self.probes.get(cache.level, []))]
@@ -180,7 +184,7 @@ def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, step
     """Every benchmark's sessions, created once for the whole calibration. The op-class benchmarks' graphs come
     from one Rand in suite order (after the peaks'), so that a suite builds the same graphs every time; an op this
     onnxruntime build lacks leaves its benchmark out."""
-    node_chain, reshape_chain, single, profiler_probe = _overhead_jobs(chosen.overhead_lengths, runner)
+    node_chain, reshape_chain, single, branches, profiler_probe = _overhead_jobs(chosen.overhead_lengths, runner)
     # The reference block, timed in every pass like the ceilings: validation times it again to read the machine's
     # speed against its speed while calibrating. The factor network, timed so too: its prediction from the
     # ceilings gives the network factor.
@@ -207,6 +211,7 @@ def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, step
         node_chain=node_chain,
         reshape_chain=reshape_chain,
         single=single,
+        branches=branches,
         profiler_probe=profiler_probe,
         reference=reference,
         network=network,
@@ -223,10 +228,10 @@ def _set_up(chosen: Suite, caches: Sequence[ReportedCache], runner: Runner, step
     )
 
 
-def _overhead_jobs(lengths: tuple[int, int], runner: Runner) -> tuple[Chain, Chain, Chain, Profiled]:
+def _overhead_jobs(lengths: tuple[int, int], runner: Runner) -> tuple[Chain, Chain, Chain, Chain, Profiled]:
     """The executor's and the profiler's own costs, on 16 floats: chains of Neg ``lengths`` long (per node),
-    of Neg + Reshape pairs (a shape-only node), a one-node graph (per run) and 64 Neg profiled (per profiled
-    node); their graphs from one Rand(1)."""
+    of Neg + Reshape pairs (a shape-only node), a one-node graph (per run), chains of If each running one Neg (per
+    If) and 64 Neg profiled (per profiled node); their graphs from one Rand(1)."""
     tiny = Rand(1)
 
     def neg(n: int) -> graphs.Built:
@@ -237,7 +242,10 @@ def _overhead_jobs(lengths: tuple[int, int], runner: Runner) -> tuple[Chain, Cha
         runner, "chains of Neg + Reshape on 16 floats", lambda n: chains.neg_reshape_chain(tiny, n), lengths
     )
     single = Chain(runner, "a one-node graph", neg, (1, 2))
-    return node_chain, reshape_chain, single, Profiled(runner, "64 Neg on 16 floats", neg(64))
+    branches = Chain(
+        runner, "chains of If, each a branch of one Neg on 16 floats", lambda n: chains.if_chain(tiny, n), lengths
+    )
+    return node_chain, reshape_chain, single, branches, Profiled(runner, "64 Neg on 16 floats", neg(64))
 
 
 def _level_jobs(
@@ -323,6 +331,7 @@ class _Readings:
     node_overhead: float  # seconds per node the executor adds
     reshape_cost: float  # seconds a shape-only node adds beyond that
     run_overhead: float  # seconds per session.run beyond its nodes
+    branch_overhead: float  # seconds an If adds to the nodes of its branch
     profiler_overhead: float  # seconds per node the profiler adds to a kernel's time
     level_bandwidths: dict[str, tuple[float, str]]  # per cache level: bytes/s and what measured it
     level_sizes: dict[str, tuple[int, str]]  # per shared level probed: the size it serves, and how it was found
@@ -342,6 +351,7 @@ def _read(jobs: _Jobs, matrix_size: int) -> _Readings:
     node_overhead = jobs.node_chain.per_node()
     reshape_cost = max(jobs.reshape_chain.per_node() - node_overhead, 0.0)
     run_overhead = max(fast_estimate(jobs.single.t_lo) - node_overhead, 0.0)
+    branch_overhead = max(jobs.branches.per_node() - node_overhead, 0.0)
     probe = [t for ts in jobs.profiler_probe.kernel_times().values() for t in ts]
     profiler_overhead = fast_estimate(probe) if probe else 0.0
     level_bandwidths, level_sizes = _read_levels(jobs, node_overhead)
@@ -372,6 +382,7 @@ def _read(jobs: _Jobs, matrix_size: int) -> _Readings:
         node_overhead=node_overhead,
         reshape_cost=reshape_cost,
         run_overhead=run_overhead,
+        branch_overhead=branch_overhead,
         profiler_overhead=profiler_overhead,
         level_bandwidths=level_bandwidths,
         level_sizes=level_sizes,
@@ -422,8 +433,8 @@ def _assemble(readings: _Readings, jobs: _Jobs, chosen: Suite, passes: int, run:
     bare = _bare_device(readings, jobs, chosen, run, how)
     device = replace(bare, ceilings=FrozenMap(class_ceilings(readings.samples, bare, run.threads)))
     reference = jobs.reference.sampler.time_s()
-    unread = unread_ceilings_warning(chosen.measures, device)
-    device = replace(device, calibration=_record(readings, reference, run, [unread] if unread else []))
+    notes = [unread_ceilings_warning(chosen.measures, device), efficiencies_over_one(device)]
+    device = replace(device, calibration=_record(readings, reference, run, [n for n in notes if n]))
     if readings.batched_conv is not None:
         device = replace(device, dram_overlap=dram_overlap(readings.batched_conv, device, how))
     if readings.subnormal_times is not None and chosen.masked_attention is not None:
@@ -451,13 +462,15 @@ def _bare_device(readings: _Readings, jobs: _Jobs, chosen: Suite, run: _Run, how
     ceilings are read against it."""
     lo, hi = chosen.overhead_lengths
     cpu = cpu_model()
+    limits = core_limits(run.threads)
+    dram = min(readings.dram_bandwidth, limits.bandwidth)
     return Device(
         key=host_key(run.threads, run.provider),
         name=f"{cpu}, onnxruntime {ort_version()} {run.provider}, {run.threads} thread(s) (calibrated)",
         kind="cpu",
         overlap="serial",
-        peak_flops=FrozenMap(_peak_flops(readings, jobs, how)),
-        memory_bandwidth=Sourced(readings.dram_bandwidth, f"calibrated: {jobs.dram.label}; {how}"),
+        peak_flops=FrozenMap(_peak_flops(readings, jobs, how, limits)),
+        memory_bandwidth=Sourced(dram, f"calibrated: {jobs.dram.label}; {how}" + _held(readings.dram_bandwidth, dram)),
         memory_capacity=None,
         launch_overhead=Sourced(
             readings.node_overhead,
@@ -466,42 +479,69 @@ def _bare_device(readings: _Readings, jobs: _Jobs, chosen: Suite, run: _Run, how
                 f"Reshape between them adds {readings.reshape_cost * 1e6:.2f} us; {how}"
             ),
         ),
-        caches=_memory_levels(readings, jobs.levels),
+        caches=_memory_levels(readings, jobs.levels, limits),
         engine="onnxruntime",
         run_overhead=Sourced(
             readings.run_overhead, f"calibrated: session.run time of a one-node graph minus one node; {how}"
         ),
         conv_weight_wait=conv_weight_wait(readings.waits, readings.dram_bandwidth, how),
+        branch_overhead=Sourced(
+            readings.branch_overhead, f"calibrated: slope of {jobs.branches.label} over Neg's, per node; {how}"
+        ),
+        load_limit=Sourced(float(f"{limits.bandwidth:.4g}"), limits.derivation("bandwidth")),
+        flop_limit=Sourced(float(f"{limits.flops:.4g}"), limits.derivation("flops")),
     )
 
 
-def _peak_flops(readings: _Readings, jobs: _Jobs, how: str) -> dict[str, Peak]:
+def _held(measured: float, kept: float) -> str:
+    """What a figure's source says where the cores' limit held it down."""
+    return (
+        ""
+        if kept >= measured
+        else f"; held at the cores' limit (load_limit, flop_limit): the benchmark measured {measured:.4g}, beyond them"
+    )
+
+
+def _peak_flops(readings: _Readings, jobs: _Jobs, how: str, limits: CoreLimits) -> dict[str, Peak]:
     """The fp32 peak, the best rate of the peak benchmarks and of the op-class kernels a peak may be read on (see
-    ceilings.peak_candidates); the int8 and fp16 peaks where the provider has kernels for them."""
+    ceilings.peak_candidates), never above the cores' limit; the int8 and fp16 peaks where the provider has kernels
+    for them, the int8 one the best of the integer product and of the 8-bit convolutions (QLinearConv's kernels
+    outrun MatMulInteger's: a peak below them would give their ceilings efficiencies over 100%)."""
     candidates = readings.fp32_rates + peak_candidates(readings.samples)
     if not candidates:
         raise UserError("calibration failed: no compute benchmark produced a timing", "run the calibration again")
-    value, what = max(candidates)
-    peaks = {"fp32": Peak(value, True, f"calibrated: best fp32 rate of large kernels, {what}; {how}")}
+    measured, what = max(candidates)
+    value = min(measured, limits.flops)
+    peaks = {
+        "fp32": Peak(
+            value, True, f"calibrated: best fp32 rate of large kernels, {what}; {how}" + _held(measured, value)
+        )
+    }
     if readings.fp16_rate is not None and jobs.fp16 is not None:
         peaks["fp16"] = Peak(readings.fp16_rate, True, f"calibrated: {jobs.fp16.label}; {how}")
-    if readings.int8_rate is not None and jobs.int8 is not None:
+    int8 = [(readings.int8_rate, jobs.int8.label)] if readings.int8_rate is not None and jobs.int8 is not None else []
+    int8 += peak_candidates(readings.samples, "int8")
+    if int8:
+        rate, label = max(int8)
         peaks["int8"] = Peak(
-            readings.int8_rate,
-            True,
-            f"calibrated: {jobs.int8.label} (OP/s, a multiply-accumulate counts 2); {how}",
+            rate, True, f"calibrated: best int8 rate, {label} (OP/s, a multiply-accumulate counts 2); {how}"
         )
     return peaks
 
 
-def _memory_levels(readings: _Readings, levels: Sequence[tuple[ReportedCache, Chain, int]]) -> tuple[CacheLevel, ...]:
+def _memory_levels(
+    readings: _Readings, levels: Sequence[tuple[ReportedCache, Chain, int]], limits: CoreLimits
+) -> tuple[CacheLevel, ...]:
     """The cache levels with their measured bandwidths and the sizes they serve. A smaller level is never slower
     than a larger one (or DRAM): a tiny level's chain is mostly dispatch, and its measured bandwidth is raised to
-    the next level's when it comes out lower."""
-    floor = readings.dram_bandwidth
+    the next level's when it comes out lower. A level measured faster than the cores can load and store
+    (``limits.bandwidth``) was not measured at all (a chain whose node barely outlasts its dispatch divides its
+    bytes by the noise): it gets the next level's bandwidth too, and its source says so."""
+    floor = min(readings.dram_bandwidth, limits.bandwidth)
     bandwidths: dict[str, float] = {}
     for cache, _, _ in reversed(levels):
-        floor = bandwidths[cache.level] = max(readings.level_bandwidths[cache.level][0], floor)
+        measured = readings.level_bandwidths[cache.level][0]
+        floor = bandwidths[cache.level] = max(measured if measured <= limits.bandwidth else 0.0, floor)
     out = []
     for c, _, _ in levels:
         measured, what = readings.level_bandwidths[c.level]
@@ -512,7 +552,14 @@ def _memory_levels(readings: _Readings, levels: Sequence[tuple[ReportedCache, Ch
                 size,
                 bandwidths[c.level],
                 f"calibrated: bandwidth of a {what}"
-                + ("" if bandwidths[c.level] == measured else ", raised to the next level's")
+                + (
+                    f" measured {measured / 1e9:.4g} GB/s, above the cores' limit (load_limit): no measurement; "
+                    "the next level's"
+                    if measured > limits.bandwidth
+                    else ""
+                    if bandwidths[c.level] == measured
+                    else ", raised to the next level's"
+                )
                 + (f"; {size_note}; reported size from {c.source}" if size_note else f"; size from {c.source}"),
                 c.scope,
             )
@@ -546,35 +593,3 @@ def _record(readings: _Readings, reference: float | None, run: _Run, warnings: S
         reference_time_s=float(f"{reference:.4g}") if reference else None,
         suite=SUITE,
     )
-
-
-# ---------------------------------------------------------------------------------------------------- the cache
-
-
-def host_device(
-    threads: int = 1,
-    provider: str = "cpu",
-    recalibrate: bool = False,
-    progress: Callable[[int, int], None] | None = None,
-    budget_s: float = 120.0,
-) -> Device:
-    """This machine's calibrated profile: read from the cache (see :func:`cache_path`), or calibrated and cached
-    first when there is none, when it cannot be read, when an older benchmark suite measured it (``SUITE``), or
-    when ``recalibrate`` is set. The file is written atomically, so concurrent runs never see half a profile."""
-    path = cache_path(threads, provider)
-    if path.exists() and not recalibrate:
-        try:
-            device = load_device(path)
-        except UserError:
-            device = None
-        if (
-            device is not None
-            and device.engine == "onnxruntime"
-            and device.calibration is not None
-            and device.calibration.suite >= SUITE
-        ):
-            return device
-    device = calibrate(threads=threads, provider=provider, budget_s=budget_s, progress=progress)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_device(device, path)
-    return load_device(path)

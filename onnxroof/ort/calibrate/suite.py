@@ -111,7 +111,18 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 #  39: a layer normalization's ceiling is read by the FLOPs of one row (class_work.repeats), as a softmax's is,
 #      timed on rows of 96 to 1024; a transpose that moves an axis in each matrix of a batch is a class of its own
 #      (transpose_batched), read by the bytes of one matrix.
-SUITE = 39
+#  40: the cores' limits (load_limit, flop_limit: clock, vector width and ports): a level measured faster than its
+#      cores can load and store takes the next level's bandwidth, a peak above their vector rate is held at it, and
+#      a profile beyond its limits does not load; the int8 peak is the best of MatMulInteger and the 8-bit
+#      convolutions' kernels (QLinearConv outran MatMulInteger, and its ceiling had read over 100%).
+#  41: an If's own cost (branch_overhead), timed on chains of If each running one Neg: an If on a host is predicted
+#      as its branch's nodes, each under its class's ceiling, plus that cost.
+#  42: small convolutions over one axis (60 k to 2 M FLOPs: voice-activity and keyword-spotting front ends) among
+#      the conv_1d benchmarks, whose smallest had been 34 M FLOPs: a small model's held that kernel's efficiency.
+#  43: the weights' reuse between runs timed from a thirty-second of the last cache level up (down to COLD_WEIGHTS),
+#      where its smallest chain had held 4 MiB: a tiny model's weights, in the core's own cache between runs, had
+#      been read at the reuse of a model four times its size.
+SUITE = 43
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
@@ -183,6 +194,11 @@ _FULL_BENCHES: tuple[Bench, ...] = (
     # of 16 kHz audio) down its stride-2 layers, and Whisper's two layers over 80 mel bins
     *rows.conv1ds((1, 512, 16000, 10, 5), (512, 512, 799, 3, 2), (512, 512, 399, 3, 2), (512, 512, 199, 3, 2)),
     *rows.conv1ds((512, 512, 99, 2, 2), (80, 384, 1000, 3, 1), (384, 384, 1000, 3, 2)),
+    # ... and small models' front ends, 60 k to 2 M FLOPs: a voice-activity detector's frame of 512 samples (a
+    # strided filter bank, a short STFT-like one of 258 channels over 640, layers over a few dozen positions) and a
+    # keyword spotter's layer over 98 frames of 40 features
+    *rows.conv1ds((1, 32, 512, 16, 8), (32, 64, 63, 3, 2), (1, 258, 640, 256, 128), (129, 128, 4, 3, 1)),
+    *rows.conv1ds((64, 64, 31, 3, 1), (40, 64, 98, 3, 1), (1, 64, 512, 32, 16)),
     # depthwise: the strided ones; the stride-1 ones are the Relu twins of the epilogue pairs below
     *rows.depthwise((96, 112, 2), (144, 56, 2), (576, 14, 2)),
     # depthwise with most output columns at the padding: LR-ASPP's and DeepLabV3's MobileNetV3 backbone at 1/16 of a
@@ -514,7 +530,7 @@ FULL = Suite(
     probe_factors=(2, 4),
     dram_bounds=(256 * MiB, 1024 * MiB),
     dram_memory_share=0.25,
-    reuse_fractions=(0.125, 0.25, 0.5, 0.75, 1.0, 2.0, 4.0),
+    reuse_fractions=(0.03125, 0.0625, 0.125, 0.25, 0.5, 0.75, 1.0, 2.0, 4.0),
     # subnormal floats: Swin-T's second stage's shifted windows (7x7 over 28x28) at its first stage's 3 heads
     masked_attention=(28, 7, 3, 32),
 )

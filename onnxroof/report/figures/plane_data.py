@@ -126,7 +126,7 @@ class PlaneData:
 def title_of(analyses: Sequence[Analysis], what: str) -> str:
     """``what``, the model, its devices and precisions: 'Roofline of resnet50 on v100-sxm2 (fp32)'."""
     first = analyses[0]
-    targets = ", ".join(f"{a.device.key} ({a.totals.prediction.precision})" for a in analyses)
+    targets = ", ".join(f"{a.device.tag()} ({a.totals.prediction.precision})" for a in analyses)
     return f"{what} of {first.model} on {targets}"
 
 
