@@ -540,15 +540,15 @@ SET: list[Spec] = [
     *_one("resmlp_12", "mlp", _timm("resmlp_12_224"), "timm ResMLP-12, 224x224"),
     *_one(
         "voice_activity",
-        "small",
+        "small-recurrent",
         _voice_activity,
         "silero-vad-shaped detector: If on the sample rate, a conv encoder and an LSTM 128 in each branch",
     ),
-    *_both("kws_lstm", "small", _small_recurrent("lstm"), "keyword spotter: 49 frames, one LSTM 128, 12 classes"),
-    *_one("kws_gru", "small", _small_recurrent("gru"), "keyword spotter: 49 frames, one GRU 128, 12 classes"),
-    *_one("ds_cnn", "small", _ds_cnn, "DS-CNN keyword spotter: 49x10 features, four separable blocks of 172"),
-    *_both("lenet", "small", _lenet, "a LeNet-style digit classifier, 28x28 grey image"),
-    *_one("mlp_small", "small", _small_mlp, "a 3-layer MLP 784-1024-1024-10, one sample"),
+    *_both("kws_lstm", "small-recurrent", _small_recurrent("lstm"), "keyword spotter: 49 frames, one LSTM 128, 12 classes"),
+    *_one("kws_gru", "small-recurrent", _small_recurrent("gru"), "keyword spotter: 49 frames, one GRU 128, 12 classes"),
+    *_one("ds_cnn", "small-classifier", _ds_cnn, "DS-CNN keyword spotter: 49x10 features, four separable blocks of 172"),
+    *_both("lenet", "small-classifier", _lenet, "a LeNet-style digit classifier, 28x28 grey image"),
+    *_one("mlp_small", "small-classifier", _small_mlp, "a 3-layer MLP 784-1024-1024-10, one sample"),
 ]
 
 
