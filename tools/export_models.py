@@ -544,9 +544,13 @@ SET: list[Spec] = [
         _voice_activity,
         "silero-vad-shaped detector: If on the sample rate, a conv encoder and an LSTM 128 in each branch",
     ),
-    *_both("kws_lstm", "small-recurrent", _small_recurrent("lstm"), "keyword spotter: 49 frames, one LSTM 128, 12 classes"),
+    *_both(
+        "kws_lstm", "small-recurrent", _small_recurrent("lstm"), "keyword spotter: 49 frames, one LSTM 128, 12 classes"
+    ),
     *_one("kws_gru", "small-recurrent", _small_recurrent("gru"), "keyword spotter: 49 frames, one GRU 128, 12 classes"),
-    *_one("ds_cnn", "small-classifier", _ds_cnn, "DS-CNN keyword spotter: 49x10 features, four separable blocks of 172"),
+    *_one(
+        "ds_cnn", "small-classifier", _ds_cnn, "DS-CNN keyword spotter: 49x10 features, four separable blocks of 172"
+    ),
     *_both("lenet", "small-classifier", _lenet, "a LeNet-style digit classifier, 28x28 grey image"),
     *_one("mlp_small", "small-classifier", _small_mlp, "a 3-layer MLP 784-1024-1024-10, one sample"),
 ]
