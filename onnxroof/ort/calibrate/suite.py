@@ -25,8 +25,8 @@ from onnxroof.ort.calibrate.classes import (
 __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 
 # The benchmark suite's version, recorded in every profile: bumping it makes --device host calibrate again any
-# cached profile from an older suite, which lacks what this one measures. What each version added is in git's
-# history of this file and in docs/runs/.
+# cached profile from an older suite, which lacks what this one measures. What each version added: docs/runs/suites.md
+# and this file's history.
 SUITE = 43
 
 # ---------------------------------------------------------------------------------------------------- the suites
