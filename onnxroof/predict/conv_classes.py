@@ -140,13 +140,18 @@ CONV: Refinement[ConvFacts] = Refinement(
         ),
         Rule("conv", lambda f: f.op_type == "ConvTranspose", "a ConvTranspose without groups"),
         Rule("batchnorm", lambda f: f.depthwise and f.pointwise, "a depthwise 1x1: a per-channel scale and shift"),
-        Rule("depthwise_plain", lambda f: f.depthwise and not f.nchwc, "depthwise, {f.group} channels, plain layout"),
+        Rule(
+            "depthwise_plain",
+            lambda f: f.depthwise and not f.nchwc,
+            "one input channel per group, {f.group} groups, plain layout",
+        ),
         Rule(
             "depthwise_border",
             lambda f: f.depthwise and f.border >= BORDER_CONV_SHARE,
-            f"depthwise, {{f.border:.0%}} of output columns' windows in the padding ({BORDER_CONV_SHARE:.0%} or more)",
+            f"depthwise, {{f.border:.0%}} of output columns' windows reach the padding "
+            f"({BORDER_CONV_SHARE:.0%} or more)",
         ),
-        Rule("depthwise", lambda f: f.depthwise, "depthwise, {f.group} channels, NCHWc layout"),
+        Rule("depthwise", lambda f: f.depthwise, "one input channel per group, {f.group} groups, NCHWc layout"),
         Rule(
             "conv_grouped_narrow",
             lambda f: (
@@ -167,7 +172,7 @@ CONV: Refinement[ConvFacts] = Refinement(
         Rule(
             "conv_border",
             lambda f: f.nchwc and f.border >= BORDER_CONV_SHARE,
-            f"{{f.border:.0%}} of output columns' windows in the padding ({BORDER_CONV_SHARE:.0%} or more)",
+            f"{{f.border:.0%}} of output columns' windows reach the padding ({BORDER_CONV_SHARE:.0%} or more)",
         ),
         Rule("conv_vector", lambda f: f.positions == 1, "one output position: a matrix-vector product"),
         Rule(

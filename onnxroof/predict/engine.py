@@ -68,7 +68,7 @@ from onnxroof.devices import Device
 from onnxroof.devices.classes import refined_from, with_trait
 from onnxroof.predict import roofline
 from onnxroof.predict.class_work import InputProjection, ceiling_work, input_projection, repeats, stepped_flops
-from onnxroof.predict.op_classes import ceiling_for, op_class
+from onnxroof.predict.op_classes import ceiling_for, classify
 from onnxroof.predict.roofline import Prediction
 from onnxroof.predict.subnormal import SubnormalWork, subnormal_time
 from onnxroof.units import decimal_bytes
@@ -159,6 +159,7 @@ class EngineNote:
     write_allocate_s: float = 0.0  # its output's lines brought back from a farther level (write_allocate_time)
     branch: str | None = None  # an If's: the branch whose nodes' predictions it sums (onnxroof.predict.control)
     branch_overhead_s: float = 0.0  # an If's: what running a branch adds to its nodes (device.branch_overhead)
+    reason: str = ""  # why the node has its op class (op_classes.classify)
 
     def describe(self) -> str:
         """One line for a report: the class, the efficiencies applied and the memory level."""
@@ -440,7 +441,7 @@ def predict_engine(
     The device's ``run_overhead`` is not included: it is paid once per ``session.run``, so callers add it once
     per model (see :func:`model_time`).
     """
-    cls = op_class(view)
+    cls, reason = classify(view)
     peak, used = device.peak(precision)
     found = ceiling_for(device, cls) if cls not in (SHAPE, OTHER) else None
     ceiling_name, ceiling = found if found is not None else (None, None)
@@ -513,6 +514,7 @@ def predict_engine(
         distant_s,
         bias_s,
         evicted_s,
+        reason=reason,
     )
     return prediction, note
 
