@@ -246,7 +246,7 @@ CONV_INTEGER: Refinement[GroupFacts] = Refinement(
     _grouping(1),
     (
         Rule("conv_integer_grouped", lambda f: f.depthwise, "a depthwise ConvInteger: one product per channel"),
-        Rule("conv_integer", always, "{f.group} group(s), not depthwise"),
+        Rule("conv_integer", always, "not depthwise: a dense integer product per group"),
     ),
 )
 
@@ -255,6 +255,6 @@ QCONV: Refinement[GroupFacts] = Refinement(
     _grouping(3),
     (
         Rule("qconv_depthwise", lambda f: f.depthwise, "a depthwise QLinearConv: one input channel per group"),
-        Rule("qconv", always, "{f.group} group(s), not depthwise"),
+        Rule("qconv", always, "not depthwise"),
     ),
 )
