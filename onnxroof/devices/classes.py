@@ -77,6 +77,7 @@ class OpClass:
 
 
 def _c(name: str, base: str, fallback: str | None, roof: str, doc: str, work: str = "node", *traits: str) -> OpClass:
+    """A row of the table, in the order its columns read."""
     return OpClass(name, base, fallback, roof, work, doc, frozenset(traits))
 
 
@@ -84,7 +85,8 @@ _WAIT = "weight_wait"
 _STREAM = "streaming"
 _C, _M = COMPUTE, MEMORY
 
-# In the order a device file lists its ceilings.
+# In the order a device file lists its ceilings. Each row: name, base, fallback, roof, doc, then the unit of work
+# and the traits where they are not "node" and none.
 TABLE: tuple[OpClass, ...] = (
     _c("conv", "conv", None, _C, "dense KxK convolution on a large output (20x20 positions or more)", "node", _WAIT),
     _c("conv1x1", "conv", "conv", _C, "dense pointwise convolution on more than one output position", "node", _WAIT),
@@ -140,6 +142,8 @@ TABLE: tuple[OpClass, ...] = (
     _c("reorder", "reorder", "movement", _M, "onnxruntime's NCHW <-> NCHWc layout conversions", "node", _STREAM),
     _c("reorder_short", "reorder", "reorder", _M, "NCHWc -> NCHW onto planes under 20x20 positions", "node", _STREAM),
     _c("resize", "resize", "movement", _M, "nearest-neighbour Resize and Upsample, GridSample, AffineGrid"),
+    # an interpolating resize is a compute class: its time per output element holds at every size, as its FLOPs
+    # per element do
     _c("resize_linear", "resize", "resize", _C, "an interpolating (linear, cubic) resize in NCHWc layout"),
     _c("resize_linear_nchw", "resize", "resize_linear", _C, "an interpolating resize in plain layout"),
     _c("reduce", "reduce", None, _M, "ReduceSum/Mean/Max/..., ArgMax/ArgMin"),

@@ -92,7 +92,7 @@ def _op_name(n: NodeResult) -> str:
 CLASS_COLUMN = Column("class", wrap=True)
 
 
-def _op_class(n: NodeResult) -> str:
+def _class_and_reason(n: NodeResult) -> str:
     """A node's op class and the reason for it; "-" without an engine note."""
     if n.engine is None:
         return "-"
@@ -117,7 +117,9 @@ def _node_rows(a: Analysis, nodes: list[tuple[int, NodeResult]], width: int | No
         for index, n in nodes
     ]
     if classes and any(n.engine is not None for _, n in nodes):
-        return table((*NODE_COLUMNS, CLASS_COLUMN), [[*row, _op_class(n)] for row, (_, n) in zip(rows, nodes)], width)
+        return table(
+            (*NODE_COLUMNS, CLASS_COLUMN), [[*row, _class_and_reason(n)] for row, (_, n) in zip(rows, nodes)], width
+        )
     return table(NODE_COLUMNS, rows, width)
 
 
