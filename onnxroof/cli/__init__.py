@@ -66,6 +66,10 @@ COMMANDS: dict[str, ModuleType] = {
 }
 
 
+# -v's help, before the command and after it.
+VERBOSE_HELP = "show tracebacks on errors; analyze's table adds each node's op class and why"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line: global options and one subcommand per entry of COMMANDS."""
     from onnxroof import __version__
@@ -74,13 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="onnxroof", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--version", action="version", version=f"onnxroof {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     # -v works after the command too; SUPPRESS keeps a subcommand from resetting a -v given before it.
     verbose = argparse.ArgumentParser(add_help=False)
-    verbose.add_argument(
-        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors"
-    )
+    verbose.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
     for name, command in COMMANDS.items():
         command.configure(
             commands.add_parser(

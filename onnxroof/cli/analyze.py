@@ -94,5 +94,6 @@ def run(args: argparse.Namespace) -> int:
     for message in result.warnings:
         warn(message)
     width = output_width(args.output)
-    emit(render(result, args.format, top=args.top, by_op_type=args.by_op_type, width=width), args.output)
+    text = render(result, args.format, top=args.top, by_op_type=args.by_op_type, width=width, classes=args.verbose)
+    emit(text, args.output)
     return 0

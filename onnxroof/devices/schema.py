@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from onnxroof.devices.classes import TABLE
 from onnxroof.errors import UserError
 
 PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
@@ -19,78 +20,13 @@ KINDS: tuple[str, ...] = ("gpu", "cpu", "tpu")
 OVERLAPS: tuple[str, ...] = ("max", "serial")
 CACHE_SCOPES: tuple[str, ...] = ("per-core", "per-sm", "shared")
 
-# The op classes a calibrated device may hold a ceiling for (``[ceilings.<class>]``);
-# ``onnxroof.predict.op_classes.op_class`` maps every node to one of them (or to "shape" / "other", which never have a
-# ceiling).
-OP_CLASSES: tuple[str, ...] = (
-    "conv",  # dense KxK convolution on a large output (20x20 positions or more)
-    "conv1x1",  # dense pointwise convolution on more than one output position
-    "conv_wide",  # dense convolution with a 5x5 or wider kernel on a large output, past the stem
-    "conv_stem",  # a stem: a 5x5 or wider kernel over a few input channels (an image's 3), on a large output
-    "conv_mid",  # dense KxK convolution on a mid-sized output (10x10 to 19x19 positions: a 14x14 stage)
-    "conv_small",  # dense KxK convolution on a small output (<= 9x9 positions: a 7x7 stage)
-    "conv_narrow",  # dense convolution with few output channels (under 32), or a stem with a kernel under 5x5
-    "conv_vector",  # a dense one with a single output position (squeeze-and-excitation): a matrix-vector product
-    "conv_border",  # NCHWc dense convolution with most output columns' windows in the padding (dilated ASPP branches)
-    "conv_1d",  # dense convolution over one spatial axis (a speech encoder's): plain layout, im2col and a product
-    "conv_grouped",  # grouped convolution in plain layout (not depthwise; a blocked NCHWc one is a dense class)
-    "conv_grouped_narrow",  # the same with under 16 output channels per group (RegNet's, ResNeXt's narrow stages)
-    "depthwise",  # one input channel per group, in onnxruntime's NCHWc layout
-    "depthwise_plain",  # the same outside it (channel counts NCHWc does not block): a one-row product per channel
-    "depthwise_border",  # an NCHWc depthwise one with most output columns' windows in the padding (dilated, small maps)
-    "conv_integer",  # ConvInteger (dynamic int8 quantization): im2col and an integer product per group, plain layout
-    "conv_integer_grouped",  # a depthwise ConvInteger: one im2col and integer product per channel
-    "qconv",  # QLinearConv (static int8 quantization, fused from QDQ), channels-last after optimization
-    "qconv_depthwise",  # a depthwise QLinearConv: one input channel per group
-    "gemm",  # matrix product with a weight operand and 16 or more rows (Gemm, FusedGemm, MatMul by an initializer)
-    "gemm_short",  # matrix product with a weight operand and 2 to 15 rows (a small batch, a few decoded tokens)
-    "gemv",  # matrix-vector product with a weight operand (one row: a classifier at batch 1, one decoded token)
-    "matmul",  # matrix products of two activations (attention scores, context), by the size of one product
-    "pool",  # MaxPool / AveragePool / LpPool windows in onnxruntime's NCHWc layout (after a convolution)
-    "pool_nchw",  # the same windows in plain NCHW layout, a slower kernel per byte
-    "global_pool",  # GlobalAveragePool / GlobalMaxPool
-    "batchnorm",  # BatchNormalization, and the per-channel scale-and-shift it becomes (depthwise 1x1 conv)
-    "layernorm",  # LayerNormalization and its simplified variant (RMS normalization)
-    "skip_layernorm",  # onnxruntime's SkipLayerNormalization and SkipSimplifiedLayerNormalization: a residual add fused
-    # with the normalization, a kernel of its own that runs many times slower per element than LayerNormalization
-    "instancenorm",  # InstanceNormalization, GroupNormalization
-    "lrn",  # LRN
-    "softmax",  # Softmax, LogSoftmax
-    "elementwise",  # cheap elementwise arithmetic and activations (Add, Mul, Relu, Clip, Sum, ...)
-    "broadcast",  # elementwise arithmetic with an operand broadcast along the innermost axis (a per-channel Mul)
-    "activation",  # transcendental activations without a class of their own (Log, Pow, Softplus, trigonometry, ...)
-    "activation_exp",  # Exp and the activations built on it (Elu, Selu, Celu)
-    "activation_sigmoid",  # Sigmoid, and Swish (x * sigmoid(alpha * x) as ONNX defines it)
-    "activation_silu",  # QuickGelu with alpha 1: SiLU (x * sigmoid(x)) as onnxruntime fuses it
-    "activation_quickgelu",  # x * sigmoid(alpha * x) with another alpha (QuickGelu's default 1.702, CLIP's)
-    "activation_tanh",  # Tanh
-    "activation_erf",  # Erf
-    "activation_gelu",  # exact Gelu, through erf (Gelu, BiasGelu, BiasSplitGelu)
-    "activation_fastgelu",  # Gelu's tanh approximation (FastGelu, Gelu approximate="tanh")
-    "activation_pow",  # Pow by any exponent but a scalar 2 or 3: the C library's pow per element
-    "pow_square",  # Pow by a scalar exponent of 2, which onnxruntime computes as x * x
-    "pow_cube",  # Pow by a scalar exponent of 3, computed as x * x * x
-    "movement",  # copies: Concat, Split, Slice, Pad, Gather, Expand, Tile, ...
-    "transpose",  # Transpose that keeps the innermost axis last (copies whole rows), DepthToSpace, SpaceToDepth
-    "transpose_inner",  # a Transpose that moves the innermost axis (a key's transpose, a channels-last change)
-    "transpose_batched",  # a Transpose that moves an axis in each matrix of a batch, one by one (Swin's key transposes)
-    "transpose_generic",  # a Transpose that moves more than one axis: onnxruntime's element-by-element kernel
-    "reorder",  # onnxruntime's NCHW <-> NCHWc layout conversions
-    "reorder_short",  # NCHWc -> NCHW onto a small output (under 20x20 positions): short rows, slower per byte
-    "resize",  # nearest-neighbour Resize and Upsample (a copy per output element), GridSample, AffineGrid
-    "resize_linear",  # an interpolating (linear, cubic) Upsample in onnxruntime's NCHWc layout
-    "resize_linear_nchw",  # an interpolating Resize in plain layout: one channel at a time, slower per element
-    "reduce",  # ReduceSum/Mean/Max/..., ArgMax/ArgMin
-    "cast",  # Cast, CastLike: a dtype conversion (fp32 <-> fp16 around a kernel without fp16 support, int32 -> fp32)
-    "quantize",  # DynamicQuantizeLinear: a min/max pass over a float tensor, then its conversion to uint8
-    "lstm",  # LSTM (and the dynamically quantized one): one step's products and gates after the other, per step
-    "gru",  # GRU, by the work of one time step
-    "recurrent",  # RNN, and the recurrent ops without a class of their own, by the work of one time step
-)
-
-# Ceilings for a part of a node rather than for a class of nodes: "epilogue" is the second pass over a
-# convolution's or Gemm's output that a fused activation other than Relu costs (MobileNet's Clip).
-PART_CEILINGS: tuple[str, ...] = ("epilogue",)
+# The op classes a calibrated device may hold a ceiling for (``[ceilings.<class>]``), in the order a device file
+# lists them: ``onnxroof.predict.op_classes.op_class`` maps every node to one of them (or to "shape" / "other",
+# which never have a ceiling). PART_CEILINGS are ceilings for a part of a node rather than for a class of nodes
+# ("epilogue": the second pass over a convolution's or Gemm's output that a fused activation other than Relu
+# costs). Each is declared once, with its fallback, roof and unit of work, in onnxroof.devices.classes.TABLE.
+OP_CLASSES: tuple[str, ...] = tuple(c.name for c in TABLE if not c.part)
+PART_CEILINGS: tuple[str, ...] = tuple(c.name for c in TABLE if c.part)
 
 # Every ceiling a device may hold, in the order a device file lists them.
 CEILING_NAMES: tuple[str, ...] = OP_CLASSES + PART_CEILINGS

@@ -27,6 +27,7 @@ from onnxroof.ort.reference import ReferenceSampler, drift_warning
 from onnxroof.ort.sessions import load_feeds, runnable_model, with_softmax_masks
 from onnxroof.passes.input_shapes import at_input_shapes
 from onnxroof.predict.analysis import Analysis, NodeResult, analyze_graph
+from onnxroof.predict.engine import EngineNote
 
 WORST = 5  # how many of the worst mispredictions are named
 SPREAD_S = 5.0  # the whole-model samples are spread over this many seconds (see measure's spread_s)
@@ -319,9 +320,8 @@ def compare(
         flops = sum(n.cost.flops for n in members)
         moved = sum(n.cost.bytes_read + n.cost.bytes_written for n in members)
         bound = members[0].prediction.bound if len(members) == 1 else _dominant_bound(members)
-        explanation = (
-            members[0].engine.describe() if engine_graph and members and members[0].engine else _as_exported(members)
-        )
+        note = members[0].engine if engine_graph and members else None
+        explanation = _with_reason(note) if note is not None else _as_exported(members)
         out.append(
             KernelComparison(
                 kernel.name,
@@ -339,6 +339,11 @@ def compare(
             )
         )
     return sorted(out, key=lambda k: -k.measured_time_s)
+
+
+def _with_reason(note: EngineNote) -> str:
+    """An engine note's line, and why the node has its op class where the note says."""
+    return f"{note.describe()}; class: {note.reason}" if note.reason else note.describe()
 
 
 def _as_exported(members: Sequence[NodeResult]) -> str:

@@ -7,34 +7,36 @@ product's ceiling). The prediction and the calibration read the ceilings through
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from math import prod
 
 from onnxroof.costs import Cost, NodeView
-from onnxroof.predict.op_classes import REFINEMENTS, known_shape, rows_class, taps_inside, transposed_matrices
+from onnxroof.devices.classes import CLASSES
+from onnxroof.predict.op_classes import known_shape, rows_class, taps_inside, transposed_matrices
 
 __all__ = ["InputProjection", "ceiling_work", "input_projection", "repeats", "stepped_flops"]
 
 
 def repeats(view: NodeView, cls: str) -> int:
     """How many units of work a node's kernel runs one after the other, each like the others, where its class's
-    ceiling is read by the size of one unit: the products of a batched matmul (one per batch element and head),
-    the groups of a plain-layout grouped or depthwise convolution, the time steps of a recurrent op in each of
-    its directions, the rows of a softmax or a layer normalization, the matrices of a batched transpose. 1 for
-    every other class, and where the shapes do not say."""
-    if cls == "matmul":
-        return _products(view)
-    if cls == "softmax":
-        return _softmax_rows(view)
-    if cls == "layernorm":
-        return _normalized_rows(view)
-    if cls == "transpose_batched":
-        return transposed_matrices(view)
-    if cls in ("conv_grouped", "conv_grouped_narrow", "depthwise_plain"):
-        return max(int(view.attr("group", 1) or 1), 1)
-    if cls in REFINEMENTS["recurrent"].classes:
-        return _time_steps(view) * _directions(view)
-    return 1
+    ceiling is read by the size of one unit (the class's ``work`` in ``onnxroof.devices.classes.TABLE``): the
+    products of a batched matmul (one per batch element and head), the groups of a plain-layout grouped or
+    depthwise convolution, the time steps of a recurrent op in each of its directions, the rows of a softmax or a
+    layer normalization, the matrices of a batched transpose. 1 for every other class, and where the shapes do
+    not say."""
+    entry = CLASSES.get(cls)
+    return _UNITS[entry.work](view) if entry is not None else 1
+
+
+def _groups(view: NodeView) -> int:
+    """The groups of a grouped convolution, each an im2col and a product of its own in plain layout."""
+    return max(int(view.attr("group", 1) or 1), 1)
+
+
+def _steps(view: NodeView) -> int:
+    """A recurrent op's time steps in all its directions, which onnxruntime runs one after the other."""
+    return _time_steps(view) * _directions(view)
 
 
 def _products(view: NodeView) -> int:
@@ -51,8 +53,8 @@ def _products(view: NodeView) -> int:
 def _softmax_rows(view: NodeView) -> int:
     """The rows a softmax normalizes one after the other: its input's elements over the length of its ``axis``
     (the last by default). onnxruntime finds each row's maximum, sums its exponentials and scales it in passes of
-    its own, so a row costs a fixed part beside its elements and short rows (Swin's 49-token windows) run slower
-    per element than long ones (ViT's 197 tokens)."""
+    its own, so a row costs a fixed part beside its elements and short rows run slower per element than long
+    ones."""
     x = known_shape(view.input(0))
     axis = _axis(view, len(x)) if x else None
     if x is None or axis is None or x[axis] <= 0:
@@ -64,8 +66,7 @@ def _normalized_rows(view: NodeView) -> int:
     """The rows a layer normalization normalizes one after the other: its output's axes before ``axis`` (the last
     by default; an EmbedLayerNormalization's output is [batch, sequence, hidden], one row per token).
     onnxruntime's kernel makes a pass over each row for its mean and variance and another to scale it, so a row
-    costs a fixed part beside its elements, and short rows (ConvNeXt's and Swin's 96 channels) run slower per
-    element than a transformer's 768."""
+    costs a fixed part beside its elements, and short rows run slower per element than long ones."""
     out = known_shape(view.output(0))
     axis = _axis(view, len(out)) if out else None
     if out is None or axis is None:
@@ -111,7 +112,8 @@ def input_projection(view: NodeView, cls: str) -> InputProjection | None:
     """The input projection of a recurrent op (class ``cls``): ``2 * rows * directions * G*H*I`` FLOPs, the
     product of W's three axes (``[directions, G*H, I]``, or ``[directions, I, G*H]`` for DynamicQuantizeLSTM) by
     X's time steps and batch. None for any other class, and where X's or W's shape is unknown."""
-    if cls not in REFINEMENTS["recurrent"].classes:
+    entry = CLASSES.get(cls)
+    if entry is None or entry.work != "step":
         return None
     x, w = known_shape(view.input(0)), known_shape(view.input(1))
     if x is None or w is None or len(x) != 3 or len(w) != 3:
@@ -133,3 +135,15 @@ def stepped_flops(view: NodeView, cost: Cost, cls: str) -> float:
     """The FLOPs a node's class ceiling applies to: its kernel's (see :func:`ceiling_work`), all its units."""
     projection = input_projection(view, cls)
     return max(cost.flops * taps_inside(view) - (projection.flops if projection else 0.0), 0.0)
+
+
+# How to count each unit of work of the table's (onnxroof.devices.classes.WORK_UNITS).
+_UNITS: Mapping[str, Callable[[NodeView], int]] = {
+    "node": lambda _: 1,
+    "product": _products,
+    "group": _groups,
+    "row": _softmax_rows,
+    "trailing_row": _normalized_rows,
+    "matrix": transposed_matrices,
+    "step": _steps,
+}

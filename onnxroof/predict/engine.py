@@ -65,9 +65,10 @@ from dataclasses import dataclass
 
 from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, engine_class
 from onnxroof.devices import Device
+from onnxroof.devices.classes import refined_from, with_trait
 from onnxroof.predict import roofline
 from onnxroof.predict.class_work import InputProjection, ceiling_work, input_projection, repeats, stepped_flops
-from onnxroof.predict.op_classes import REFINEMENTS, ceiling_for, op_class
+from onnxroof.predict.op_classes import ceiling_for, classify
 from onnxroof.predict.roofline import Prediction
 from onnxroof.predict.subnormal import SubnormalWork, subnormal_time
 from onnxroof.units import decimal_bytes
@@ -102,15 +103,13 @@ __all__ = [
 COLD_WEIGHTS = 2**20
 # The dense convolutions in onnxruntime's NCHWc layout, whose time grows by a share of their weights' read when the
 # weights come from memory (the device's conv_weight_wait, exposed_weight_time).
-WEIGHT_WAIT_CLASSES = frozenset(
-    {"conv", "conv1x1", "conv_mid", "conv_small", "conv_narrow", "conv_stem", "conv_wide", "conv_border"}
-)
+WEIGHT_WAIT_CLASSES = with_trait("weight_wait")
 # Classes whose ceiling is read on cold weights whatever their size: a one-row product's time is its weight's read,
 # and the suite times those on weights past COLD_WEIGHTS only. A smaller weight of theirs in a model is kept between
 # runs as a larger one is.
-_READ_COLD = frozenset({"gemv"})
+_READ_COLD = with_trait("read_cold")
 # The recurrent ops, whose ceilings are read on warm weights whatever their size (exposed_weight_time).
-_RECURRENT_CLASSES = REFINEMENTS["recurrent"].classes
+_RECURRENT_CLASSES = refined_from("recurrent")
 # The cache scopes private to a core (or a GPU's multiprocessor), of the device schema's CACHE_SCOPES.
 _PRIVATE_SCOPES = frozenset({"per-core", "per-sm"})
 
@@ -123,14 +122,9 @@ _GEMM_OPS = frozenset({"Gemm", "FusedGemm"})
 # The classes whose kernels stream their input once into an output of the same order of size, with no arithmetic
 # to hide the stream behind: in a network, the lines of the buffer they write come back from where the node
 # before them pushed them (write_allocate_time).
-_STREAMING_CLASSES = (
-    REFINEMENTS["elementwise"].classes
-    | REFINEMENTS["transpose"].classes
-    | REFINEMENTS["reorder"].classes
-    | {"movement", "cast"}
-)
+_STREAMING_CLASSES = with_trait("streaming")
 # The classes the calibrated dram_overlap describes: the convolutions, on which it is measured.
-_DRAM_OVERLAP_CLASSES = REFINEMENTS["conv"].classes | REFINEMENTS["conv_integer"].classes | REFINEMENTS["qconv"].classes
+_DRAM_OVERLAP_CLASSES = refined_from("conv", "conv_integer", "qconv")
 
 
 @dataclass(frozen=True)
@@ -165,6 +159,7 @@ class EngineNote:
     write_allocate_s: float = 0.0  # its output's lines brought back from a farther level (write_allocate_time)
     branch: str | None = None  # an If's: the branch whose nodes' predictions it sums (onnxroof.predict.control)
     branch_overhead_s: float = 0.0  # an If's: what running a branch adds to its nodes (device.branch_overhead)
+    reason: str = ""  # why the node has its op class (op_classes.classify)
 
     def describe(self) -> str:
         """One line for a report: the class, the efficiencies applied and the memory level."""
@@ -446,7 +441,7 @@ def predict_engine(
     The device's ``run_overhead`` is not included: it is paid once per ``session.run``, so callers add it once
     per model (see :func:`model_time`).
     """
-    cls = op_class(view)
+    cls, reason = classify(view)
     peak, used = device.peak(precision)
     found = ceiling_for(device, cls) if cls not in (SHAPE, OTHER) else None
     ceiling_name, ceiling = found if found is not None else (None, None)
@@ -519,6 +514,7 @@ def predict_engine(
         distant_s,
         bias_s,
         evicted_s,
+        reason=reason,
     )
     return prediction, note
 

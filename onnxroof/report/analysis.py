@@ -88,7 +88,18 @@ def _op_name(n: NodeResult) -> str:
     return short_op(f"{n.domain}::{n.op_type}" if n.domain else n.op_type)
 
 
-def _node_rows(a: Analysis, nodes: list[tuple[int, NodeResult]], width: int | None) -> list[str]:
+# With -v on a calibrated host: each node's op class and why it has it.
+CLASS_COLUMN = Column("class", wrap=True)
+
+
+def _class_and_reason(n: NodeResult) -> str:
+    """A node's op class and the reason for it; "-" without an engine note."""
+    if n.engine is None:
+        return "-"
+    return f"{n.engine.op_class}: {n.engine.reason}" if n.engine.reason else n.engine.op_class
+
+
+def _node_rows(a: Analysis, nodes: list[tuple[int, NodeResult]], width: int | None, classes: bool) -> list[str]:
     total_time = a.totals.predicted_time_s or 1.0
     rows = [
         [
@@ -105,6 +116,10 @@ def _node_rows(a: Analysis, nodes: list[tuple[int, NodeResult]], width: int | No
         ]
         for index, n in nodes
     ]
+    if classes and any(n.engine is not None for _, n in nodes):
+        return table(
+            (*NODE_COLUMNS, CLASS_COLUMN), [[*row, _class_and_reason(n)] for row, (_, n) in zip(rows, nodes)], width
+        )
     return table(NODE_COLUMNS, rows, width)
 
 
@@ -133,10 +148,13 @@ def _op_rows(a: Analysis, width: int | None) -> list[str]:
     return table(OP_COLUMNS, rows, width)
 
 
-def to_table(analysis: Analysis, top: int = 20, by_op_type: bool = False, width: int | None = None) -> str:
+def to_table(
+    analysis: Analysis, top: int = 20, by_op_type: bool = False, width: int | None = None, classes: bool = False
+) -> str:
     """The terminal report: header, totals, the ``top`` nodes by predicted time (all nodes in graph order when
-    ``top`` is 0), optionally totals by op type, then unsupported ops. Within ``width`` columns (None: no limit)
-    names are cut in the middle and prose is wrapped; nothing else is cut."""
+    ``top`` is 0), optionally totals by op type, then unsupported ops. With ``classes``, on a calibrated host, the
+    nodes' table ends with each node's op class and why. Within ``width`` columns (None: no limit) names are cut in
+    the middle and prose is wrapped; nothing else is cut."""
     a = analysis
     lines = _header(a)
     indexed = list(enumerate(a.nodes))
@@ -147,7 +165,7 @@ def to_table(analysis: Analysis, top: int = 20, by_op_type: bool = False, width:
         chosen = indexed
         lines += ["", f"All {len(indexed)} nodes in graph order"]
     prose = [line for text in lines for line in wrap(text, width)]
-    prose += _node_rows(a, chosen, width)
+    prose += _node_rows(a, chosen, width, classes)
     if by_op_type:
         prose += ["", "By op type", *_op_rows(a, width)]
     if a.unsupported:
@@ -161,10 +179,15 @@ FORMATS = ("table", "json", "csv")
 
 
 def render(
-    analysis: Analysis, fmt: str = "table", top: int = 20, by_op_type: bool = False, width: int | None = None
+    analysis: Analysis,
+    fmt: str = "table",
+    top: int = 20,
+    by_op_type: bool = False,
+    width: int | None = None,
+    classes: bool = False,
 ) -> str:
     if fmt == "json":
         return to_json(analysis)
     if fmt == "csv":
         return to_csv(analysis)
-    return to_table(analysis, top=top, by_op_type=by_op_type, width=width)
+    return to_table(analysis, top=top, by_op_type=by_op_type, width=width, classes=classes)

@@ -52,7 +52,15 @@ def attainable(intensity: float, prediction: Any) -> float:
 
 def reference_node(n: NodeResult) -> dict[str, Any]:
     c, p = n.cost, n.prediction
-    engine = None if n.engine is None else {**dataclasses.asdict(n.engine), "explanation": n.engine.describe()}
+    engine = None
+    if n.engine is not None:
+        note = n.engine
+        engine = {
+            **dataclasses.asdict(note),
+            "class": note.op_class,
+            "reason": note.reason,
+            "explanation": note.describe(),
+        }
     return {
         "name": n.name,
         "op_type": n.op_type,

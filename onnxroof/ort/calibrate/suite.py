@@ -10,16 +10,13 @@ from __future__ import annotations
 
 from onnx import TensorProto
 
+from onnxroof.devices.classes import classes
 from onnxroof.ort.calibrate import chains, graphs, rows
 from onnxroof.ort.calibrate.bench import Bench, MiB, Suite
 from onnxroof.ort.calibrate.classes import (
     ACTIVATION_CLASSES,
-    CONV_CLASSES,
-    INT8_CONV_CLASSES,
-    PRODUCT_CLASSES,
     RECURRENT_CLASSES,
     REORDER_CLASSES,
-    RESIZE_CLASSES,
 )
 
 __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
@@ -387,38 +384,8 @@ _BATCHED_CONV = Bench(
     tail=False,
 )
 
-_MEASURED = (
-    frozenset(CONV_CLASSES)
-    | PRODUCT_CLASSES
-    | ACTIVATION_CLASSES
-    | RECURRENT_CLASSES
-    | {
-        "pool",
-        "pool_nchw",
-        "global_pool",
-        "batchnorm",
-        "layernorm",
-        "skip_layernorm",
-        "instancenorm",
-        "lrn",
-        "softmax",
-        "elementwise",
-        "broadcast",
-        "movement",
-        "transpose",
-        "transpose_inner",
-        "transpose_batched",
-        "transpose_generic",
-        "reorder",
-        "reorder_short",
-        *RESIZE_CLASSES,
-        "reduce",
-        "epilogue",
-        "cast",
-        "quantize",
-        *INT8_CONV_CLASSES,
-    }
-)
+# The full suite measures every ceiling of the table of op classes.
+_MEASURED = classes(part=None)
 
 FULL = Suite(
     benches=_FULL_BENCHES,
