@@ -23,11 +23,13 @@ from onnxroof.devices import Device
 from onnxroof.ir import Graph, InvalidNode, Node, Tensor, UnknownShape
 from onnxroof.predict import roofline
 from onnxroof.predict.control import node_engine
-from onnxroof.predict.engine import memory_level
+from onnxroof.predict.levels import memory_level
 from onnxroof.predict.memory import bytes_moved, read_distances
 from onnxroof.predict.precision import PRECISION_DTYPE, check_precision
+from onnxroof.predict.profiles import engine_profile
 from onnxroof.predict.results import Analysis, NodeResult, OpTypeTotals, Totals, Uncounted, Unsupported
 from onnxroof.predict.subnormal import subnormal_work
+from onnxroof.predict.terms import InModel
 from onnxroof.protos import TensorProto
 
 __all__ = [
@@ -309,7 +311,8 @@ def _analyze_graph(
             prec = precision or node_precision(node.op_type, ins, outs)
             if engine_mode:  # an If's branch is predicted node by node: its own analysis
                 inner = functools.partial(_analyze_graph, dev=dev, precision=precision, engine_mode=True, progress=None)
-                prediction, note = node_engine(node, view, cost, prec, dev, (traffic, subnormal, reads, after), inner)
+                around = InModel(traffic, subnormal, reads, after)
+                prediction, note = node_engine(node, view, cost, prec, dev, around, inner)
             else:
                 roof = roofs.get(prec) or roofs.setdefault(prec, roofline.roof_of(dev, prec))
                 prediction, note = roofline.predict_on(cost, roof), None
@@ -363,7 +366,7 @@ def _analyze_graph(
         unsupported=unsupported,
         folded_nodes=len(graph.nodes) - len(runtime),
         warnings=tuple(messages),
-        graph="onnxruntime-optimized" if engine_mode else "as-exported",
+        graph=engine_profile(dev).graph if engine_mode else "as-exported",
         uncounted=tuple(coster.uncounted),
     )
 

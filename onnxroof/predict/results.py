@@ -62,7 +62,7 @@ class NodeResult(NamedTuple):
             "predicted_time_s": p.predicted_time_s,
             "supported": self.supported,
             "note": c.note,
-            "engine": None if self.engine is None else {**asdict(self.engine), "explanation": self.engine.describe()},
+            "engine": None if self.engine is None else self.engine.to_dict(),
         }
 
 

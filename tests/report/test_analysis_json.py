@@ -52,7 +52,7 @@ def attainable(intensity: float, prediction: Any) -> float:
 
 def reference_node(n: NodeResult) -> dict[str, Any]:
     c, p = n.cost, n.prediction
-    engine = None if n.engine is None else {**dataclasses.asdict(n.engine), "explanation": n.engine.describe()}
+    engine = None if n.engine is None else n.engine.to_dict()
     return {
         "name": n.name,
         "op_type": n.op_type,
