@@ -23,9 +23,10 @@ ONNXRUNTIME = "onnxruntime"
 ONNXRUNTIME_GRAPH = "onnxruntime-optimized"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class EngineProfile:
-    """One engine's execution as the prediction sees it (see the module's docstring)."""
+    """One engine's execution as the prediction sees it (see the module's docstring). Each profile is one object
+    of the registry, compared and hashed by identity."""
 
     name: str
     engine: str

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from onnxroof.costs import Cost, NodeView
 from onnxroof.devices import OP_CLASSES, Device, FrozenMap
@@ -69,11 +69,9 @@ __all__ = [
 
 COMPUTE, MEMORY, EXPOSED, STALL, OVERHEAD, AFTER = "compute", "memory", "exposed", "stall", "overhead", "after"
 KINDS = (COMPUTE, MEMORY, EXPOSED, STALL, OVERHEAD, AFTER)
-_SIDES = frozenset({COMPUTE, MEMORY})  # summed first: a term of another kind may read the memory side
 
 
-@dataclass(frozen=True, slots=True)
-class InModel:
+class InModel(NamedTuple):
     """What a node's place in a model adds to what the node itself says: ``traffic``, the bytes one inference of
     the model moves (the weights' reuse between runs is read there; None outside a model); ``subnormal``, its work
     on subnormal floats; ``reads``, (bytes, reuse distance) of the activations it reads; ``after``, the working set
@@ -88,8 +86,7 @@ class InModel:
 ALONE = InModel()  # a kernel run alone, as the calibration's benchmarks run it
 
 
-@dataclass(frozen=True, slots=True)
-class NodeContext:
+class NodeContext(NamedTuple):
     """Everything a term reads about one node, built once (``engine.node_context``): its view and cost, its op
     class and why, the ceiling it runs under and the efficiencies read there, the peak at its precision, the memory
     level its working set fits in, its weights, the network factor it takes, the rate its weights come at (DRAM's
@@ -128,8 +125,8 @@ class NodeContext:
         return self.network * self.weights / (self.dram * self.speedup)
 
 
-# A term's seconds from the node's context, the device and the node's memory time (the memory side's sum; 0 while
-# the sides themselves are summed).
+# A term's seconds from the node's context, the device and the node's memory time (the memory side's terms summed so
+# far: all of them for a term of another kind, which TERMS lists after the sides').
 TermFn = Callable[[NodeContext, Device, float], float]
 
 
@@ -146,12 +143,6 @@ class Term:
     doc: str
     classes: frozenset[str] | None = None
     line: str = ""
-
-    def __call__(self, node: NodeContext, device: Device, memory_s: float) -> float:
-        """The term's seconds for a node; 0 for a class it does not apply to."""
-        if self.classes is not None and node.op_class not in self.classes:
-            return 0.0
-        return self.seconds(node, device, memory_s)
 
 
 def _arithmetic(n: NodeContext, d: Device, _: float) -> float:
@@ -209,7 +200,8 @@ def _dispatch(n: NodeContext, d: Device, _: float) -> float:
 
 _NOT_HIDDEN = "; {us:.3g} us of memory traffic not hidden by compute"
 
-# Every term, in the order each side sums them and a node's explanation shows them.
+# Every term, in the order each side sums them and a node's explanation shows them; the compute and memory sides'
+# terms first, so that charge() hands every other term the whole memory time.
 TERMS: tuple[Term, ...] = (
     Term("arithmetic", COMPUTE, _arithmetic, "the FLOPs the kernel computes at its class's compute ceiling"),
     Term(
@@ -289,6 +281,7 @@ TERMS: tuple[Term, ...] = (
     Term("dispatch", OVERHEAD, _dispatch, "what the executor spends dispatching one node (device.launch_overhead)"),
 )
 _BY_NAME: dict[str, Term] = {t.name: t for t in TERMS}
+_KIND_OF: dict[str, str] = {t.name: t.kind for t in TERMS}
 
 
 def term(name: str) -> Term:
@@ -297,24 +290,29 @@ def term(name: str) -> Term:
 
 
 def charge(node: NodeContext, device: Device, terms: Sequence[Term]) -> dict[str, float]:
-    """Each of ``terms``' seconds for the node, by name, in their order: the compute and memory sides' first, so
-    that a term of another kind can read the node's memory time."""
-    sides = {t.name: t(node, device, 0.0) for t in terms if t.kind in _SIDES}
-    memory = total(sides, MEMORY)
-    return {t.name: sides[t.name] if t.kind in _SIDES else t(node, device, memory) for t in terms}
+    """Each of ``terms``' seconds for the node, by name, in their order (0 for a term whose classes the node's is
+    not one of). The sides' terms come first (TERMS' order), so that a term of another kind reads the node's whole
+    memory time."""
+    cls = node.op_class
+    seconds: dict[str, float] = {}
+    memory = 0.0
+    for t in terms:
+        s = seconds[t.name] = t.seconds(node, device, memory) if t.classes is None or cls in t.classes else 0.0
+        if t.kind == MEMORY:
+            memory += s
+    return seconds
 
 
 def total(terms: Mapping[str, float], kind: str, but: str = "") -> float:
     """The seconds of a node's terms of one kind (``but`` one of them), summed in their order."""
     seconds = 0.0
     for name, s in terms.items():
-        if name != but and _BY_NAME[name].kind == kind:
+        if name != but and _KIND_OF[name] == kind:
             seconds += s
     return seconds
 
 
-@dataclass(frozen=True, slots=True)
-class Combined:
+class Combined(NamedTuple):
     """A node's terms combined: its compute, memory and overhead sides, its time, and its terms as charged (the
     exposed and stall terms 0 where the memory side outlasts the arithmetic with them)."""
 
@@ -330,17 +328,18 @@ def combine(terms: Mapping[str, float], overlap: str) -> Combined:
     and stall terms add to the compute side where the arithmetic with them outlasts the memory side, and not
     otherwise, so that a kernel whose ceilings move it from one side to the other moves its time continuously; the
     after terms add to the combined time, in their order."""
-    compute, memory = total(terms, COMPUTE), total(terms, MEMORY)
-    exposed, stalls = total(terms, EXPOSED), total(terms, STALL)
+    sums = dict.fromkeys(KINDS, 0.0)
+    for name, s in terms.items():  # each kind's terms summed in their order
+        sums[_KIND_OF[name]] += s
+    compute, memory, exposed, stalls = sums[COMPUTE], sums[MEMORY], sums[EXPOSED], sums[STALL]
     if compute + exposed + stalls < memory:  # bound by its memory time, which holds its weights and its output
-        terms = {n: 0.0 if _BY_NAME[n].kind in (EXPOSED, STALL) else s for n, s in terms.items()}
+        terms = {n: 0.0 if _KIND_OF[n] in (EXPOSED, STALL) else s for n, s in terms.items()}
         exposed = stalls = 0.0
-    overhead = total(terms, OVERHEAD)
-    time = roofline.combine(overlap, compute + exposed + stalls, memory, overhead)
+    time = roofline.combine(overlap, compute + exposed + stalls, memory, sums[OVERHEAD])
     for name, s in terms.items():
-        if _BY_NAME[name].kind == AFTER:
+        if _KIND_OF[name] == AFTER:
             time += s
-    return Combined(compute, memory, overhead, time, FrozenMap(terms))
+    return Combined(compute, memory, sums[OVERHEAD], time, FrozenMap(terms))
 
 
 def kernel_arithmetic(measured_s: float, terms: Mapping[str, float]) -> tuple[float, float]:

@@ -66,6 +66,9 @@ def test_every_term_is_named_once_and_of_a_known_kind():
     names = [t.name for t in terms.TERMS]
     assert len(names) == len(set(names))
     assert {t.kind for t in terms.TERMS} <= set(terms.KINDS)
+    # the compute and memory sides' terms come first: every other term reads the whole memory time
+    sides = [t.kind in (terms.COMPUTE, terms.MEMORY) for t in terms.TERMS]
+    assert sides == sorted(sides, reverse=True)
     for profile in profiles.PROFILES:
         assert set(profile.terms) <= set(names), profile.name
         assert [t.name for t in profiles.profile_terms(profile)] == [n for n in names if n in profile.terms]
