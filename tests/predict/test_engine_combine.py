@@ -185,3 +185,19 @@ def test_the_json_engine_object_holds_class_reason_and_terms_that_add_up_to_the_
         assert e["exposed_memory_s"] == pytest.approx(t["exposed_dram"] + t["weight_wait"] + t["output_write"])
     assert by_name["gemm"]["engine"]["class"] == "gemm"
     assert by_name["gemm"]["engine"]["terms"]["weight_wait"] > 0 and by_name["gemm"]["engine"]["terms"]["bias_pass"] > 0
+
+
+def test_a_device_naming_a_profile_by_its_own_name_gets_the_engine_prediction():
+    import onnxroof
+
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    loaded = loaded_graph(
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 768])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 768])],
+    )
+    named = replace(calibrated_host(), engine="onnxruntime-cpu")
+    analysis = onnxroof.analyze(loaded, named)
+    assert analysis.graph == "onnxruntime-optimized" and analysis.nodes[0].engine is not None
+    plain = onnxroof.analyze(loaded, replace(calibrated_host(), engine=None))
+    assert plain.graph == "as-exported" and plain.nodes[0].engine is None
