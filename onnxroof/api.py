@@ -18,6 +18,7 @@ from onnxroof.load.run_shapes import ShapeRequest
 from onnxroof.load.values import Value
 from onnxroof.predict.analysis import Analysis, analyze_graph, collection_paused
 from onnxroof.predict.precision import check_precision
+from onnxroof.predict.profiles import named_profile
 from onnxroof.protos import ModelProto
 
 __all__ = ["DEFAULT_DEVICE", "analyze", "get_device"]
@@ -79,7 +80,7 @@ def analyze(
     """
     check_precision(precision)
     dev = get_device(device, threads, progress=progress)
-    engine = dev.engine == "onnxruntime" and not as_exported
+    engine = named_profile(dev) is not None and not as_exported  # the device names an engine profile
     with collection_paused():
         graph: Graph
         if isinstance(model, Graph):

@@ -28,6 +28,7 @@ from onnxroof.ort.sessions import load_feeds, runnable_model, with_softmax_masks
 from onnxroof.passes.input_shapes import at_input_shapes
 from onnxroof.predict.analysis import Analysis, NodeResult, analyze_graph
 from onnxroof.predict.engine import EngineNote
+from onnxroof.predict.profiles import named_profile
 
 WORST = 5  # how many of the worst mispredictions are named
 SPREAD_S = 5.0  # the whole-model samples are spread over this many seconds (see measure's spread_s)
@@ -253,7 +254,7 @@ def validate(
     if speed is not None:
         warnings.extend(filter(None, [drift_warning(speed, threads)]))
     say("predicting")
-    engine_mode = dev.engine == "onnxruntime" and not as_exported
+    engine_mode = named_profile(dev) is not None and not as_exported
     if engine_mode:
         ran = with_softmax_masks(load_graph(profile.engine_model, values=runnable.values), profile.engine_model)
         analysis = analyze_graph(ran, dev, engine=True)

@@ -23,11 +23,13 @@ from onnxroof.devices import Device
 from onnxroof.ir import Graph, InvalidNode, Node, Tensor, UnknownShape
 from onnxroof.predict import roofline
 from onnxroof.predict.control import node_engine
-from onnxroof.predict.engine import memory_level
+from onnxroof.predict.levels import memory_level
 from onnxroof.predict.memory import bytes_moved, read_distances
 from onnxroof.predict.precision import PRECISION_DTYPE, check_precision
+from onnxroof.predict.profiles import engine_profile
 from onnxroof.predict.results import Analysis, NodeResult, OpTypeTotals, Totals, Uncounted, Unsupported
-from onnxroof.predict.subnormal import subnormal_work
+from onnxroof.predict.subnormal import SubnormalWork, subnormal_work
+from onnxroof.predict.terms import InModel
 from onnxroof.protos import TensorProto
 
 __all__ = [
@@ -264,81 +266,114 @@ def _analyze_graph(
 ) -> Analysis:
     if precision is not None:
         graph = _retype(graph, PRECISION_DTYPE[precision])
-
-    # The bytes one inference moves, which decide whether its weights stay in the caches between runs.
-    traffic = bytes_moved(graph) if engine_mode and dev.weight_reuse is not None else None
-    # Masked attention's Softmax and product on subnormal floats: a node with such work is costed on its own.
-    slow_path = subnormal_work(graph) if engine_mode else {}
-    # How far back each node's inputs were written: an input from long before comes from a farther memory level.
-    distances = read_distances(graph) if engine_mode else {}
-    coster = _Coster()
-    results: list[NodeResult] = []
+    walk = _Walk(graph, dev, precision, engine_mode)
     runtime = [n for n in graph.nodes if not n.folded]
-    # Nodes with equal signatures share one cost and prediction: each such group is costed once, and totals are
-    # summed over the groups (first node, count) rather than over every node of a large graph.
-    groups: list[NodeResult] = []
-    counts: list[int] = []
-    shared: list[tuple] = []
-    memo: dict[tuple, int] = {}
-    roofs: dict[str, roofline.Roof] = {}
-    subgraph_weights: list[Tensor] = []
-    kind = _KindIds(graph).__getitem__
-    from_run = frozenset(graph.shapes_from_run)
-    after = 0.0  # the working set of the last node that moved data, which pushed the next one's output lines out
+    results: list[NodeResult] = []
     for index, node in enumerate(runtime):
-        key = _signature(node, kind, graph.constants)
-        ran = bool(from_run) and _computes_any(node, from_run)
-        if ran and key is not None:
-            key = (key, RUN_NOTE)  # its note sets it apart from an equal node whose shapes inference found
-        subnormal = slow_path.get(node.name)
-        if subnormal is not None and key is not None:
-            key = (key, subnormal)
-        reads = distances.get(node.name, ())
-        if reads and key is not None:  # equal nodes share a prediction where their inputs come from the same levels
-            key = (key, tuple((b, memory_level(dev, d + b)[0]) for b, d in reads))
-        if engine_mode and key is not None:  # ... and follow nodes of the same working set
-            key = (key, after)
-        group = memo.get(key) if key is not None else None
-        if group is None:
-            ins = tuple(map(graph.tensor, node.inputs))
-            outs = tuple(map(graph.tensor, node.outputs))
-            view = coster.view(node, graph, ins, outs)
-            cost, reason = coster.cost(view)
-            if ran:
-                cost = replace(cost, note="; ".join(n for n in (cost.note, RUN_NOTE) if n))
-            prec = precision or node_precision(node.op_type, ins, outs)
-            if engine_mode:  # an If's branch is predicted node by node: its own analysis
-                inner = functools.partial(_analyze_graph, dev=dev, precision=precision, engine_mode=True, progress=None)
-                prediction, note = node_engine(node, view, cost, prec, dev, (traffic, subnormal, reads, after), inner)
-            else:
-                roof = roofs.get(prec) or roofs.setdefault(prec, roofline.roof_of(dev, prec))
-                prediction, note = roofline.predict_on(cost, roof), None
-            shape = next((t.shape for t in outs if t is not None), None)
-            result = NodeResult(
-                node.name, node.op_type, node.domain, prec, cost, prediction, reason is None, note, shape
-            )
-            if key is not None and reason != _SHAPE_UNKNOWN:  # unknown-shape notes name the node's tensors
-                memo[key] = len(groups)
-            groups.append(result)
-            shared.append(result[3:])  # what the group's other nodes share: all but name, op_type and domain
-            counts.append(1)
-        else:
-            counts[group] += 1
-            if not groups[group].supported:  # never for want of a shape: those nodes are not memoized
-                coster.count(node.name, node.domain, node.op_type, _NO_COST_FUNCTION)
-            result = _new_result((node.name, node.op_type, node.domain) + shared[group])
-        results.append(result)
-        if result.engine is not None and result.engine.op_class != SHAPE and result.engine.working_set > 0:
-            after = result.engine.working_set
-        if node.subgraphs:
-            subgraph_weights.extend(_subgraph_weights(node))
+        results.append(walk.node(node))
         if progress is not None and (index % 256 == 0 or index == len(runtime) - 1):
             progress(index + 1, len(runtime))
+    return _analysis(walk, runtime, results)
 
-    weighted = list(zip(groups, counts))
+
+class _Walk:
+    """The pass over a graph's runtime nodes, in order. Nodes with equal signatures share one cost and prediction:
+    each such group is costed once (``groups``, with its size in ``counts``), and totals are summed over the
+    groups rather than over every node of a large graph. On an engine, a node's place in the model (the bytes an
+    inference moves, its work on subnormal floats, how far back its inputs were written, the working set of the
+    node before it) is part of its signature and of its prediction."""
+
+    def __init__(self, graph: Graph, dev: Device, precision: str | None, engine_mode: bool) -> None:
+        self.graph, self.dev, self.precision, self.engine_mode = graph, dev, precision, engine_mode
+        # The bytes one inference moves, which decide whether its weights stay in the caches between runs.
+        self.traffic = bytes_moved(graph) if engine_mode and dev.weight_reuse is not None else None
+        # Masked attention's Softmax and product on subnormal floats: a node with such work is costed on its own.
+        self.slow_path = subnormal_work(graph) if engine_mode else {}
+        # How far back each node's inputs were written: an input from long before comes from a farther level.
+        self.distances = read_distances(graph) if engine_mode else {}
+        self.coster = _Coster()
+        self.groups: list[NodeResult] = []
+        self.counts: list[int] = []
+        self.shared: list[tuple] = []  # what a group's other nodes share: all but name, op_type and domain
+        self.memo: dict[tuple, int] = {}
+        self.roofs: dict[str, roofline.Roof] = {}
+        self.subgraph_weights: list[Tensor] = []
+        self.kind = _KindIds(graph).__getitem__
+        self.from_run = frozenset(graph.shapes_from_run)
+        self.after = 0.0  # the working set of the last node that moved data, which pushed the next one's lines out
+
+    def node(self, node: Node) -> NodeResult:
+        """The next runtime node's result: its group's, or a new group's."""
+        ran = bool(self.from_run) and _computes_any(node, self.from_run)
+        subnormal = self.slow_path.get(node.name)
+        reads = self.distances.get(node.name, ())
+        key = self._key(node, ran, subnormal, reads)
+        group = self.memo.get(key) if key is not None else None
+        if group is None:
+            result = self._first(node, key, ran, InModel(self.traffic, subnormal, reads, self.after))
+        else:
+            self.counts[group] += 1
+            if not self.groups[group].supported:  # never for want of a shape: those nodes are not memoized
+                self.coster.count(node.name, node.domain, node.op_type, _NO_COST_FUNCTION)
+            result = _new_result((node.name, node.op_type, node.domain) + self.shared[group])
+        if result.engine is not None and result.engine.op_class != SHAPE and result.engine.working_set > 0:
+            self.after = result.engine.working_set
+        if node.subgraphs:
+            self.subgraph_weights.extend(_subgraph_weights(node))
+        return result
+
+    def _key(
+        self, node: Node, ran: bool, subnormal: SubnormalWork | None, reads: Sequence[tuple[float, float]]
+    ) -> tuple | None:
+        """The node's signature, with what sets its prediction apart from an equal node's; None: its own group."""
+        key = _signature(node, self.kind, self.graph.constants)
+        if key is None:
+            return None
+        if ran:
+            key = (key, RUN_NOTE)  # its note sets it apart from an equal node whose shapes inference found
+        if subnormal is not None:
+            key = (key, subnormal)
+        if reads:  # equal nodes share a prediction where their inputs come from the same levels
+            key = (key, tuple((b, memory_level(self.dev, d + b)[0]) for b, d in reads))
+        if self.engine_mode:  # ... and follow nodes of the same working set
+            key = (key, self.after)
+        return key
+
+    def _first(self, node: Node, key: tuple | None, ran: bool, around: InModel) -> NodeResult:
+        """A node costed and predicted, the first of its group."""
+        graph, dev = self.graph, self.dev
+        ins = tuple(map(graph.tensor, node.inputs))
+        outs = tuple(map(graph.tensor, node.outputs))
+        view = self.coster.view(node, graph, ins, outs)
+        cost, reason = self.coster.cost(view)
+        if ran:
+            cost = replace(cost, note="; ".join(n for n in (cost.note, RUN_NOTE) if n))
+        prec = self.precision or node_precision(node.op_type, ins, outs)
+        if self.engine_mode:  # an If's branch is predicted node by node: its own analysis
+            inner = functools.partial(
+                _analyze_graph, dev=dev, precision=self.precision, engine_mode=True, progress=None
+            )
+            prediction, note = node_engine(node, view, cost, prec, dev, around, inner)
+        else:
+            roof = self.roofs.get(prec) or self.roofs.setdefault(prec, roofline.roof_of(dev, prec))
+            prediction, note = roofline.predict_on(cost, roof), None
+        shape = next((t.shape for t in outs if t is not None), None)
+        result = NodeResult(node.name, node.op_type, node.domain, prec, cost, prediction, reason is None, note, shape)
+        if key is not None and reason != _SHAPE_UNKNOWN:  # unknown-shape notes name the node's tensors
+            self.memo[key] = len(self.groups)
+        self.groups.append(result)
+        self.shared.append(result[3:])
+        self.counts.append(1)
+        return result
+
+
+def _analysis(walk: _Walk, runtime: Sequence[Node], results: list[NodeResult]) -> Analysis:
+    """The walk's results totalled, by op type, with the ops it could not cost and their warnings."""
+    graph, dev, precision, groups, coster = walk.graph, walk.dev, walk.precision, walk.groups, walk.coster
+    weighted = list(zip(groups, walk.counts))
     main_precision = precision or _dominant_precision(weighted)
-    run_overhead = dev.run_overhead.value if engine_mode and dev.run_overhead is not None else 0.0
-    params = weight_params(itertools.chain(_read_weights(runtime, graph.tensors), subgraph_weights))
+    run_overhead = dev.run_overhead.value if walk.engine_mode and dev.run_overhead is not None else 0.0
+    params = weight_params(itertools.chain(_read_weights(runtime, graph.tensors), walk.subgraph_weights))
     totals = replace(_totals(weighted, params, dev, main_precision, run_overhead), uncounted=len(coster.uncounted))
     unsupported = tuple(
         Unsupported(op, domain, count, reason) for (domain, op, reason), count in sorted(coster.unsupported.items())
@@ -348,7 +383,7 @@ def _analyze_graph(
         qualified = f"{u.domain}::{u.op_type}" if u.domain else u.op_type
         message = f"{u.count} {qualified} node(s): {u.reason}; charged their tensor bytes only"
         messages.append(message)
-        warnings.warn(message, UnsupportedOpWarning, stacklevel=3)  # the caller of analyze_graph()
+        warnings.warn(message, UnsupportedOpWarning, stacklevel=4)  # the caller of analyze_graph()
     # A group's nodes share its precision and prediction: the groups stand for every node.
     for p in sorted({r.precision for r in groups} - {r.prediction.precision for r in groups}):
         used = next(r.prediction.precision for r in groups if r.precision == p)
@@ -363,7 +398,7 @@ def _analyze_graph(
         unsupported=unsupported,
         folded_nodes=len(graph.nodes) - len(runtime),
         warnings=tuple(messages),
-        graph="onnxruntime-optimized" if engine_mode else "as-exported",
+        graph=engine_profile(dev).graph if walk.engine_mode else "as-exported",
         uncounted=tuple(coster.uncounted),
     )
 

@@ -19,6 +19,7 @@ from onnxroof.ir import Graph, Node
 from onnxroof.predict import roofline
 from onnxroof.predict.engine import EngineNote, predict_engine
 from onnxroof.predict.roofline import Prediction
+from onnxroof.predict.terms import InModel
 
 __all__ = ["BRANCHES", "branch_of", "if_prediction", "node_engine", "summed"]
 
@@ -33,14 +34,13 @@ def node_engine(
     cost: Cost,
     precision: str,
     device: Device,
-    context: tuple[Any, ...],
+    around: InModel,
     analyze_branch: BranchAnalysis,
 ) -> tuple[Prediction, EngineNote]:
     """A node's engine prediction: an If's from its branches (each analyzed by ``analyze_branch``), any other
-    node's from ``predict_engine`` with the analysis' ``context`` (traffic, subnormal work, reads, the working
-    set before it)."""
+    node's from ``predict_engine`` at its place in the model, ``around``."""
     if node.op_type != "If" or node.domain or not node.subgraphs:
-        return predict_engine(view, cost, precision, device, *context)
+        return predict_engine(view, cost, precision, device, around)
     branches = {}
     for name, branch in node.subgraphs.items():
         with warnings.catch_warnings():  # what the branch's nodes cannot cost, the If's own cost warned of
@@ -100,5 +100,17 @@ def if_prediction(view: NodeView, device: Device, branches: Mapping[str, Predict
         precision=inner.precision,
         epilogue_time_s=inner.epilogue_time_s,
     )
-    note = EngineNote(OTHER, None, 1.0, 1.0, "-", 0.0, 0.0, 0.0, branch=name, branch_overhead_s=own)
+    note = EngineNote(
+        op_class=OTHER,
+        reason="",
+        ceiling=None,
+        compute_efficiency=1.0,
+        memory_efficiency=1.0,
+        level="-",
+        level_bandwidth=0.0,
+        working_set=0.0,
+        weight_bytes=0.0,
+        branch=name,
+        branch_overhead_s=own,
+    )
     return prediction, note

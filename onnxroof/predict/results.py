@@ -62,14 +62,8 @@ class NodeResult(NamedTuple):
             "predicted_time_s": p.predicted_time_s,
             "supported": self.supported,
             "note": c.note,
-            "engine": None if self.engine is None else _engine_dict(self.engine),
+            "engine": None if self.engine is None else self.engine.to_dict(),
         }
-
-
-def _engine_dict(note: EngineNote) -> dict[str, Any]:
-    """A node's engine note in the JSON contract: its fields, its op ``class`` and the ``reason`` for it, and the
-    note as one line of text."""
-    return {**asdict(note), "class": note.op_class, "reason": note.reason, "explanation": note.describe()}
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from onnxroof.devices import CEILING_NAMES, OP_CLASSES, PART_CEILINGS
 from onnxroof.devices.classes import CLASSES, ROOFS, TABLE, TRAITS, WORK_UNITS, classes, refined_from, with_trait
 from onnxroof.ort.calibrate import classes as calibration
 from onnxroof.ort.calibrate import suite
-from onnxroof.predict import class_work, engine, op_classes
+from onnxroof.predict import class_work, op_classes, term_times
 from tests.helpers import T, make_node
 
 
@@ -79,7 +79,7 @@ def test_the_calibrations_classes_are_the_tables() -> None:
 
 
 def test_the_engines_class_sets_are_the_tables() -> None:
-    assert with_trait("weight_wait") == engine.WEIGHT_WAIT_CLASSES
+    assert with_trait("weight_wait") == term_times.WEIGHT_WAIT_CLASSES
     assert {
         "conv",
         "conv1x1",
@@ -89,7 +89,7 @@ def test_the_engines_class_sets_are_the_tables() -> None:
         "conv_stem",
         "conv_wide",
         "conv_border",
-    } == engine.WEIGHT_WAIT_CLASSES
+    } == term_times.WEIGHT_WAIT_CLASSES
     assert with_trait("read_cold") == {"gemv"}
     assert with_trait("streaming") == {
         *refined_from("elementwise", "transpose", "reorder"),

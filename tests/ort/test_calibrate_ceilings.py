@@ -385,7 +385,9 @@ def test_each_recurrent_benchmark_is_a_point_of_its_own_read_on_its_steps():
     for s in samples[3:]:
         pred, note = engine.predict_engine(s.view, s.cost, "fp32", fitted)
         assert pred.compute_time_s == pytest.approx(s.time_s, rel=1e-3)
-        assert note.projection_s == pytest.approx(2 * 64 * s.view.input(1).shape[1] * s.view.input(1).shape[2] / 80e9)
+        assert note.terms["projection"] == pytest.approx(
+            2 * 64 * s.view.input(1).shape[1] * s.view.input(1).shape[2] / 80e9
+        )
 
 
 def test_subnormal_costs_are_the_masked_blocks_extra_time_per_element():

@@ -401,9 +401,11 @@ def test_equal_nodes_reading_inputs_from_different_levels_get_their_own_predicti
     by_name = {n.name: n for n in analyze_graph(loaded, calibrated_host(), engine=True).nodes}
     near, far = by_name["near"], by_name["far"]
     assert near.engine is not None and far.engine is not None
-    assert near.engine.distant_s == 0.0
-    assert far.engine.distant_s == pytest.approx(131072 / 10e9 - 131072 / 50e9)
-    assert far.prediction.predicted_time_s == pytest.approx(near.prediction.predicted_time_s + far.engine.distant_s)
+    assert near.engine.terms["distant_reads"] == 0.0
+    assert far.engine.terms["distant_reads"] == pytest.approx(131072 / 10e9 - 131072 / 50e9)
+    assert far.prediction.predicted_time_s == pytest.approx(
+        near.prediction.predicted_time_s + far.engine.terms["distant_reads"]
+    )
 
 
 def test_a_streaming_node_after_one_that_fills_its_level_writes_into_lines_from_the_next():
@@ -437,7 +439,7 @@ def test_a_streaming_node_after_one_that_fills_its_level_writes_into_lines_from_
     first, second = by_name["first"].engine, by_name["second"].engine
     assert first is not None and second is not None
     assert first.working_set == second.working_set == 2 * 262144 + 2048 and first.level == "L2"
-    assert first.write_allocate_s == 0.0
-    assert second.write_allocate_s == pytest.approx(2 * 262144 / 10e9)
+    assert first.terms["write_allocate"] == 0.0
+    assert second.terms["write_allocate"] == pytest.approx(2 * 262144 / 10e9)
     gained = by_name["second"].prediction.predicted_time_s - by_name["first"].prediction.predicted_time_s
-    assert gained == pytest.approx(second.write_allocate_s)
+    assert gained == pytest.approx(second.terms["write_allocate"])

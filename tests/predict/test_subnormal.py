@@ -22,6 +22,7 @@ from onnxroof.predict.subnormal import (
     subnormal_time,
     subnormal_work,
 )
+from onnxroof.predict.terms import InModel
 from tests.helpers import FLOAT, IR_VERSION, T, calibrated_host, make_node
 
 # Swin's first stage at a quarter of its windows: 16 windows, 3 heads, 49 x 49 scores, 32-wide values.
@@ -133,10 +134,10 @@ def test_the_engine_adds_the_slow_path_to_the_nodes_time_and_says_so():
     view = make_node("Softmax", [T((WINDOWS, HEADS, N, N))], [T((WINDOWS, HEADS, N, N))], axis=-1)
     cost = Cost(flops=1e6, bytes_read=4e5, bytes_written=4e5, kernels=1)
     plain, _ = engine.predict_engine(view, cost, "fp32", dev)
-    slowed, note = engine.predict_engine(view, cost, "fp32", dev, subnormal=SubnormalWork(underflows=18816))
+    slowed, note = engine.predict_engine(view, cost, "fp32", dev, InModel(subnormal=SubnormalWork(underflows=18816)))
     # 18,816 elements at 20 ns, times the network factor 1.5: 564.48 us on top of the same node's time.
     assert slowed.predicted_time_s - plain.predicted_time_s == pytest.approx(1.5 * 18816 * 2e-8)
-    assert note.subnormal_time_s == pytest.approx(564.48e-6) and "564 us on subnormal floats" in note.describe()
+    assert note.terms["subnormal"] == pytest.approx(564.48e-6) and "564 us on subnormal floats" in note.describe()
 
 
 def twin_blocks() -> tuple:

@@ -52,15 +52,7 @@ def attainable(intensity: float, prediction: Any) -> float:
 
 def reference_node(n: NodeResult) -> dict[str, Any]:
     c, p = n.cost, n.prediction
-    engine = None
-    if n.engine is not None:
-        note = n.engine
-        engine = {
-            **dataclasses.asdict(note),
-            "class": note.op_class,
-            "reason": note.reason,
-            "explanation": note.describe(),
-        }
+    engine = None if n.engine is None else n.engine.to_dict()
     return {
         "name": n.name,
         "op_type": n.op_type,

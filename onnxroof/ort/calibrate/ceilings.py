@@ -28,7 +28,7 @@ from onnxroof.ort.calibrate.classes import (
 )
 from onnxroof.ort.calibrate.jobs import Profiled, Sample
 from onnxroof.ort.measure import OTHERS_LOAD_BOUND, fast_estimate
-from onnxroof.predict import class_work, engine, op_classes
+from onnxroof.predict import class_work, engine, op_classes, term_times, terms
 from onnxroof.predict.analysis import analyze_graph, node_precision
 from onnxroof.predict.memory import bytes_moved
 from onnxroof.units import binary_bytes
@@ -147,7 +147,7 @@ def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dic
     bound by its weight (it streams longer than the products take) gives a memory point of its class. An
     epilogue sample gives a point of the epilogue ceiling: its pass's bytes and time. A recurrent op's points
     are read after the products' ceilings, on the bare device with those: its input projection runs as one
-    product (``engine.projection_time``), and only the rest of its time is its steps'."""
+    product (the ``projection`` term), and only the rest of its time is its steps'."""
     points = _Points()
     steps = [s.part != "epilogue" and op_classes.op_class(s.view) in RECURRENT_CLASSES for s in samples]
     for s, stepped in zip(samples, steps, strict=True):
@@ -173,9 +173,9 @@ class _Points:
         """The point a sample gives on ``device`` (the bare device, with the products' ceilings for a recurrent
         op), if its class has a ceiling."""
         if s.part == "epilogue":
-            pass_s = engine.epilogue_time(s.view, device)
-            level, _ = engine.epilogue_level(s.view, device)
-            self.memory.setdefault("epilogue", []).append((engine.epilogue_bytes(s.view), pass_s / s.time_s, level))
+            pass_s = term_times.epilogue_time(s.view, device)
+            level, _ = term_times.epilogue_level(s.view, device)
+            self.memory.setdefault("epilogue", []).append((term_times.epilogue_bytes(s.view), pass_s / s.time_s, level))
             self.labels.setdefault("epilogue", []).append(s.label)
             return
         cls = op_classes.op_class(s.view)
@@ -185,13 +185,13 @@ class _Points:
         pred, note = engine.predict_engine(s.view, s.cost, precision, device)
         flops, nbytes = class_work.ceiling_work(s.view, s.cost, cls)
         if cls in COMPUTE_CLASSES and not _memory_point(cls, pred.compute_time_s, pred.memory_time_s):
-            # The arithmetic's share of the measured time: what the prediction adds to it (a product's cold
-            # weights, engine.exposed_weight_time; a Gemm's pass over its output for C, engine.bias_pass_time) is
-            # not the kernel's rate, nor is a recurrent op's input projection, which runs at its product's ceiling.
-            arithmetic_s = s.time_s - note.exposed_memory_s - note.projection_s - note.bias_pass_s
+            # The arithmetic's share of the measured time: the terms the prediction adds to it (a product's cold
+            # weights, a Gemm's pass over its output for C, a recurrent op's input projection at its product's
+            # ceiling) are not the kernel's rate, and the same named terms come off here.
+            predicted_s, arithmetic_s = terms.kernel_arithmetic(s.time_s, note.terms)
             if flops <= 0 or arithmetic_s <= 0:
                 return
-            self.compute.setdefault(cls, []).append((flops, (pred.compute_time_s - note.projection_s) / arithmetic_s))
+            self.compute.setdefault(cls, []).append((flops, predicted_s / arithmetic_s))
         else:
             if nbytes <= 0:
                 return
