@@ -14,7 +14,8 @@ from onnxroof.devices import Device
 from onnxroof.devices.resolve import resolve_device
 from onnxroof.ir import Graph
 from onnxroof.load import load_graph
-from onnxroof.load.run_shapes import ShapeRequest
+from onnxroof.load.fill_from_run import ShapeRequest
+from onnxroof.load.model_spec import ModelSpec
 from onnxroof.load.values import Value
 from onnxroof.predict.analysis import Analysis, analyze_graph, collection_paused
 from onnxroof.predict.precision import check_precision
@@ -86,9 +87,9 @@ def analyze(
         if isinstance(model, Graph):
             graph = model
         elif engine and not optimized:
-            from onnxroof.ort.sessions import engine_graph
+            from onnxroof.ort.optimized import engine_graph
 
-            graph = engine_graph(model, dev, inputs, dims, values)
+            graph = engine_graph(ModelSpec.of(model, inputs, dims, values), dev)
         else:
             graph = load_graph(
                 model, inputs=inputs, dims=dims, shape_run=_shapes_from_run, reshape=_at_input_shapes, values=values
@@ -100,8 +101,8 @@ def analyze(
 
 
 def _shapes_from_run(request: ShapeRequest) -> Mapping[str, tuple[int, tuple[int, ...]]]:
-    """ort.run_shapes.shapes_from_run, imported where a model needs a run: it brings onnx and onnxruntime."""
-    from onnxroof.ort.run_shapes import shapes_from_run
+    """ort.run_for_shapes.shapes_from_run, imported where a model needs a run: it brings onnx and onnxruntime."""
+    from onnxroof.ort.run_for_shapes import shapes_from_run
 
     return shapes_from_run(request)
 

@@ -177,10 +177,11 @@ def tiny_model(shape: tuple[int, ...] = (4, 8)) -> onnx.ModelProto:
 def cuda_works() -> bool:
     """Whether onnxruntime really runs on a GPU here (onnxruntime-gpu lists the CUDA provider even without one)."""
     from onnxroof.errors import UserError
+    from onnxroof.ort.session_spec import SessionSpec
     from onnxroof.ort.sessions import make_session
 
     try:
-        make_session(tiny_model(), "cuda")
+        make_session(tiny_model(), SessionSpec("cuda"))
     except UserError:
         return False
     return True
@@ -254,7 +255,8 @@ def cuda_runs_here() -> bool:
     runtime), rather than falling back to the CPU."""
     from onnxroof.ort.calibrate import chains
     from onnxroof.ort.calibrate.graphs import Rand
+    from onnxroof.ort.session_spec import SessionSpec
     from onnxroof.ort.sessions import make_session
 
     model, _ = chains.activation_chain(Rand(0), 1, "Neg", (16,))
-    return make_session(model, "cuda", allow_fallback=True)[1] == "CUDAExecutionProvider"
+    return make_session(model, SessionSpec("cuda", allow_fallback=True))[1] == "CUDAExecutionProvider"

@@ -15,6 +15,9 @@ The stages, lowest first (a module may import from its own stage and from the st
     whatif                  variants of a model compared: rewrite, compare, sweep, explore
     report                  renderers of what predict, ort and whatif produce
     cli                     the command line
+
+Inside a stage no modules import one another, at any depth: a cycle through an import inside a function is refused
+too (see test_no_modules_import_one_another).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -117,6 +121,88 @@ def test_dependencies_point_one_way():
         for v in layer_violations(path.read_text(encoding="utf-8"), module_name(path))
     ]
     assert violations == []
+
+
+class _RunTimeImports(ast.NodeTransformer):
+    """A tree without the bodies of its ``if TYPE_CHECKING:`` blocks: names for the type checker, never run."""
+
+    def visit_If(self, node: ast.If) -> ast.AST:
+        test = node.test
+        name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else None
+        if name == "TYPE_CHECKING":
+            node.body = [ast.Pass()]
+        return self.generic_visit(node)
+
+
+def import_graph(sources: Mapping[str, str]) -> dict[str, set[str]]:
+    """Module -> the modules of onnxroof it imports, for each of ``sources`` (module -> its text): imports at any
+    depth, those inside functions included, those under ``if TYPE_CHECKING:`` left out."""
+    graph: dict[str, set[str]] = {}
+    for module, source in sources.items():
+        targets = graph.setdefault(module, set())
+        for _, target, names in imports(_RunTimeImports().visit(ast.parse(source)), module):
+            if target.split(".")[0] != "onnxroof":
+                continue
+            for imported in [f"{target}.{n}" if is_module(f"{target}.{n}") else target for n in names] or [target]:
+                if imported != module:
+                    targets.add(imported)
+    return graph
+
+
+def import_cycles(graph: Mapping[str, set[str]]) -> list[str]:
+    """Each group of modules that import one another (a strongly connected component of ``graph`` with more than
+    one module, found by Tarjan's algorithm), as one cycle through it: 'a -> b -> a'."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[set[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph.get(module, ())):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = {stack.pop()}
+            while module not in group:
+                group.add(stack.pop())
+            if len(group) > 1:
+                groups.append(group)
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(_cycle_through(graph, group) for group in groups)
+
+
+def _cycle_through(graph: Mapping[str, set[str]], group: set[str]) -> str:
+    """The shortest cycle from the group's first module back to it, inside the group."""
+    start = min(group)
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        module = queue.pop(0)
+        for other in sorted(graph.get(module, ())):
+            if other == start:
+                return " -> ".join([*paths[module], start])
+            if other in group and other not in paths:
+                paths[other] = [*paths[module], other]
+                queue.append(other)
+    raise AssertionError(f"no cycle through {sorted(group)}")
+
+
+def test_no_modules_import_one_another():
+    """Import cycles are refused, through imports inside functions too. An import inside a function defers when
+    a dependency loads, not whether there is one: two modules that import each other, one of them lazily, are one
+    unit split in two, and the first import moved to the top of its file fails at import time. Imports inside
+    functions keep their own purpose (heavy libraries left out of ``import onnxroof``), which needs no cycle.
+    Imports under ``if TYPE_CHECKING:`` never run, and are left out."""
+    sources = {module_name(path): path.read_text(encoding="utf-8") for path in python_files("onnxroof")}
+    assert import_cycles(import_graph(sources)) == []
 
 
 def test_the_zoo_needs_nothing_of_onnxroof():
@@ -225,3 +311,18 @@ def test_the_checks_above_catch_what_they_look_for():
         "3: graph._assemble",
     ]
     assert private_reaches("from onnxroof.load import _wire\n", "onnxroof.load.native") == []
+    # a cycle closed by an import inside a function, beside a module that only imports one of the pair
+    planted = {
+        "onnxroof.ort.first": "from onnxroof.ort.second import g\n",
+        "onnxroof.ort.second": "def g():\n    from onnxroof.ort.first import f\n",
+        "onnxroof.ort.third": "from onnxroof.ort.first import f\n",
+    }
+    assert import_cycles(import_graph(planted)) == ["onnxroof.ort.first -> onnxroof.ort.second -> onnxroof.ort.first"]
+    typing_only = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from onnxroof.ort.first import f\n"
+    assert import_cycles(import_graph({**planted, "onnxroof.ort.second": typing_only})) == []
+    longer = {
+        "onnxroof.a": "import onnxroof.b\n",
+        "onnxroof.b": "import onnxroof.c\n",
+        "onnxroof.c": "import onnxroof.a\n",
+    }
+    assert import_cycles(import_graph(longer)) == ["onnxroof.a -> onnxroof.b -> onnxroof.c -> onnxroof.a"]

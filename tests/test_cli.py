@@ -401,9 +401,9 @@ def test_measure_per_node_and_validate_take_the_inputs_file(tmp_path: Path, monk
     seen = []
     real = profile.profile_nodes
 
-    def recording(runnable, **kwargs):
+    def recording(runnable, session, **kwargs):
         seen.append(kwargs.get("feeds"))
-        return real(runnable, **kwargs)
+        return real(runnable, session, **kwargs)
 
     monkeypatch.setattr(profile, "profile_nodes", recording)
     monkeypatch.setattr(validate, "profile_nodes", recording)

@@ -519,10 +519,12 @@ def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, ar
     from onnxroof.ort.measure import measure
     from onnxroof.ort.profile import profile_nodes
     from onnxroof.ort.reference import ReferenceSampler
+    from onnxroof.ort.session_spec import SessionSpec
     from onnxroof.ort.sessions import runnable_model
     from onnxroof.ort.validate import compare, profiler_overhead, validate
 
     overhead = profiler_overhead(device)
+    session = SessionSpec(args.provider, threads)
 
     def compared(profile: Any, analysis: Any, plain_analysis: Any) -> Profile:
         """A profile's kernels against the prediction as calibrated: the quietest profile stands at the machine's
@@ -540,8 +542,7 @@ def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, ar
             v = validate(
                 source,
                 device,
-                provider=args.provider,
-                threads=threads,
+                session,
                 repeat=args.repeat,
                 runs=args.runs,
                 spread_s=args.spread,
@@ -560,7 +561,7 @@ def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, ar
             runs = loop_runs(row.validation.measurement.median_s, args.repeat, args.loop_seconds)
             # A plain loop: onnxruntime's default session, single runs back to back. Its session is gone when
             # measure returns, so no pool thread of it spins while the reference is timed after it.
-            timing = measure(runnable, provider=args.provider, threads=threads, repeat=runs, batch=1)
+            timing = measure(runnable, session, repeat=runs, batch=1)
             row.rounds.append(list(timing.samples_s))
             speed = None
             if calibrated_time:
@@ -569,7 +570,7 @@ def _measured_rows(sources: list[tuple[str, str]], device: Any, threads: int, ar
                 speed = reference.speed(calibrated_time)
             row.speeds.append(speed)
             _say(f"{threads} thread(s), round {round_no}/{args.rounds}: profiling {row.label}")
-            profile = profile_nodes(runnable, provider=args.provider, threads=threads, runs=args.runs)
+            profile = profile_nodes(runnable, session, runs=args.runs)
             row.profiles.append(compared(profile, row.validation.analysis, plain_analyses[row.label]))
     return rows
 

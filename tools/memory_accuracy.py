@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     from onnxroof.ort.calibrate import cpu_model
     from onnxroof.ort.memory import measure_peak_memory
     from onnxroof.ort.memory_calibration import host_memory_factors
-    from onnxroof.ort.sessions import engine_graph
+    from onnxroof.ort.optimized import engine_graph
     from onnxroof.predict.memory import estimate_memory
     from onnxroof.predict.process_memory import process_peak_bytes, weights_by_kind
 

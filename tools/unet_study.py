@@ -87,7 +87,7 @@ class Study:
         from onnxroof.ort.measure import measure
 
         predicted = analyze(model, "host").totals.predicted_time_s
-        measured = measure(model, threads=1, repeat=self.repeat, warmup=2).fast_s
+        measured = measure(model, repeat=self.repeat, warmup=2).fast_s
         return f"{predicted * 1e3:.2f}", f"{measured * 1e3:.2f}"
 
     def network_rows(self, variants: dict[str, Any], precision: str | None = None) -> dict[str, float]:

@@ -13,6 +13,8 @@ from onnxroof.errors import UserError
 
 if TYPE_CHECKING:
     from onnxroof.devices import Device
+    from onnxroof.load.model_spec import ModelSpec
+    from onnxroof.ort.session_spec import SessionSpec
 
 __all__ = [
     "Progress",
@@ -22,7 +24,9 @@ __all__ = [
     "check_output",
     "dims",
     "emit",
+    "model_spec",
     "resolve_devices",
+    "session_spec",
     "split_list",
     "warn",
 ]
@@ -115,6 +119,22 @@ def dims(args: argparse.Namespace) -> dict[str, int]:
         if out[name] <= 0:
             raise UserError(f"--dim {name}={value}: the value must be positive", f"e.g. --dim {name}=1")
     return out
+
+
+def model_spec(args: argparse.Namespace) -> ModelSpec:
+    """The model a command names and what fixes its inputs: MODEL, --input, --dim and --value (a UserError for a
+    bad shape or dim)."""
+    from onnxroof.load.model_spec import ModelSpec
+
+    return ModelSpec.of(args.model, dict(args.input), dims(args), dict(args.value))
+
+
+def session_spec(args: argparse.Namespace) -> SessionSpec:
+    """The onnxruntime session of add_session_options: --provider, --threads, --opt-level, --allow-fallback (a
+    UserError for a thread count below 1)."""
+    from onnxroof.ort.session_spec import SessionSpec
+
+    return SessionSpec(args.provider, args.threads, args.opt_level, args.allow_fallback)
 
 
 def add_devices_option(parser: argparse.ArgumentParser, help: str) -> None:

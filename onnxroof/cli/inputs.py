@@ -7,7 +7,15 @@ import argparse
 from typing import TYPE_CHECKING
 
 from onnxroof.cli import sweep as sweep_command
-from onnxroof.cli.common import Progress, add_devices_option, add_shape_options, dims, resolve_devices, split_list
+from onnxroof.cli.common import (
+    Progress,
+    add_devices_option,
+    add_shape_options,
+    dims,
+    model_spec,
+    resolve_devices,
+    split_list,
+)
 from onnxroof.errors import UserError
 
 if TYPE_CHECKING:
@@ -77,16 +85,14 @@ def analyzed(args: argparse.Namespace, progress: Progress) -> FigureInputs:
             )
     validation = None
     if args.measure:
+        from onnxroof.ort.session_spec import SessionSpec
         from onnxroof.ort.validate import validate
 
         progress.stage("measuring on this machine (calibrating first if needed)")
         validation = validate(
-            args.model,
+            model_spec(args),
             "host",
-            threads=args.threads,
-            inputs=dict(args.input),
-            dims=shape_dims,
-            values=dict(args.value),
+            SessionSpec(threads=args.threads),
             feeds_path=args.inputs,
             stage=progress.stage,
             progress=progress,

@@ -11,8 +11,9 @@ from onnxroof.cli.common import (
     add_session_options,
     add_shape_options,
     check_output_option,
-    dims,
     emit,
+    model_spec,
+    session_spec,
     warn,
 )
 
@@ -92,21 +93,19 @@ def run(args: argparse.Namespace) -> int:
     from onnxroof.report.timing import measurement_table
 
     check_output_option(args)
+    session = session_spec(args)
     progress = Progress("measuring", "samples")
     progress.stage("loading the model into onnxruntime")
     try:
-        runnable = runnable_model(args.model, dict(args.input), dims(args), values=dict(args.value))
+        runnable = runnable_model(model_spec(args))
         feeds = load_feeds(args.inputs, runnable) if args.inputs else None  # for the timing and the profile
         result = measure(
             runnable,
-            provider=args.provider,
-            threads=args.threads,
-            opt_level=args.opt_level,
+            session,
             warmup=args.warmup,
             repeat=args.repeat,
             spread_s=args.spread,
             feeds=feeds,
-            allow_fallback=args.allow_fallback,
             timeout_s=args.timeout,
             progress=progress,
         )
@@ -115,14 +114,7 @@ def run(args: argparse.Namespace) -> int:
             from onnxroof.ort.profile import profile_nodes
 
             progress.stage("profiling each kernel")
-            kernels = profile_nodes(
-                runnable,
-                provider=args.provider,
-                threads=args.threads,
-                opt_level=args.opt_level,
-                allow_fallback=args.allow_fallback,
-                feeds=feeds,
-            )
+            kernels = profile_nodes(runnable, session, feeds=feeds)
         memory: dict[str, PeakMemory] = {}
         if args.memory:
             progress.stage("measuring the peak memory")

@@ -11,9 +11,10 @@ from onnxroof.cli.common import (
     add_session_options,
     add_shape_options,
     check_output_option,
-    dims,
     emit,
+    model_spec,
     resolve_devices,
+    session_spec,
     warn,
 )
 
@@ -98,20 +99,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         resolve_devices([args.device], args.threads, progress, args.provider)  # host calibrated first where needed
         result = validate(
-            args.model,
+            model_spec(args),
             args.device,
-            provider=args.provider,
-            threads=args.threads,
-            opt_level=args.opt_level,
+            session_spec(args),
             as_exported=args.as_exported,
-            inputs=dict(args.input),
-            dims=dims(args),
-            values=dict(args.value),
             feeds_path=args.inputs,
             repeat=args.repeat,
             runs=args.runs,
             spread_s=SPREAD_S if args.spread is None else args.spread,
-            allow_fallback=args.allow_fallback,
             timeout_s=args.timeout,
             stage=progress.stage,
             progress=progress,

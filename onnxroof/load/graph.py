@@ -3,7 +3,7 @@
 One direction: read the model and its graph (read.py), fix its input shapes from ``--input``/``--dim``
 (inputs.py), infer shapes through the ordered inference steps (infer.py), and assemble the Graph once from
 the value types found (assemble.py). Where inference leaves node outputs without a shape and every input is a
-static tensor, a run of the model that the caller provides fills them (run_shapes.py). A model is read with its
+static tensor, a run of the model that the caller provides fills them (fill_from_run.py). A model is read with its
 external data left on disk (or absent), so a model that references hundreds of GB of weights analyzes in little
 memory.
 """
@@ -16,10 +16,11 @@ from collections.abc import Callable, Mapping
 from onnxroof.errors import UserError
 from onnxroof.ir import Graph
 from onnxroof.load.assemble import assemble
+from onnxroof.load.fill_from_run import ShapeRun, fill_from_run
 from onnxroof.load.infer import infer
 from onnxroof.load.inputs import fix_inputs, parse_shape
+from onnxroof.load.model_spec import ModelSpec
 from onnxroof.load.read import opset_of, read_graph, read_model
-from onnxroof.load.run_shapes import ShapeRun, fill_from_run
 from onnxroof.load.values import Value, value_arrays, write_values
 from onnxroof.protos import GraphProto, ModelProto
 
@@ -42,7 +43,7 @@ def load_graph(
 ) -> Graph:
     """Read a model, fix its input shapes, infer every shape and identify weights: the analysis graph.
 
-    ``shape_run`` (onnxroof.ort.run_shapes.shapes_from_run, from the stages that may run a model) gives the
+    ``shape_run`` (onnxroof.ort.run_for_shapes.shapes_from_run, from the stages that may run a model) gives the
     shapes inference leaves unknown where every input is a static tensor; without it they stay unknown.
     ``reshape`` (onnxroof.passes.input_shapes.at_input_shapes, from the stages that may rewrite a model) takes
     the model to shapes that change a static dim, repairing the constants that hard-code the exported size;
@@ -77,7 +78,7 @@ def load_graph(
     from_run: tuple[str, ...] = ()
     typed: Callable[[], GraphProto] = lambda: inferred.model.model.graph  # noqa: E731
     if shape_run is not None:
-        given = (source, shapes, dict(dims or {}), arrays)
+        given = ModelSpec(source, shapes, dict(dims or {}), arrays)
         ran = fill_from_run(types, raw, inferred.model, model, given, shape_run, initializers)
         types, from_run = ran.types, ran.from_run
         warnings += ran.warnings

@@ -25,7 +25,7 @@ from typing import NamedTuple
 from onnxroof.load.fold import fold_shape_values, known_values
 from onnxroof.load.lean import weights_as_inputs
 from onnxroof.load.read import RawGraph, RawNode, Serialized, ValueTypes, opset_of
-from onnxroof.load.standins import PROXY_OP_TYPES, infer_through_standins, needs_proxy
+from onnxroof.load.standins import STANDIN_OP_TYPES, infer_through_standins, needs_standins
 from onnxroof.load.symbolic import with_symbolic_shapes
 from onnxroof.protos import ModelProto, infer_shapes
 
@@ -129,15 +129,15 @@ def infer(model: ModelProto, raw: RawGraph) -> Inferred:
 
 
 def _has_standins(model: Serialized, context: Context) -> bool:
-    candidates = context.op_types & PROXY_OP_TYPES or context.op_types & CONTROL_FLOW
-    return bool(candidates) and needs_proxy(context.model)
+    candidates = context.op_types & STANDIN_OP_TYPES or context.op_types & CONTROL_FLOW
+    return bool(candidates) and needs_standins(context.model)
 
 
 def _standins(model: Serialized, context: Context) -> bytes:
     weights = {init.name: init.dims for init in context.raw.initializers}
-    proxy, back = infer_through_standins(model.data, weights, context.unknown_in)
+    standin, back = infer_through_standins(model.data, weights, context.unknown_in)
     context.map_back.append(back)
-    return proxy
+    return standin
 
 
 def _onnx_applies(model: Serialized, context: Context) -> bool:

@@ -1,7 +1,7 @@
-"""What a stand-in builder works with (standin_rules.py): the ProxyContext it emits standard nodes into, and
+"""What a stand-in builder works with (standin_rules.py): the StandinContext it emits standard nodes into, and
 small readers of the node it replaces.
 
-A builder gets the node and a ProxyContext (opset, known dtypes and ranks, fresh names, emitted nodes) and
+A builder gets the node and a StandinContext (opset, known dtypes and ranks, fresh names, emitted nodes) and
 returns True when it emitted a stand-in, False to leave the node alone. The stand-ins are only ever
 shape-inferred, never run for their values, so a stand-in may compute anything as long as the shapes and dtypes
 are right (a transposed operand may be a reshape of the original, a fused activation is dropped).
@@ -30,7 +30,7 @@ TO_CHANNELS_FIRST: Pieces = ((0, 1), (-1, None), (1, -1))
 TO_CHANNELS_LAST: Pieces = ((0, 1), (2, None), (1, 2))
 
 
-class ProxyContext:
+class StandinContext:
     """The state one builder works with: the model's default opset, the element types and ranks known so far
     (graph inputs, initializers, Constant outputs, value_info), the dims of constant tensors, the nodes that read
     each tensor, fresh names, and the stand-in nodes it emits."""
@@ -73,7 +73,7 @@ class ProxyContext:
     def fresh(self, hint: str) -> str:
         """A tensor name used nowhere in the model."""
         while True:
-            name = f"{hint}__proxy{next(self._counter)}"
+            name = f"{hint}__standin{next(self._counter)}"
             if name not in self._taken:
                 self._taken.add(name)
                 return name
@@ -110,7 +110,7 @@ class ProxyContext:
     def permute(self, x: str, pieces: Pieces, output: str | None = None, rank: int | None = None) -> str | None:
         """``x`` with its axes reordered as ``pieces`` say. With a known rank this is a Transpose; otherwise a
         Reshape of ``x`` to the reordered shape (same element count, so the same shape as the transpose; the
-        values differ, which a proxy never uses), built from Shape/Slice/Concat that both inferences propagate.
+        values differ, which a stand-in never uses), built from Shape/Slice/Concat that both inferences propagate.
         None when the rank is unknown and the opset has no Slice with tensor inputs."""
         rank = rank if rank is not None else self.rank(x)
         if rank is not None:
@@ -157,7 +157,7 @@ class ProxyContext:
         return self.emit("Identity", [x], output)
 
 
-ProxyBuilder = Callable[[NodeProto, ProxyContext], bool]
+StandinBuilder = Callable[[NodeProto, StandinContext], bool]
 
 
 # -------------------------------------------------------------------------------------------------------------

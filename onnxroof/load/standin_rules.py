@@ -1,5 +1,5 @@
 """Standard-op stand-ins for the onnxruntime contrib ops that no shape inference knows: one builder per op, in
-one table, ``PROXIES``: (domain, op_type) -> builder.
+one table, ``STANDINS``: (domain, op_type) -> builder.
 
 A model that onnxruntime optimized and saved (``SessionOptions.optimized_model_filepath``) holds ops of its own:
 ``com.microsoft::FusedConv``, the NCHWc ops of ``com.microsoft.nchwc`` (Conv, the pools, Upsample, ReorderInput,
@@ -25,8 +25,8 @@ from onnxroof.load.standin_context import (
     TO_CHANNELS_FIRST,
     TO_CHANNELS_LAST,
     Pieces,
-    ProxyBuilder,
-    ProxyContext,
+    StandinBuilder,
+    StandinContext,
     attr,
     copied_attrs,
     domain_of,
@@ -50,7 +50,7 @@ _ACTIVATION_ATTRS = (
 # Builders: convolution, pooling and NCHWc layout
 
 
-def _conv(node: NodeProto, ctx: ProxyContext) -> bool:
+def _conv(node: NodeProto, ctx: StandinContext) -> bool:
     """FusedConv (X, W, B, Z) and NCHWc Conv (X, W, B, Sum) -> Conv (X, W, B). The activation and the added
     tensor change values, not the shape. NCHWc weights are [C_out padded to the block, C_in / group, kH, kW], so
     Conv gives the padded channel count the NCHWc tensor really has."""
@@ -58,7 +58,7 @@ def _conv(node: NodeProto, ctx: ProxyContext) -> bool:
     return True
 
 
-def _pool(node: NodeProto, ctx: ProxyContext) -> bool:
+def _pool(node: NodeProto, ctx: StandinContext) -> bool:
     """NCHWc MaxPool/AveragePool/GlobalMaxPool/GlobalAveragePool -> the standard pool, same attributes. Attributes
     the standard op gains only at a later opset are dropped where they hold their default value."""
     drop = []
@@ -72,7 +72,7 @@ def _pool(node: NodeProto, ctx: ProxyContext) -> bool:
     return True
 
 
-def _nchwc_upsample(node: NodeProto, ctx: ProxyContext) -> bool:
+def _nchwc_upsample(node: NodeProto, ctx: StandinContext) -> bool:
     """NCHWc Upsample (integer ``scales`` attribute, one per axis) -> nearest Resize with those scales as a
     constant: each output dim is the input dim times its scale."""
     scales = [float(s) for s in attr(node, "scales", [])]
@@ -90,7 +90,7 @@ def _nchwc_upsample(node: NodeProto, ctx: ProxyContext) -> bool:
     return True
 
 
-def _padded_channels(name: str, ctx: ProxyContext) -> int | None:
+def _padded_channels(name: str, ctx: StandinContext) -> int | None:
     """The channel count of an NCHWc tensor read by an NCHWc Conv: its weight is [C_out, C_in / group, kH, kW]
     with C_in already rounded up to the block size, so C_in = dims[1] * group."""
     for consumer in ctx.consumers(name):
@@ -101,7 +101,7 @@ def _padded_channels(name: str, ctx: ProxyContext) -> int | None:
     return None
 
 
-def _reorder_input(node: NodeProto, ctx: ProxyContext) -> bool:
+def _reorder_input(node: NodeProto, ctx: StandinContext) -> bool:
     """ReorderInput (NCHW, or NHWC with ``channels_last``, -> NCHWc) -> [N, C_pad, spatial...]: channels moved
     first, then padded to C_pad = C rounded up to the NCHWc block size.
 
@@ -126,7 +126,7 @@ def _reorder_input(node: NodeProto, ctx: ProxyContext) -> bool:
     return ctx.slice(doubled, 0, padded, 1, y) is not None
 
 
-def _reorder_output(node: NodeProto, ctx: ProxyContext) -> bool:
+def _reorder_output(node: NodeProto, ctx: StandinContext) -> bool:
     """ReorderOutput (NCHWc -> NCHW, or NHWC with ``channels_last``) -> Slice of the first ``channels`` channels
     (dropping the block padding), then a move of the channels last where asked."""
     channels = attr(node, "channels", 0)
@@ -139,7 +139,7 @@ def _reorder_output(node: NodeProto, ctx: ProxyContext) -> bool:
     return not last or ctx.permute(sliced, TO_CHANNELS_LAST, node.output[0], ctx.rank(node.input[0])) is not None
 
 
-def _nhwc_max_pool(node: NodeProto, ctx: ProxyContext) -> bool:
+def _nhwc_max_pool(node: NodeProto, ctx: StandinContext) -> bool:
     """NhwcMaxPool (channels-last int8/uint8) -> Transpose to NCHW, MaxPool, Transpose back."""
     rank = 2 + len(attr(node, "kernel_shape", []))
     nchw = ctx.permute(node.input[0], TO_CHANNELS_FIRST, rank=rank)
@@ -153,7 +153,7 @@ def _nhwc_max_pool(node: NodeProto, ctx: ProxyContext) -> bool:
 # Builders: matrix products
 
 
-def _gemm(node: NodeProto, ctx: ProxyContext) -> bool:
+def _gemm(node: NodeProto, ctx: StandinContext) -> bool:
     """FusedGemm (A, B, C) -> Gemm with the same transA/transB/alpha/beta; the activation is dropped. Before
     opset 11 Gemm requires C: a zero of A's type stands in for an absent one."""
     inputs = inputs_at(node, range(3))
@@ -174,7 +174,7 @@ def _matmul_operand(trans: bool, trans_batch: bool) -> Pieces | None:
     return ((0, -2), (-1, None), (-2, -1)) if trans else None
 
 
-def _fused_matmul(node: NodeProto, ctx: ProxyContext) -> bool:
+def _fused_matmul(node: NodeProto, ctx: StandinContext) -> bool:
     """FusedMatMul / TransposeMatMul / FusedMatMulActivation (A, B) -> MatMul of the reordered operands
     (a Transpose when the operand's rank is known, an equal-count Reshape otherwise). A vector operand is never
     transposed, as in onnxruntime. ``alpha`` and the activation change values only."""
@@ -191,7 +191,7 @@ def _fused_matmul(node: NodeProto, ctx: ProxyContext) -> bool:
     return True
 
 
-def _matmul_then_cast(node: NodeProto, ctx: ProxyContext) -> bool:
+def _matmul_then_cast(node: NodeProto, ctx: StandinContext) -> bool:
     """MatMulIntegerToFloat (A, B, a_scale, ...) and DynamicQuantizeMatMul (A, B, b_scale, ...) -> MatMul (A, B)
     cast to the type of the scale (input 2), which is the output's type."""
     product = ctx.emit("MatMul", [node.input[0], node.input[1]])
@@ -199,7 +199,7 @@ def _matmul_then_cast(node: NodeProto, ctx: ProxyContext) -> bool:
     return True
 
 
-def _matmul_n(node: NodeProto, ctx: ProxyContext) -> bool:
+def _matmul_n(node: NodeProto, ctx: StandinContext) -> bool:
     """MatMulNBits / MatMulBnb4 (A [..., K], packed B, attribute N) -> A[..., 0:1] expanded to [..., N]. The
     packed weight has no usable shape; a [K, N] stand-in weight would cost memory, this costs none."""
     n = attr(node, "N")
@@ -216,21 +216,21 @@ def _matmul_n(node: NodeProto, ctx: ProxyContext) -> bool:
 # Builders: quantized (QLinear) ops; outputs keep the quantized type of their zero point
 
 
-def _qlinear_binary(node: NodeProto, ctx: ProxyContext) -> bool:
+def _qlinear_binary(node: NodeProto, ctx: StandinContext) -> bool:
     """QLinearAdd / QLinearMul (A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp) -> Add / Mul (A, B): one type T
     for A, B and C, so the output type is A's."""
     ctx.emit(node.op_type[len("QLinear") :], [node.input[0], node.input[3]], node.output[0])
     return True
 
 
-def _qlinear_unary(node: NodeProto, ctx: ProxyContext) -> bool:
+def _qlinear_unary(node: NodeProto, ctx: StandinContext) -> bool:
     """QLinearSigmoid / QLinearLeakyRelu / QLinearSoftmax (X, scales, zero points) -> Identity (X): same shape and
     quantized type."""
     ctx.emit("Identity", [node.input[0]], node.output[0])
     return True
 
 
-def _qlinear_pool(node: NodeProto, ctx: ProxyContext) -> bool:
+def _qlinear_pool(node: NodeProto, ctx: StandinContext) -> bool:
     """QLinearAveragePool / QLinearGlobalAveragePool (X, x_scale, x_zp, y_scale, y_zp) -> AveragePool /
     GlobalAveragePool on X, between Transposes when ``channels_last``. Output type is X's."""
     op = node.op_type[len("QLinear") :]
@@ -248,7 +248,7 @@ def _qlinear_pool(node: NodeProto, ctx: ProxyContext) -> bool:
     return ctx.permute(pooled, TO_CHANNELS_LAST, y, rank) is not None
 
 
-def _qlinear_conv(node: NodeProto, ctx: ProxyContext) -> bool:
+def _qlinear_conv(node: NodeProto, ctx: StandinContext) -> bool:
     """com.microsoft QLinearConv (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B) -> Conv (x, w, B), between
     Transposes when ``channels_last`` (x and y NHWC, w stays OIHW), cast to the type of y_zp."""
     x, w = node.input[0], node.input[3]
@@ -271,7 +271,7 @@ def _qlinear_conv(node: NodeProto, ctx: ProxyContext) -> bool:
     return True
 
 
-def _qlinear_concat(node: NodeProto, ctx: ProxyContext) -> bool:
+def _qlinear_concat(node: NodeProto, ctx: StandinContext) -> bool:
     """QLinearConcat (Y_scale, Y_zp, then (X, X_scale, X_zp) per input) -> Concat of the X's, cast to Y_zp's type
     (an input may be float)."""
     joined = ctx.emit("Concat", list(node.input[2::3]), attributes=copied_attrs(node, keep=("axis",)))
@@ -279,13 +279,13 @@ def _qlinear_concat(node: NodeProto, ctx: ProxyContext) -> bool:
     return True
 
 
-def _qlinear_where(node: NodeProto, ctx: ProxyContext) -> bool:
+def _qlinear_where(node: NodeProto, ctx: StandinContext) -> bool:
     """QLinearWhere (condition, X, x_scale, x_zp, Y, y_scale, y_zp, z_scale, z_zp) -> Where (condition, X, Y)."""
     ctx.emit("Where", [node.input[0], node.input[1], node.input[4]], node.output[0])
     return True
 
 
-def _qgemm(node: NodeProto, ctx: ProxyContext) -> bool:
+def _qgemm(node: NodeProto, ctx: StandinContext) -> bool:
     """QGemm (A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale, y_zp) -> Gemm (A, B, C) with transA/transB/alpha.
     The output is float without y_scale, else of y_zp's type."""
     inputs = [node.input[0], node.input[3]] + ([node.input[6]] if input_at(node, 6) else [])
@@ -301,14 +301,14 @@ def _qgemm(node: NodeProto, ctx: ProxyContext) -> bool:
     return True
 
 
-def _quantize(node: NodeProto, ctx: ProxyContext) -> bool:
+def _quantize(node: NodeProto, ctx: StandinContext) -> bool:
     """com.microsoft QuantizeLinear (x, y_scale, y_zp) -> Cast to y_zp's type (uint8 without one)."""
     y_zp = input_at(node, 2)
     ctx.cast(node.input[0], node.output[0], ctx.dtype(y_zp) if y_zp else TensorProto.UINT8, y_zp)
     return True
 
 
-def _dequantize(node: NodeProto, ctx: ProxyContext) -> bool:
+def _dequantize(node: NodeProto, ctx: StandinContext) -> bool:
     """com.microsoft DequantizeLinear (x, x_scale, x_zp) -> Cast to x_scale's type."""
     ctx.cast(node.input[0], node.output[0], ctx.dtype(node.input[1]), node.input[1])
     return True
@@ -318,20 +318,20 @@ def _dequantize(node: NodeProto, ctx: ProxyContext) -> bool:
 # Builders: transformer fusions
 
 
-def _same_as_input(node: NodeProto, ctx: ProxyContext) -> bool:
+def _same_as_input(node: NodeProto, ctx: StandinContext) -> bool:
     """Gelu / FastGelu / QuickGelu (X, optional bias) -> Identity (X): elementwise, output shaped like X."""
     ctx.emit("Identity", [node.input[0]], node.output[0])
     return True
 
 
-def _bias_add(node: NodeProto, ctx: ProxyContext) -> bool:
+def _bias_add(node: NodeProto, ctx: StandinContext) -> bool:
     """BiasGelu (A, B) and BiasAdd (X, bias, skip) -> Add of the first two inputs: the bias broadcasts over the
     input, so the sum has the output's shape."""
     ctx.emit("Add", [node.input[0], node.input[1]], node.output[0])
     return True
 
 
-def _norm_statistics(node: NodeProto, ctx: ProxyContext, x: str, axis: int, outputs: Sequence[int]) -> None:
+def _norm_statistics(node: NodeProto, ctx: StandinContext, x: str, axis: int, outputs: Sequence[int]) -> None:
     """The float mean / inverse-std-dev outputs of a normalization: x's shape with axes ``axis``.. reduced to 1.
     Left unset (unknown) where ``axis`` counts from the front and x's rank is unknown."""
     wanted = [output_at(node, i) for i in outputs if output_at(node, i)]
@@ -346,7 +346,7 @@ def _norm_statistics(node: NodeProto, ctx: ProxyContext, x: str, axis: int, outp
         ctx.emit("Cast", [reduced], name, to=TensorProto.FLOAT)
 
 
-def _skip_layer_norm(node: NodeProto, ctx: ProxyContext) -> bool:
+def _skip_layer_norm(node: NodeProto, ctx: StandinContext) -> bool:
     """SkipLayerNormalization / SkipSimplifiedLayerNormalization (input, skip, gamma, ...) -> outputs 0 and 3
     (normalized, input+skip+bias) shaped like the input (Identity: onnxruntime gives them the input's shape even
     where skip broadcasts); outputs 1 and 2 (mean, inv_std_var) float with the last axis reduced to 1."""
@@ -358,7 +358,7 @@ def _skip_layer_norm(node: NodeProto, ctx: ProxyContext) -> bool:
     return True
 
 
-def _layer_norm(node: NodeProto, ctx: ProxyContext) -> bool:
+def _layer_norm(node: NodeProto, ctx: StandinContext) -> bool:
     """LayerNormalization before opset 17 (onnxruntime's own, in the default domain) and SimplifiedLayerNormalization
     (X, scale, ...) -> Identity (X) for Y, and the float statistics with axes ``axis``.. reduced to 1 (mean and
     inv_std_var for LayerNormalization, inv_std_var for the simplified one). From opset 17 LayerNormalization is
@@ -375,7 +375,7 @@ def _layer_norm(node: NodeProto, ctx: ProxyContext) -> bool:
 # -------------------------------------------------------------------------------------------------------------
 # The table
 
-PROXIES: dict[tuple[str, str], ProxyBuilder] = {
+STANDINS: dict[tuple[str, str], StandinBuilder] = {
     # NCHWc layout (ORT_ENABLE_ALL on a CPU with NCHWc kernels)
     (NCHWC, "Conv"): _conv,
     (NCHWC, "MaxPool"): _pool,

@@ -1,8 +1,8 @@
-"""Inference through stand-ins: a model whose onnxruntime contrib ops (standin_rules.PROXIES) no shape
+"""Inference through stand-ins: a model whose onnxruntime contrib ops (standin_rules.STANDINS) no shape
 inference knows is inferred as a copy in which each such op is replaced by its standard-op stand-in, and the
 shapes found are copied back onto the model's own tensors, so costs are still computed for the real ops.
 
-:func:`shape_proxy` builds the copy (original output names kept, every helper tensor freshly named);
+:func:`standin_model` builds the copy (original output names kept, every helper tensor freshly named);
 :func:`infer_through_standins` is the stand-in step of loading's inference (infer.py): onnx passes on
 successive copies, then the copy that the steps after it infer, and how to map their result back.
 """
@@ -13,11 +13,11 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping
 
 from onnxroof.load.read import opset_of
-from onnxroof.load.standin_context import ProxyContext, domain_of
-from onnxroof.load.standin_rules import PROXIES
+from onnxroof.load.standin_context import StandinContext, domain_of
+from onnxroof.load.standin_rules import STANDINS
 from onnxroof.protos import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, TypeProto, infer_shapes
 
-PROXY_OP_TYPES = frozenset(op_type for _, op_type in PROXIES)  # for a quick "any candidates?" test
+STANDIN_OP_TYPES = frozenset(op_type for _, op_type in STANDINS)  # for a quick "any candidates?" test
 _MAX_PASSES = 8  # onnx-only inference passes; each one lets more rank-dependent stand-ins use a plain Transpose
 
 
@@ -88,19 +88,19 @@ def _subgraphs(node: NodeProto) -> Iterator[GraphProto]:
 
 def _applies(node: NodeProto, opset: int) -> bool:
     key = (domain_of(node), node.op_type)
-    if key not in PROXIES:
+    if key not in STANDINS:
         return False
     return not (key == ("", "LayerNormalization") and opset >= 17)
 
 
-def needs_proxy(model: ModelProto) -> bool:
-    """Whether any node of the model (subgraphs included) is an op :data:`PROXIES` has a stand-in for."""
+def needs_standins(model: ModelProto) -> bool:
+    """Whether any node of the model (subgraphs included) is an op :data:`STANDINS` has a stand-in for."""
     opset = opset_of(model)
 
     def walk(graph: GraphProto) -> bool:
         # The op-type test first: it rejects almost every node of a large graph with one field read.
         return any(
-            (n.op_type in PROXY_OP_TYPES and _applies(n, opset))
+            (n.op_type in STANDIN_OP_TYPES and _applies(n, opset))
             or (n.attribute and any(walk(sub) for sub in _subgraphs(n)))
             for n in graph.node
         )
@@ -127,9 +127,9 @@ def _rewrite(
     out.CopyFrom(graph)
     del out.node[:]
     for node in graph.node:
-        builder = PROXIES.get((domain_of(node), node.op_type))
+        builder = STANDINS.get((domain_of(node), node.op_type))
         if builder is not None:
-            ctx = ProxyContext(opset, known, constant_dims, consumers, taken, counter)
+            ctx = StandinContext(opset, known, constant_dims, consumers, taken, counter)
             try:
                 done = builder(node, ctx)
             except (IndexError, ValueError, TypeError):  # a malformed node (missing input or attribute): keep it
@@ -149,18 +149,18 @@ def _rewrite(
     return out
 
 
-def shape_proxy(model: ModelProto, weights: Mapping[str, tuple[int, ...]] | None = None) -> ModelProto:
-    """A copy of ``model`` in which every op that :data:`PROXIES` covers is replaced by standard ops with the same
+def standin_model(model: ModelProto, weights: Mapping[str, tuple[int, ...]] | None = None) -> ModelProto:
+    """A copy of ``model`` in which every op that :data:`STANDINS` covers is replaced by standard ops with the same
     output names, shapes and element types (for shape inference only: the values differ). The caller's model is
     never modified. Known input ranks (from the model's value_info) let layout stand-ins use plain Transposes.
     ``weights`` gives the dims of weights that are not initializers of the top-level graph."""
     opset = opset_of(model)
     names = _all_names(model.graph, set())
     graph = _rewrite(model.graph, {}, dict(weights or {}), opset, names, itertools.count())
-    proxy = ModelProto()
-    proxy.CopyFrom(model)
-    proxy.graph.CopyFrom(graph)
-    return proxy
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    copy.graph.CopyFrom(graph)
+    return copy
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -230,9 +230,9 @@ def infer_through_standins(
     result = ModelProto.FromString(model)
     count = unknown(model)
     for _ in range(_MAX_PASSES):
-        proxy = shape_proxy(result, weights)
+        standin = standin_model(result, weights)
         try:
-            inferred = ModelProto.FromString(infer_shapes(proxy.SerializeToString(), True))
+            inferred = ModelProto.FromString(infer_shapes(standin.SerializeToString(), True))
         except Exception:  # the inference steps after this one say why
             break
         copy_shapes(inferred.graph, result.graph)
@@ -245,4 +245,4 @@ def infer_through_standins(
         copy_shapes(ModelProto.FromString(inferred).graph, result.graph)
         return result.SerializeToString()
 
-    return shape_proxy(result, weights).SerializeToString(), map_back
+    return standin_model(result, weights).SerializeToString(), map_back

@@ -26,6 +26,8 @@ from onnx import ModelProto, numpy_helper
 
 from onnxroof.errors import UserError
 from onnxroof.ir import DEFAULT_DOMAINS
+from onnxroof.load.model_spec import ModelSpec, Source
+from onnxroof.ort.session_spec import DEFAULT_SESSION, SessionSpec
 from onnxroof.ort.sessions import RunnableModel
 
 MIN_SAMPLE_S = 0.01
@@ -245,57 +247,49 @@ def weight_only_nodes(model: ModelProto) -> int:
 
 
 def measure(
-    source: str | os.PathLike | ModelProto | RunnableModel,
+    model: ModelSpec | RunnableModel | Source,
+    session: SessionSpec = DEFAULT_SESSION,
     *,
-    provider: str = "cpu",
-    threads: int = 1,
-    opt_level: str = "all",
     warmup: int = 5,
     repeat: int = 30,
     batch: int | None = None,
     spread_s: float = 0.0,
-    inputs: Mapping[str, tuple[int, ...] | str] | None = None,
-    dims: Mapping[str, int] | None = None,
     feeds_path: str | os.PathLike | None = None,
-    allow_fallback: bool = False,
     timeout_s: float = 300.0,
     progress: Callable[[int, int], None] | None = None,
     between: Callable[[], None] | None = None,
     feeds: Mapping[str, Any] | None = None,
-    values: Mapping[str, Any] | None = None,
 ) -> Measurement:
-    """Time the whole model: ``warmup`` untimed runs, then ``repeat`` samples of ``batch`` runs each.
+    """Time the whole model in one session of ``session``: ``warmup`` untimed runs, then ``repeat`` samples of
+    ``batch`` runs each.
 
     ``batch`` (runs per sample) is chosen so that a sample lasts at least MIN_SAMPLE_S when not given.
     ``spread_s`` spreads the samples evenly over at least that many seconds, idling between them: on a shared
     machine other work comes and goes in phases of seconds, and spread samples catch the quiet moments. Inputs are
-    random unless ``feeds_path`` names an .npz of them or ``feeds`` are given (already loaded); ``values`` give
-    inputs' values (``--value``). Sampling stops when ``timeout_s`` has passed (checked
+    random unless ``feeds_path`` names an .npz of them or ``feeds`` are given (already loaded); the model spec's
+    values (``--value``) feed the inputs they name. Sampling stops when ``timeout_s`` has passed (checked
     between batches) with a warning, or a UserError when fewer than MIN_SAMPLES samples were taken.
     ``progress(done, total)`` is called after each sample, ``between()`` too (untimed: see time_runs; the model's
-    session then parks its threads when a run returns). Nothing is written to disk. ``source`` may be a
-    RunnableModel already loaded (``inputs``/``dims`` are then ignored); it is not modified.
+    session then parks its threads when a run returns). Nothing is written to disk. ``model`` may be a
+    RunnableModel already loaded; it is not modified.
     """
-    from onnxroof.ort.sessions import load_feeds, make_session, provider_name, random_feeds, runnable_model
+    from onnxroof.ort.sessions import load_feeds, make_session, random_feeds, runnable_model
 
-    requested = provider_name(provider)
-    _check_counts(threads=threads, warmup=warmup, repeat=repeat, batch=batch, timeout_s=timeout_s, spread_s=spread_s)
-    runnable = source if isinstance(source, RunnableModel) else runnable_model(source, inputs, dims, values=values)
-    model = runnable.model
-    if opt_level == "disable":  # prepare_for_level rewrites in place: keep the caller's copy as it is
-        model = ModelProto()
-        model.CopyFrom(runnable.model)
-    notes = list(runnable.notes) + prepare_for_level(model, opt_level)
+    _check_counts(warmup=warmup, repeat=repeat, batch=batch, timeout_s=timeout_s, spread_s=spread_s)
+    runnable = model if isinstance(model, RunnableModel) else runnable_model(model)
+    proto = runnable.model
+    if session.opt_level == "disable":  # prepare_for_level rewrites in place: keep the caller's copy as it is
+        proto = ModelProto()
+        proto.CopyFrom(runnable.model)
+    notes = list(runnable.notes) + prepare_for_level(proto, session.opt_level)
     if feeds is None:
         feeds = load_feeds(feeds_path, runnable) if feeds_path is not None else random_feeds(runnable)
     # With a reference timed between the samples, two sessions take turns: the model's pool parks when a run
     # returns, as the reference's does, or its threads would keep spinning through the reference's runs and take
     # the cores the reference is timed on.
-    session, actual = make_session(
-        model, provider, threads, opt_level, allow_fallback=allow_fallback, park_when_idle=between is not None
-    )
+    made, actual = make_session(proto, session, park_when_idle=between is not None)
     timing = time_runs(
-        checked_run(session, feeds),
+        checked_run(made, feeds),
         warmup=warmup,
         repeat=repeat,
         batch=batch,
@@ -305,6 +299,7 @@ def measure(
         between=between,
     )
     median, low, high, p90 = summarize(timing.samples)
+    requested = session.provider_name
     warnings = [f"asked for {requested}, ran on {actual}"] if actual != requested else []
     warnings.extend(timing.warnings)
     spread = spread_warning(timing.samples)
@@ -313,15 +308,15 @@ def measure(
     on_cpu = actual == "CPUExecutionProvider"
     warnings.extend(
         load_warnings(
-            timing.wall_s, timing.own_cpu_s, timing.machine_busy_s, timing.cpus, threads, on_cpu, timing.idle_s
+            timing.wall_s, timing.own_cpu_s, timing.machine_busy_s, timing.cpus, session.threads, on_cpu, timing.idle_s
         )
     )
     return Measurement(
         model=runnable.name,
         provider=actual,
         requested_provider=requested,
-        threads=threads,
-        opt_level=opt_level,
+        threads=session.threads,
+        opt_level=session.opt_level,
         warmup=timing.warmup,
         repeat=len(timing.samples),
         runs_per_sample=timing.runs_per_sample,
@@ -395,12 +390,8 @@ def _checked(run: Callable[..., Any], *args: Any) -> None:
         ) from exc
 
 
-def _check_counts(
-    *, threads: int, warmup: int, repeat: int, batch: int | None, timeout_s: float, spread_s: float = 0.0
-) -> None:
-    """UserErrors for settings that cannot give a measurement."""
-    if threads < 1:
-        raise UserError(f"threads must be at least 1, got {threads}", "pass --threads 1 or more")
+def _check_counts(*, warmup: int, repeat: int, batch: int | None, timeout_s: float, spread_s: float = 0.0) -> None:
+    """UserErrors for settings that cannot give a measurement (the session's are checked by its spec)."""
     if warmup < 0:
         raise UserError(f"warm-up runs cannot be negative, got {warmup}", "pass --warmup 0 or more")
     if repeat < MIN_SAMPLES:

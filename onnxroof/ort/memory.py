@@ -22,7 +22,6 @@ so. Where there is no /proc (macOS, the BSDs),
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -34,7 +33,9 @@ from typing import Any
 from onnx import ModelProto
 
 from onnxroof.errors import UserError
-from onnxroof.ort.sessions import OPT_LEVELS, RunnableModel
+from onnxroof.load.model_spec import ModelSpec, Source
+from onnxroof.ort.session_spec import SessionSpec
+from onnxroof.ort.sessions import RunnableModel
 
 PROTOBUF_LIMIT = 2**31 - 2**20  # a model this large is saved with its weights in a separate file
 _STATUS = "/proc/self/status"
@@ -118,34 +119,29 @@ class PeakMemory:
 
 
 def measure_peak_memory(
-    model: ModelProto | str | os.PathLike | RunnableModel,
+    model: ModelSpec | RunnableModel | Source,
     *,
     arena: bool = True,
     pattern: bool = True,
     threads: int = 1,
     runs: int = 3,
     opt_level: str = "all",
-    inputs: Mapping[str, tuple[int, ...] | str] | None = None,
-    dims: Mapping[str, int] | None = None,
     timeout_s: float = 300.0,
 ) -> PeakMemory:
     """The peak resident memory of ``runs`` runs of the model on random inputs, on onnxruntime's CPU provider,
     in a fresh process.
 
     ``arena`` and ``pattern`` switch onnxruntime's CPU memory arena and memory pattern planner (both on by
-    default in onnxruntime). ``inputs``/``dims`` fix shapes as in ``onnxroof analyze`` (ignored for a
-    RunnableModel). A failure in the child process, a timeout after ``timeout_s`` seconds included, is a
-    UserError with the child's last error line. Nothing is left on disk."""
+    default in onnxruntime); ``threads`` and ``opt_level`` are the CPU session's. A failure in the child process,
+    a timeout after ``timeout_s`` seconds included, is a UserError with the child's last error line. Nothing is
+    left on disk."""
     from onnxroof.ort.measure import prepare_for_level
     from onnxroof.ort.sessions import runnable_model
 
-    if threads < 1:
-        raise UserError(f"threads must be at least 1, got {threads}", "pass --threads 1 or more")
+    SessionSpec(threads=threads, opt_level=opt_level)  # a UserError for settings no session can have
     if runs < 1:
         raise UserError(f"the peak needs at least one run, got {runs}", "pass 1 or more runs")
-    if opt_level not in OPT_LEVELS:
-        raise UserError(f"unknown optimization level {opt_level!r}", "use one of " + ", ".join(OPT_LEVELS))
-    runnable = model if isinstance(model, RunnableModel) else runnable_model(model, inputs, dims)
+    runnable = model if isinstance(model, RunnableModel) else runnable_model(model)
     proto = ModelProto()
     proto.CopyFrom(runnable.model)
     notes = list(runnable.notes) + prepare_for_level(proto, opt_level)
@@ -319,7 +315,7 @@ def _measure_here(request: Mapping[str, Any]) -> dict[str, Any]:
     rt = ort()
     shapes = {name: (tuple(shape), int(elem)) for name, (shape, elem) in request["inputs"].items()}
     feeds = random_feeds(RunnableModel(ModelProto(), "", shapes))
-    options = session_options(int(request["threads"]), str(request["opt_level"]))
+    options = session_options(SessionSpec(threads=int(request["threads"]), opt_level=str(request["opt_level"])))
     options.enable_cpu_mem_arena = bool(request["arena"])
     options.enable_mem_pattern = bool(request["pattern"])
     notes: list[str] = []

@@ -83,6 +83,6 @@ def output_differences(
 
 
 def _run(model: ModelProto, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    session, _ = make_session(model, "cpu", threads=1)
+    session, _ = make_session(model)  # the CPU, one thread
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(names, dict(feeds))))

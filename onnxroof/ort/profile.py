@@ -27,6 +27,7 @@ from onnx import ModelProto, NodeProto
 from onnxroof.errors import UserError
 from onnxroof.ort.mapping import map_nodes
 from onnxroof.ort.measure import fast_estimate
+from onnxroof.ort.session_spec import DEFAULT_SESSION, SessionSpec
 from onnxroof.ort.sessions import RunnableModel
 
 FLOOR_S = 5e-6
@@ -137,17 +138,14 @@ class NodeProfile:
 
 def profile_nodes(
     runnable: RunnableModel,
+    session: SessionSpec = DEFAULT_SESSION,
     *,
-    provider: str = "cpu",
-    threads: int = 1,
-    opt_level: str = "all",
     runs: int = 20,
     warmup: int = 3,
     feeds: Mapping[str, Any] | None = None,
-    allow_fallback: bool = False,
 ) -> NodeProfile:
-    """Profile ``runs`` runs (after ``warmup``) in one session that also saves its optimized graph, and map
-    each kernel's median time to the engine node it ran and the original nodes that node computes.
+    """Profile ``runs`` runs (after ``warmup``) in one session of ``session`` that also saves its optimized graph,
+    and map each kernel's median time to the engine node it ran and the original nodes that node computes.
 
     The trace and the saved graph live in a temporary directory that is removed on return, on errors and on
     KeyboardInterrupt; the caller's model is left unchanged. ``feeds`` default to random inputs. At opt level
@@ -155,9 +153,8 @@ def profile_nodes(
     """
     from onnxroof.load import STRIPPED, graph_nodes
     from onnxroof.ort.measure import prepare_for_level
-    from onnxroof.ort.sessions import provider_name, random_feeds
+    from onnxroof.ort.sessions import random_feeds
 
-    requested = provider_name(provider)
     if runs < 1:
         raise UserError(f"profiling needs at least one run, got {runs}", "pass --runs 1 or more")
     if warmup < 0:
@@ -167,26 +164,16 @@ def profile_nodes(
     originals = graph_nodes(original.graph)
     notes = list(runnable.notes)
     model = original
-    if opt_level == "disable":  # a copy, named while its node indices are still the analysis's
+    if session.opt_level == "disable":  # a copy, named while its node indices are still the analysis's
         model = ModelProto()
         model.CopyFrom(original)
         _name_unnamed(model)
-        notes += prepare_for_level(model, opt_level)
+        notes += prepare_for_level(model, session.opt_level)
 
     renamed = _name_unnamed(model)
     try:
         with tempfile.TemporaryDirectory(prefix="onnxroof-profile-") as tmp:
-            engine_model, events, actual = _profile_session(
-                model,
-                tmp,
-                feeds,
-                provider=provider,
-                threads=threads,
-                opt_level=opt_level,
-                runs=runs,
-                warmup=warmup,
-                allow_fallback=allow_fallback,
-            )
+            engine_model, events, actual = _profile_session(model, session, tmp, feeds, runs=runs, warmup=warmup)
     finally:
         for node, had_field in renamed:  # the caller's model is left as it was, byte for byte
             if had_field:
@@ -210,9 +197,9 @@ def profile_nodes(
     return NodeProfile(
         model=runnable.name,
         provider=actual,
-        requested_provider=requested,
-        threads=threads,
-        opt_level=opt_level,
+        requested_provider=session.provider_name,
+        threads=session.threads,
+        opt_level=session.opt_level,
         runs=len(run_times),
         warmup=warmup,
         run_median_s=float(np.median(run_times)) if run_times else 0.0,
@@ -267,41 +254,25 @@ def _profile_warnings(originals: Sequence[Any], orphans: int, provider: str) -> 
 
 
 def _profile_session(
-    model: ModelProto,
-    tmp: str,
-    feeds: Mapping[str, Any],
-    *,
-    provider: str,
-    threads: int,
-    opt_level: str,
-    runs: int,
-    warmup: int,
-    allow_fallback: bool,
+    model: ModelProto, session: SessionSpec, tmp: str, feeds: Mapping[str, Any], *, runs: int, warmup: int
 ) -> tuple[ModelProto, list[dict[str, Any]], str]:
     """Run the profiled session with its files in ``tmp``: (the saved engine graph, the trace's events, the
     provider that ran)."""
     from onnxroof.ort.measure import checked_run
-    from onnxroof.ort.sessions import inline_added_constants, make_session
+    from onnxroof.ort.optimized import inline_added_constants
+    from onnxroof.ort.sessions import make_session
 
     engine_path = os.path.join(tmp, "engine.onnx")
-    session, actual = make_session(
-        model,
-        provider,
-        threads,
-        opt_level,
-        allow_fallback=allow_fallback,
-        profile_prefix=os.path.join(tmp, "trace"),
-        optimized_path=engine_path,
-    )
+    made, actual = make_session(model, session, profile_prefix=os.path.join(tmp, "trace"), optimized_path=engine_path)
     try:
-        run = checked_run(session, feeds)
+        run = checked_run(made, feeds)
         for _ in range(warmup + runs):
             run()
     finally:
         # Ending the profile here writes the trace into tmp while it still exists, wherever this exits, so the
         # session's destructor has nothing left to write.
-        trace_path = session.end_profiling()
-        del session
+        trace_path = made.end_profiling()
+        del made
     events = json.loads(Path(trace_path).read_text(encoding="utf-8"))
     engine_model = onnx.load(engine_path, load_external_data=False)
     inline_added_constants(engine_model, tmp)  # the attention masks' values, which decide subnormal work

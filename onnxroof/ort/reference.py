@@ -93,6 +93,7 @@ class ReferenceSampler:
         clock: Callable[[], float] = time.perf_counter,
         built: tuple[ModelProto, dict[str, np.ndarray]] | None = None,
     ) -> None:
+        from onnxroof.ort.session_spec import SessionSpec
         from onnxroof.ort.sessions import make_session
 
         if built is None:
@@ -101,7 +102,7 @@ class ReferenceSampler:
         model, feeds = built
         self.model = model  # the graph it times
         # Parked between runs, as the calibration's reference session is: both moments read the kernel alike.
-        session, _ = make_session(model, provider, threads, "all", park_when_idle=True)
+        session, _ = make_session(model, SessionSpec(provider, threads), park_when_idle=True)
         self._run = lambda: session.run(None, feeds)
         self._clock = clock
         self.batch = time_runs(

@@ -1,17 +1,17 @@
-"""onnxruntime sessions for measuring: a runnable copy of a model, providers it really got, inputs, optimized graph.
+"""onnxruntime sessions for measuring: a runnable copy of a model, the providers a session really got, inputs.
 
 Everything that talks to onnxruntime for ``measure``, ``calibrate`` and ``validate`` goes through here, so that
-provider checks, thread settings and the handling of absent weights are written once. onnxruntime is imported
-lazily: the analysis pass never needs it.
+provider checks, thread settings and the handling of absent weights are written once; a session is made from a
+``SessionSpec`` (session_spec.py), a runnable copy from a ``ModelSpec`` (onnxroof.load.model_spec). The graph
+onnxruntime runs after its optimizations is optimized.py's. onnxruntime is imported lazily: the analysis pass
+never needs it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from math import prod
@@ -22,16 +22,14 @@ import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, numpy_helper
 
-from onnxroof.devices import Device
 from onnxroof.errors import UserError
-from onnxroof.ir import Graph
-from onnxroof.load import fix_inputs, load_graph, parse_shape, read_model, runtime_inputs
-from onnxroof.load.values import Value, value_arrays
-from onnxroof.ort.relax import declare_inputs, open_inputs, refused_by_inference
+from onnxroof.load import fix_inputs, read_model, runtime_inputs
+from onnxroof.load.model_spec import ModelSpec, Source, model_spec
+from onnxroof.load.values import value_arrays
+from onnxroof.ort.relax import open_inputs, refused_by_inference
+from onnxroof.ort.session_spec import DEFAULT_SESSION, SessionSpec
 from onnxroof.passes.input_shapes import at_input_shapes
 
-PROVIDERS: Mapping[str, str] = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
-OPT_LEVELS: tuple[str, ...] = ("disable", "basic", "extended", "all")
 _RANDOM_WEIGHTS_NOTE = "weights absent: {count} initializer(s) filled with random values of the right shapes"
 _NON_TENSOR_KINDS = {
     "sequence_type": "a sequence",
@@ -65,43 +63,31 @@ def ort() -> Any:
     return onnxruntime
 
 
-def provider_name(provider: str) -> str:
-    """'cpu' / 'cuda' (or a full onnxruntime provider name) -> the onnxruntime provider name."""
-    key = provider.lower().removesuffix("executionprovider")
-    if key in PROVIDERS:
-        return PROVIDERS[key]
-    raise UserError(f"unknown execution provider {provider!r}", "use cpu or cuda")
-
-
-def runnable_model(
-    source: str | os.PathLike | ModelProto,
-    inputs: Mapping[str, tuple[int, ...] | str] | None = None,
-    dims: Mapping[str, int] | None = None,
-    seed: int = 0,
-    values: Mapping[str, Value] | None = None,
-) -> RunnableModel:
+def runnable_model(model: ModelSpec | Source, seed: int = 0) -> RunnableModel:
     """A copy of the model with its weights loaded (random where absent) and its input shapes fixed.
 
     The user's file is never modified. External weights are read when their file is there; a missing file, a
     short one, or weights stripped from the model are replaced by deterministic random values and said in
-    ``notes``. ``inputs``/``dims`` fix shapes as in ``onnxroof analyze``, through the same repairs where they
-    change a static dim (onnxroof.passes.input_shapes; what they repaired is in ``notes``); ``values``
-    (``--value``) are the feeds of the inputs they name, whatever else feeds the others.
+    ``notes``. The spec's ``inputs``/``dims`` fix shapes as in ``onnxroof analyze``, through the same repairs
+    where they change a static dim (onnxroof.passes.input_shapes; what they repaired is in ``notes``); its
+    ``values`` (``--value``) are the feeds of the inputs they name, whatever else feeds the others. A bare
+    source is the model as stored.
     """
-    model, name = read_model(source)
+    spec = model_spec(model)
+    source, shapes, dims = spec.source, spec.inputs, dict(spec.dims)
+    proto, name = read_model(source)
     copy = ModelProto()
-    copy.CopyFrom(model)
+    copy.CopyFrom(proto)
     base = (
         Path(os.fspath(source)).parent
         if isinstance(source, (str, os.PathLike)) and not str(source).startswith("zoo:")
         else None
     )
     filled = _load_or_fill_weights(copy.graph, base, np.random.default_rng(seed))
-    shapes = {k: parse_shape(v) if isinstance(v, str) else tuple(v) for k, v in (inputs or {}).items()}
-    arrays = value_arrays(copy, values or {}, shapes, dict(dims or {}))
-    reshaped = at_input_shapes(copy, shapes, dict(dims or {})) if shapes or dims else None
+    arrays = value_arrays(copy, spec.values, shapes, dims)
+    reshaped = at_input_shapes(copy, shapes, dims) if shapes or dims else None
     if reshaped is None:
-        fix_inputs(copy, shapes, dict(dims or {}))
+        fix_inputs(copy, shapes, dims)
     else:
         copy = reshaped.model
     runtime = runtime_inputs(copy.graph)
@@ -247,25 +233,22 @@ def load_feeds(path: str | os.PathLike, model: RunnableModel) -> dict[str, np.nd
 
 
 def session_options(
-    threads: int,
-    opt_level: str = "all",
+    session: SessionSpec,
     *,
     profile_prefix: str | None = None,
     optimized_path: str | None = None,
     park_when_idle: bool = False,
 ) -> Any:
-    """onnxruntime SessionOptions: ``threads`` intra-op threads (1 inter-op), an optimization level, optional
-    profiling and an optional path to save the optimized graph to (weights over 1 KiB kept out of it).
+    """onnxruntime SessionOptions for ``session``: its intra-op threads (1 inter-op), its optimization level,
+    optional profiling and an optional path to save the optimized graph to (weights over 1 KiB kept out of it).
 
     ``park_when_idle`` stops the session's pool threads spinning as soon as a run returns (they spin within a
     run as usual). Without it an idle pool keeps polling for work, onnxruntime's default, so the idle sessions a
     calibration keeps alive, or a model timed in turns with the reference block, would take CPU time from the
     session being timed."""
     rt = ort()
-    if opt_level not in OPT_LEVELS:
-        raise UserError(f"unknown optimization level {opt_level!r}", "use one of " + ", ".join(OPT_LEVELS))
     options = rt.SessionOptions()
-    options.intra_op_num_threads = threads
+    options.intra_op_num_threads = session.threads
     options.inter_op_num_threads = 1
     options.execution_mode = rt.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = {
@@ -273,9 +256,9 @@ def session_options(
         "basic": rt.GraphOptimizationLevel.ORT_ENABLE_BASIC,
         "extended": rt.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
         "all": rt.GraphOptimizationLevel.ORT_ENABLE_ALL,
-    }[opt_level]
+    }[session.opt_level]
     options.log_severity_level = 4  # fatal only: see ort()
-    if threads == 1:
+    if session.threads == 1:
         # One thread should mean one: no spinning pool thread competing with the measured one.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if park_when_idle:
@@ -294,23 +277,20 @@ def session_options(
 
 def make_session(
     model: ModelProto | bytes,
-    provider: str = "cpu",
-    threads: int = 1,
-    opt_level: str = "all",
+    session: SessionSpec = DEFAULT_SESSION,
     *,
-    allow_fallback: bool = False,
     profile_prefix: str | None = None,
     optimized_path: str | None = None,
     park_when_idle: bool = False,
 ) -> tuple[Any, str]:
-    """An InferenceSession on ``provider`` and the provider it really runs on.
+    """An InferenceSession as ``session`` specifies it, and the provider it really runs on.
 
     onnxruntime-gpu lists the CUDA provider even where there is no GPU and then falls back to the CPU without an
-    error: only the session's own provider list is trusted. A fallback is a UserError unless ``allow_fallback``.
+    error: only the session's own provider list is trusted. A fallback is a UserError unless the spec allows it.
     ``model`` may come serialized, for a caller that opens many sessions on one model.
     """
     rt = ort()
-    wanted = provider_name(provider)
+    wanted = session.provider_name
     if wanted == "CUDAExecutionProvider" and hasattr(rt, "preload_dlls"):
         try:  # CUDA/cuDNN from the nvidia-* wheels of the cuda extra, when installed; it prints what it misses
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -319,99 +299,25 @@ def make_session(
             pass
     providers = [wanted] + (["CPUExecutionProvider"] if wanted != "CPUExecutionProvider" else [])
     options = session_options(
-        threads, opt_level, profile_prefix=profile_prefix, optimized_path=optimized_path, park_when_idle=park_when_idle
+        session, profile_prefix=profile_prefix, optimized_path=optimized_path, park_when_idle=park_when_idle
     )
     try:
         serialized = model if isinstance(model, bytes) else model.SerializeToString()
         try:
-            session = rt.InferenceSession(serialized, options, providers=providers)
+            made = rt.InferenceSession(serialized, options, providers=providers)
         except Exception as exc:  # a branch not taken that cannot hold for the fixed input shapes: see relax.py
             if not refused_by_inference(exc) or (opened := open_inputs(model)) is None:
                 raise
-            session = rt.InferenceSession(opened.SerializeToString(), options, providers=providers)
+            made = rt.InferenceSession(opened.SerializeToString(), options, providers=providers)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise UserError(
             f"onnxruntime cannot load the model: {first}", "check that the model runs with onnxruntime"
         ) from exc
-    actual = session.get_providers()[0]
-    if actual != wanted and not allow_fallback:
+    actual = made.get_providers()[0]
+    if actual != wanted and not session.allow_fallback:
         raise UserError(
             f"asked for {wanted} but onnxruntime runs the model on {actual}",
             "install onnxroof[cuda] on a machine with an NVIDIA GPU, or pass --allow-fallback",
         )
-    return session, actual
-
-
-# The largest constant whose values are read back from an optimized graph's side file for its masks (64 MiB of
-# float32): an attention mask is a few hundred thousand elements, a weight larger than this is no mask.
-MAX_MASK_ELEMENTS = 1 << 24
-
-
-def optimized_model(model: ModelProto, provider: str = "cpu", threads: int = 1, opt_level: str = "all") -> ModelProto:
-    """The graph onnxruntime runs after its optimizations (fusions, NCHWc layout), without weight bytes.
-
-    onnxruntime saves it while creating a session; large weights go to a side file that is not read back, so
-    the result is analyzed like any model whose weights are absent.
-    """
-    with tempfile.TemporaryDirectory(prefix="onnxroof-opt-") as tmp:
-        return onnx.load(_save_optimized(model, provider, threads, opt_level, tmp), load_external_data=False)
-
-
-def _save_optimized(model: ModelProto, provider: str, threads: int, opt_level: str, folder: str) -> str:
-    """Write onnxruntime's optimized graph into ``folder`` (large weights in a side file next to it); its path."""
-    path = os.path.join(folder, "optimized.onnx")
-    make_session(model, provider, threads, opt_level, allow_fallback=True, optimized_path=path)
-    return path
-
-
-def inline_added_constants(model: ModelProto, folder: str) -> None:
-    """Read into ``model`` the values of its initializers that an Add node adds (an attention mask among them),
-    from the side file in ``folder`` where they were saved: the folder is temporary, and
-    :func:`with_softmax_masks` reads the masks' values later. Initializers of over ``MAX_MASK_ELEMENTS`` are
-    left out."""
-    added = {name for node in model.graph.node if node.op_type == "Add" and node.domain == "" for name in node.input}
-    for init in model.graph.initializer:
-        external = onnx.external_data_helper.uses_external_data(init)
-        if init.name in added and external and prod(init.dims) <= MAX_MASK_ELEMENTS:
-            onnx.external_data_helper.load_external_data_for_tensor(init, folder)
-
-
-def with_softmax_masks(graph: Graph, model: ModelProto) -> Graph:
-    """``graph`` (loaded from ``model``) with the values of the constant masks added to its Softmax inputs, where
-    ``model`` holds them inline (:func:`inline_added_constants`): the loader keeps only small constants' values, and
-    the masks decide which of the Softmax's elements underflow (``onnxroof.predict.subnormal``)."""
-    from onnxroof.predict.subnormal import mask_candidates
-
-    wanted = mask_candidates(graph)
-    values = {
-        init.name: numpy_helper.to_array(init)
-        for init in model.graph.initializer
-        if init.name in wanted and not onnx.external_data_helper.uses_external_data(init)
-    }
-    return dataclasses.replace(graph, constants={**graph.constants, **values}) if values else graph
-
-
-def engine_graph(
-    model: str | os.PathLike | ModelProto,
-    device: Device,
-    inputs: Mapping[str, tuple[int, ...] | str] | None = None,
-    dims: Mapping[str, int] | None = None,
-    values: Mapping[str, Value] | None = None,
-) -> Graph:
-    """The graph onnxruntime runs for ``model`` on this machine, with the calibrated profile's provider and
-    threads (weights absent from disk are filled at random only to let onnxruntime build it). The constant masks
-    added to a Softmax's input keep their values (``onnxroof.predict.subnormal``): where they send exp below the
-    normal float range, the Softmax and the product after it run on subnormal floats."""
-    runnable = runnable_model(model, inputs, dims, values=values)
-    calibration = device.calibration
-    provider = "cuda" if calibration is not None and calibration.provider.lower().startswith("cuda") else "cpu"
-    threads = calibration.threads if calibration is not None else 1
-    from onnxroof.ort.run_shapes import shapes_from_run  # it imports this module
-
-    with tempfile.TemporaryDirectory(prefix="onnxroof-opt-") as tmp:
-        optimized = onnx.load(_save_optimized(runnable.model, provider, threads, "all", tmp), load_external_data=False)
-        declare_inputs(optimized, runnable.inputs)  # a load with the inputs left open saves them open
-        inline_added_constants(optimized, tmp)
-    graph = with_softmax_masks(load_graph(optimized, shape_run=shapes_from_run, values=runnable.values), optimized)
-    return dataclasses.replace(graph, name=runnable.name)
+    return made, actual

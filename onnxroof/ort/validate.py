@@ -9,22 +9,22 @@ Conv+BatchNormalization+Relu is compared as one kernel, as it runs.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
-
-from onnx import ModelProto
 
 from onnxroof.devices import Device
 from onnxroof.devices.resolve import HOST, resolve_device
 from onnxroof.load import load_graph
-from onnxroof.load.values import Value
+from onnxroof.load.model_spec import ModelSpec, Source, model_spec
 from onnxroof.ort.agreement import Agreement, agreement, relative_error
 from onnxroof.ort.calibrate import host_device
 from onnxroof.ort.measure import Measurement, measure
+from onnxroof.ort.optimized import with_softmax_masks
 from onnxroof.ort.profile import NodeProfile, profile_nodes
 from onnxroof.ort.reference import ReferenceSampler, drift_warning
-from onnxroof.ort.sessions import load_feeds, runnable_model, with_softmax_masks
+from onnxroof.ort.session_spec import DEFAULT_SESSION, SessionSpec
+from onnxroof.ort.sessions import load_feeds, runnable_model
 from onnxroof.passes.input_shapes import at_input_shapes
 from onnxroof.predict.analysis import Analysis, NodeResult, analyze_graph
 from onnxroof.predict.engine import EngineNote
@@ -191,65 +191,51 @@ class Validation:
 
 
 def validate(
-    model: str | os.PathLike | ModelProto,
+    model: ModelSpec | Source,
     device: str | os.PathLike | Device = HOST,
+    session: SessionSpec = DEFAULT_SESSION,
     *,
-    provider: str = "cpu",
-    threads: int = 1,
-    opt_level: str = "all",
     as_exported: bool = False,
-    inputs: Mapping[str, tuple[int, ...] | str] | None = None,
-    dims: Mapping[str, int] | None = None,
-    values: Mapping[str, Value] | None = None,
     feeds_path: str | os.PathLike | None = None,
     repeat: int = 30,
     runs: int = 20,
     spread_s: float = SPREAD_S,
-    allow_fallback: bool = False,
     timeout_s: float = 300.0,
     stage: Callable[[str], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Validation:
-    """Analyze, time and profile ``model`` on this machine and compare every kernel's prediction with its time.
+    """Analyze, time and profile ``model`` on this machine in sessions of ``session`` and compare every kernel's
+    prediction with its time (``host`` resolves to the calibration of the session's threads and provider).
 
     The whole model is timed in ``repeat`` samples spread over ``spread_s`` seconds; its measured latency is their
     median, as a user's timing loop reports it (the fast estimate is kept alongside). On a calibrated host the
     reference block is timed again between those samples: the machine's speed relative to its calibration
     (``machine_speed``) scales the prediction that the measurement is compared with, and a speed off by more
     than reference.DRIFT_BOUND is reported (a
-    warning). Both runs take their inputs from ``feeds_path`` (an .npz) where given, random ones otherwise;
-    ``values`` give inputs' values, fed and written into the analysed graph."""
+    warning). Both runs take their inputs from ``feeds_path`` (an .npz) where given, random ones otherwise; the
+    model spec's values are fed and written into the analysed graph."""
     say = stage or (lambda text: None)
+    spec = model_spec(model)
+    threads, provider = session.threads, session.provider
     dev = resolve_device(device, host=lambda: host_device(threads=threads, provider=provider, progress=progress))
-    warnings = _device_warnings(dev, threads, provider)
-    runnable = runnable_model(model, inputs, dims, values=values)  # weights read (or filled) once, for both runs
+    warnings = _device_warnings(dev, session)
+    runnable = runnable_model(spec)  # weights read (or filled) once, for both runs
     feeds = load_feeds(feeds_path, runnable) if feeds_path is not None else None
     say("timing the whole model")
-    calibrated_time = _reference_reading(dev, threads, provider)
+    calibrated_time = _reference_reading(dev, session)
     reference = ReferenceSampler(threads, provider) if calibrated_time is not None else None
     timing = measure(
         runnable,
-        provider=provider,
-        threads=threads,
-        opt_level=opt_level,
+        session,
         repeat=repeat,
         spread_s=spread_s,
-        allow_fallback=allow_fallback,
         timeout_s=timeout_s,
         progress=progress,
         between=reference.sample if reference is not None else None,
         feeds=feeds,
     )
     say("profiling each kernel")
-    profile = profile_nodes(
-        runnable,
-        provider=provider,
-        threads=threads,
-        opt_level=opt_level,
-        runs=runs,
-        allow_fallback=allow_fallback,
-        feeds=feeds,
-    )
+    profile = profile_nodes(runnable, session, runs=runs, feeds=feeds)
     speed = reference.speed(calibrated_time) if reference is not None and calibrated_time is not None else None
     if speed is not None:
         warnings.extend(filter(None, [drift_warning(speed, threads)]))
@@ -260,7 +246,7 @@ def validate(
         analysis = analyze_graph(ran, dev, engine=True)
         analysis = _renamed(analysis, timing.model)
     else:
-        graph = load_graph(model, inputs=inputs, dims=dims, reshape=at_input_shapes, values=values)
+        graph = load_graph(spec.source, inputs=spec.inputs, dims=spec.dims, reshape=at_input_shapes, values=spec.values)
         analysis = analyze_graph(graph, dev)
     kernels = compare(
         analysis, profile, engine_graph=engine_mode, profiler_overhead_s=profiler_overhead(dev), speed=speed or 1.0
@@ -270,15 +256,15 @@ def validate(
     return Validation(analysis, timing, profile, tuple(kernels), stats, tuple(warnings), speed)
 
 
-def _reference_reading(device: Device, threads: int, provider: str) -> float | None:
+def _reference_reading(device: Device, session: SessionSpec) -> float | None:
     """The reference block's time when ``device`` was calibrated on this machine (None for a device without a
-    reading, or calibrated on another provider or thread count)."""
+    reading, or calibrated on another provider or thread count than ``session``'s)."""
     c = device.calibration
     if (
         c is None
         or c.reference_time_s is None
-        or c.threads != threads
-        or not c.provider.lower().startswith(provider.lower())
+        or c.threads != session.threads
+        or not c.provider.lower().startswith(session.provider.lower())
     ):
         return None
     return c.reference_time_s
@@ -390,14 +376,14 @@ def _renamed(analysis: Analysis, name: str) -> Analysis:
     return replace(analysis, model=name)
 
 
-def _device_warnings(dev: Device, threads: int, provider: str) -> list[str]:
-    """Say when the profile was calibrated for another thread count or provider than the one measured."""
+def _device_warnings(dev: Device, session: SessionSpec) -> list[str]:
+    """Say when the profile was calibrated for another thread count or provider than the session measured."""
     c = dev.calibration
     if c is None:
         return []
     out = []
-    if c.threads != threads:
-        out.append(f"device {dev.key} was calibrated at {c.threads} thread(s), the model runs at {threads}")
-    if not c.provider.lower().startswith(provider.lower()):
-        out.append(f"device {dev.key} was calibrated on {c.provider}, the model runs on {provider}")
+    if c.threads != session.threads:
+        out.append(f"device {dev.key} was calibrated at {c.threads} thread(s), the model runs at {session.threads}")
+    if not c.provider.lower().startswith(session.provider.lower()):
+        out.append(f"device {dev.key} was calibrated on {c.provider}, the model runs on {session.provider}")
     return out

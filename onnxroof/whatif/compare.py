@@ -284,11 +284,12 @@ def time_pair(a: Model, b: Model, *, threads: int = 1, repeat: int = 20, rounds:
     """Both models timed in alternating rounds on this machine; each one's best idle-machine estimate (the
     fastest rounds are the quiet ones on a shared machine)."""
     from onnxroof.ort.measure import measure
+    from onnxroof.ort.session_spec import SessionSpec
     from onnxroof.ort.sessions import runnable_model
 
     models = [runnable_model(a), runnable_model(b)]
     best = [math.inf, math.inf]
     for _ in range(rounds):
         for i, model in enumerate(models):
-            best[i] = min(best[i], measure(model, threads=threads, repeat=repeat, warmup=3).fast_s)
+            best[i] = min(best[i], measure(model, SessionSpec(threads=threads), repeat=repeat, warmup=3).fast_s)
     return best[0], best[1]

@@ -442,7 +442,7 @@ def _memory_graph(model: ModelProto, device: Device) -> Any:
     """The graph whose execution order the memory estimate follows: onnxruntime's optimized graph on a calibrated
     host, the model as stored elsewhere."""
     if device.engine == "onnxruntime":
-        from onnxroof.ort.sessions import engine_graph
+        from onnxroof.ort.optimized import engine_graph
 
         return engine_graph(model, device)
     from onnxroof.load import load_graph

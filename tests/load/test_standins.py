@@ -24,8 +24,8 @@ from onnxroof.load import load_graph
 from onnxroof.load.infer import infer
 from onnxroof.load.read import read_graph
 from onnxroof.load.standin_context import MS, NCHWC
-from onnxroof.load.standin_rules import PROXIES
-from onnxroof.load.standins import needs_proxy, shape_proxy
+from onnxroof.load.standin_rules import STANDINS
+from onnxroof.load.standins import needs_standins, standin_model
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -647,10 +647,10 @@ def _case_model(case: Case) -> tuple[ModelProto, dict[str, np.ndarray]]:
     return _model(nodes, inputs, outputs + [o for n in case.after for o in n.output], inits, opset=case.opset), feeds
 
 
-def _proxy_types(model: ModelProto) -> dict[str, tuple[tuple[int, ...] | None, int]]:
-    """Shapes and dtypes that onnx's inference gives the proxy's tensors (one pass, no symbolic inference)."""
-    proxy = shape_proxy(model)
-    inferred = onnx.shape_inference.infer_shapes(proxy, check_type=False, strict_mode=False, data_prop=True)
+def _standin_types(model: ModelProto) -> dict[str, tuple[tuple[int, ...] | None, int]]:
+    """Shapes and dtypes that onnx's inference gives the stand-in model's tensors (one pass, no symbolic inference)."""
+    standin = standin_model(model)
+    inferred = onnx.shape_inference.infer_shapes(standin, check_type=False, strict_mode=False, data_prop=True)
     out = {}
     for vi in itertools.chain(inferred.graph.value_info, inferred.graph.output):
         tt = vi.type.tensor_type
@@ -666,19 +666,19 @@ CASES.update(_reorder_cases())
 def test_each_rule_matches_onnxruntime(name: str):
     case = CASES[name]
     model, feeds = _case_model(case)
-    assert needs_proxy(model)
+    assert needs_standins(model)
     if case.expected is not None:
         real = dict(zip([f"y{i}" for i in range(case.outputs)], case.expected))
     else:
         real = _run_all(model, feeds)
-    types = _proxy_types(model)
+    types = _standin_types(model)
     for output, expected in real.items():
         assert types.get(output) == expected, (output, types.get(output), expected)
 
 
 def _behind_unknown_ranks(model: ModelProto) -> ModelProto:
     """The model with each runtime input first passed through a com.microsoft Gelu (itself a stand-in): the op's
-    inputs then have no known rank when the proxy is built, so its rank-free form is what gets inferred."""
+    inputs then have no known rank when the stand-in is built, so its rank-free form is what gets inferred."""
     model = ModelProto.FromString(model.SerializeToString())
     gelus = []
     for vi in model.graph.input:
@@ -700,7 +700,7 @@ def test_layout_rules_hold_when_the_input_rank_is_unknown(name: str):
     case = CASES[name]
     model, feeds = _case_model(case)
     real = _run_all(model, feeds)
-    types = _proxy_types(_behind_unknown_ranks(model))
+    types = _standin_types(_behind_unknown_ranks(model))
     for output, expected in real.items():
         assert types.get(output) == expected, (output, types.get(output), expected)
 
@@ -723,18 +723,18 @@ def test_ops_only_symbolic_inference_knows_are_inferred_after_the_stand_ins():
 
 def test_every_rule_in_the_table_is_exercised():
     covered = {(c.domain, c.op_type) for c in CASES.values()}
-    missing = set(PROXIES) - covered - {(MS, "FusedMatMulActivation")}  # no CPU kernel; same builder as FusedMatMul
+    missing = set(STANDINS) - covered - {(MS, "FusedMatMulActivation")}  # no CPU kernel; same builder as FusedMatMul
     if _nchwc_block() <= 1:  # a CPU without NCHWc kernels
         missing -= {(NCHWC, "ReorderInput")}
     assert not missing
 
 
 # -------------------------------------------------------------------------------------------------------------
-# The proxy itself
+# The stand-in model itself
 
 
 def _gelu_then_matmul(opset: int) -> ModelProto:
-    """Gelu feeding a transposed FusedMatMul operand: the operand's rank is unknown when the proxy is built."""
+    """Gelu feeding a transposed FusedMatMul operand: the operand's rank is unknown when the stand-in is built."""
     nodes = [
         helper.make_node("Gelu", ["x"], ["g"], domain=MS),
         helper.make_node("FusedMatMul", ["x", "g"], ["y"], domain=MS, transB=1),
@@ -746,18 +746,18 @@ def _gelu_then_matmul(opset: int) -> ModelProto:
 def test_the_callers_model_is_never_modified_and_names_are_kept():
     model = _gelu_then_matmul(17)
     before = model.SerializeToString()
-    proxy = shape_proxy(model)
+    standin = standin_model(model)
     assert model.SerializeToString() == before
-    assert {n.domain for n in proxy.graph.node} == {""}
-    produced = {o for n in proxy.graph.node for o in n.output}
+    assert {n.domain for n in standin.graph.node} == {""}
+    produced = {o for n in standin.graph.node for o in n.output}
     assert {"g", "y", "z"} <= produced
-    assert len(produced) == len({o for n in proxy.graph.node for o in n.output if o})  # each tensor produced once
+    assert len(produced) == len({o for n in standin.graph.node for o in n.output if o})  # each tensor produced once
 
 
 def test_an_operand_of_unknown_rank_is_reordered_by_a_reshape_that_onnx_propagates():
-    proxy = shape_proxy(_gelu_then_matmul(17))
-    assert "Reshape" in {n.op_type for n in proxy.graph.node}
-    assert _proxy_types(_gelu_then_matmul(17))["z"] == ((2, 3, 8, 8), TensorProto.FLOAT)
+    standin = standin_model(_gelu_then_matmul(17))
+    assert "Reshape" in {n.op_type for n in standin.graph.node}
+    assert _standin_types(_gelu_then_matmul(17))["z"] == ((2, 3, 8, 8), TensorProto.FLOAT)
 
 
 def test_before_opset_14_more_passes_give_the_reshaped_operand_a_transpose():
@@ -777,9 +777,9 @@ def test_ops_without_a_rule_and_standard_ops_are_left_alone():
     norm = helper.make_node("LayerNormalization", ["x", "g"], ["n"], axis=-1)
     model = _model([attention, norm], {"x": (TensorProto.FLOAT, [1, 4, 8])}, ["a", "n"],
                    [_weight("w", 8, 24), _weight("b", 24), _weight("g", 8)])  # fmt: skip
-    assert not needs_proxy(model)
-    proxy = shape_proxy(model)
-    assert [(n.domain, n.op_type) for n in proxy.graph.node] == [(MS, "Attention"), ("", "LayerNormalization")]
+    assert not needs_standins(model)
+    standin = standin_model(model)
+    assert [(n.domain, n.op_type) for n in standin.graph.node] == [(MS, "Attention"), ("", "LayerNormalization")]
 
 
 def test_ops_inside_subgraphs_get_stand_ins_and_their_shapes():

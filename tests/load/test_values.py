@@ -12,6 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnxroof.errors import UserError
 from onnxroof.load import load_graph
+from onnxroof.load.model_spec import ModelSpec
 from onnxroof.load.values import parse_value
 
 
@@ -69,7 +70,7 @@ def test_a_value_counts_in_the_analysis(tmp_path: Path):
 def test_a_scalar_value_of_an_input_without_a_shape_is_a_scalar(tmp_path: Path):
     from onnxroof.ort.sessions import random_feeds, runnable_model
 
-    runnable = runnable_model(_sized_by_input(tmp_path, None), values={"n": "16000"})
+    runnable = runnable_model(ModelSpec(_sized_by_input(tmp_path, None), values={"n": "16000"}))
     feed = random_feeds(runnable)["n"]
     assert feed.dtype == np.int64 and feed.shape == () and int(feed) == 16000
     assert runnable.inputs["n"] == ((), TensorProto.INT64)
@@ -78,10 +79,10 @@ def test_a_scalar_value_of_an_input_without_a_shape_is_a_scalar(tmp_path: Path):
 def test_a_list_takes_a_declared_static_shape(tmp_path: Path):
     from onnxroof.ort.sessions import random_feeds, runnable_model
 
-    runnable = runnable_model(_sized_by_input(tmp_path, [1]), values={"n": "7"})
+    runnable = runnable_model(ModelSpec(_sized_by_input(tmp_path, [1]), values={"n": "7"}))
     assert random_feeds(runnable)["n"].tolist() == [7]
     with pytest.raises(UserError, match="2 number"):
-        runnable_model(_sized_by_input(tmp_path, [1]), values={"n": "7,8"})
+        runnable_model(ModelSpec(_sized_by_input(tmp_path, [1]), values={"n": "7,8"}))
 
 
 def test_a_value_for_no_input_names_the_inputs(tmp_path: Path):

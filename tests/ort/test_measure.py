@@ -29,6 +29,7 @@ from onnxroof.ort.measure import (
     spread_warning,
     summarize,
 )
+from onnxroof.ort.session_spec import SessionSpec
 from onnxroof.ort.sessions import random_feeds, runnable_model
 from tests.helpers import IR_VERSION, LIGHT_DIR, cuda_works, tiny_model
 
@@ -218,9 +219,9 @@ def test_time_runs_stops_at_the_timeout() -> None:
 
 
 def test_bad_settings_are_user_errors() -> None:
+    """The timing's own settings; the session's are refused by its spec (test_specs.py)."""
     for kwargs in (
         {"repeat": 2},
-        {"threads": 0},
         {"warmup": -1},
         {"batch": 0},
         {"timeout_s": 0},
@@ -229,8 +230,6 @@ def test_bad_settings_are_user_errors() -> None:
     ):
         with pytest.raises(UserError):
             measure(tiny_model(), **kwargs)
-    with pytest.raises(UserError):
-        measure(tiny_model(), provider="tpu")
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -280,8 +279,8 @@ def test_cuda_without_a_gpu() -> None:
     if cuda_works():
         pytest.skip("a GPU is available here")
     with pytest.raises(UserError, match="CUDAExecutionProvider"):
-        measure(tiny_model(), provider="cuda", **FAST)
-    result = measure(tiny_model(), provider="cuda", allow_fallback=True, **FAST)
+        measure(tiny_model(), SessionSpec("cuda"), **FAST)
+    result = measure(tiny_model(), SessionSpec("cuda", allow_fallback=True), **FAST)
     assert result.requested_provider == "CUDAExecutionProvider"
     assert result.provider == "CPUExecutionProvider"
     assert any("ran on CPUExecutionProvider" in w for w in result.warnings)
@@ -348,7 +347,7 @@ def test_light_model(opt_level: str) -> None:
     inits = {t.name for t in graph.initializer}
     fills = sum(1 for n in graph.node if n.op_type == "ConstantOfShape" and n.input and n.input[0] in inits)
     assert fills > 0
-    result = measure(path, opt_level=opt_level, **FAST)
+    result = measure(path, SessionSpec(opt_level=opt_level), **FAST)
     stored = [n for n in result.notes if "ConstantOfShape" in n]
     # At "disable" onnxruntime would refill the weights on every run: every one is stored as an initializer first.
     expected = [f"opt level disable: {fills} ConstantOfShape weight(s) stored as initializers"]
@@ -362,7 +361,7 @@ def test_a_loaded_runnable_model_is_measured_without_being_changed():
 
     runnable = runnable_model(LIGHT_DIR / "light_squeezenet.onnx")  # ConstantOfShape weights: "disable" rewrites them
     before = runnable.model.SerializeToString()
-    result = measure(runnable, opt_level="disable", warmup=0, repeat=3, batch=1)
+    result = measure(runnable, SessionSpec(opt_level="disable"), warmup=0, repeat=3, batch=1)
     assert result.model == runnable.name and result.repeat == 3
     assert runnable.model.SerializeToString() == before
 
@@ -455,9 +454,10 @@ def test_a_run_keeps_outputs_numpy_lacks_as_ort_values() -> None:
 def test_parked_sessions_stop_spinning_when_a_run_returns_and_others_keep_onnxruntimes_default() -> None:
     from onnxroof.ort.sessions import session_options
 
-    assert session_options(2, park_when_idle=True).get_session_config_entry("session.force_spinning_stop") == "1"
+    two = SessionSpec(threads=2)
+    assert session_options(two, park_when_idle=True).get_session_config_entry("session.force_spinning_stop") == "1"
     with pytest.raises(RuntimeError):  # absent: onnxruntime's default, pools that keep polling between runs
-        session_options(2).get_session_config_entry("session.force_spinning_stop")
+        session_options(two).get_session_config_entry("session.force_spinning_stop")
 
 
 def test_idle_parked_sessions_take_no_cpu_time() -> None:
@@ -469,7 +469,7 @@ def test_idle_parked_sessions_take_no_cpu_time() -> None:
     from onnxroof.ort.sessions import make_session
 
     feeds = {"x": np.ones(REFERENCE_INPUT, dtype=np.float32)}
-    sessions = [make_session(reference_model(), "cpu", 2, park_when_idle=True)[0] for _ in range(10)]
+    sessions = [make_session(reference_model(), SessionSpec(threads=2), park_when_idle=True)[0] for _ in range(10)]
     for session in sessions:
         session.run(None, feeds)
     start = time.process_time()
@@ -494,6 +494,7 @@ def test_eight_times_the_work_measures_several_times_longer_per_run() -> None:
     totals would read alike (a ratio near 1). Both models run at 1 thread with nothing folded or fused; per-run
     times give a ratio near 8 less what one run's fixed costs share, and a bound of 2 keeps a busy moment that
     slows the short chain's few samples from failing a test of what a sample is."""
-    one = measure(_relu_chain(1), opt_level="disable", warmup=2, repeat=5)
-    eight = measure(_relu_chain(8), opt_level="disable", warmup=2, repeat=5)
+    unoptimized = SessionSpec(opt_level="disable")
+    one = measure(_relu_chain(1), unoptimized, warmup=2, repeat=5)
+    eight = measure(_relu_chain(8), unoptimized, warmup=2, repeat=5)
     assert eight.fast_s / one.fast_s > 2

@@ -17,6 +17,7 @@ from onnxroof.errors import UserError
 from onnxroof.load import load_graph
 from onnxroof.ort.mapping import MERGED, REMOVED, name_candidates, tensor_candidate
 from onnxroof.ort.profile import FLOOR_S, NodeProfile, profile_nodes, split_runs
+from onnxroof.ort.session_spec import SessionSpec
 from onnxroof.ort.sessions import runnable_model
 from tests.helpers import IR_VERSION, LIGHT_DIR, cuda_works
 
@@ -106,7 +107,7 @@ def _check_complete(profile: NodeProfile, model: onnx.ModelProto) -> None:
 @pytest.mark.parametrize("opt_level", ["extended", "all"])
 def test_conv_bn_relu_is_one_engine_node(opt_level: str) -> None:
     model = _conv_block()
-    profile = profile_nodes(runnable_model(model), opt_level=opt_level, **FAST)
+    profile = profile_nodes(runnable_model(model), SessionSpec(opt_level=opt_level), **FAST)
     fused = _engine_node_of(profile, "conv")
     assert set(fused.covers) == {"conv", "bn", "relu"}
     # A kernel runs inside its model run, so its median over the profiled runs is at most the runs' median.
@@ -132,7 +133,7 @@ def test_add_and_relu_fuse_into_an_nchwc_conv() -> None:
     inits += [_weight(name, (16,)) for name in ("s", "bb", "m")]
     inits.append(numpy_helper.from_array(np.full(16, 2.0, np.float32), "v"))
     model = _model(nodes, {"x": [1, 16, 8, 8]}, {"y": [1, 16, 8, 8]}, inits)
-    profile = profile_nodes(runnable_model(model), opt_level="all", **FAST)
+    profile = profile_nodes(runnable_model(model), SessionSpec(opt_level="all"), **FAST)
     fused = _engine_node_of(profile, "add")
     assert (fused.domain, fused.op_type) == ("com.microsoft.nchwc", "Conv")
     assert set(fused.covers) == {"conv1", "bn1", "add", "relu"}
@@ -141,21 +142,21 @@ def test_add_and_relu_fuse_into_an_nchwc_conv() -> None:
 
 
 def test_nchwc_reorders_are_engine_only_with_their_time() -> None:
-    profile = profile_nodes(runnable_model(_conv_block()), opt_level="all", **FAST)
+    profile = profile_nodes(runnable_model(_conv_block()), SessionSpec(opt_level="all"), **FAST)
     reorders = [n for n in profile.nodes if n.op_type in ("ReorderInput", "ReorderOutput")]
     assert reorders
     assert all(n.engine_only and not n.covers and n.median_s is not None for n in reorders)
 
 
 def test_disable_keeps_every_node() -> None:
-    profile = profile_nodes(runnable_model(_conv_block()), opt_level="disable", **FAST)
+    profile = profile_nodes(runnable_model(_conv_block()), SessionSpec(opt_level="disable"), **FAST)
     assert profile.unmapped == ()
     assert all(len(n.covers) == 1 and n.name == n.covers[0] for n in profile.nodes)
 
 
 def test_gemm_relu_and_matmul_add() -> None:
     model = _gemm_chain()
-    profile = profile_nodes(runnable_model(model), opt_level="all", **FAST)
+    profile = profile_nodes(runnable_model(model), SessionSpec(opt_level="all"), **FAST)
     fused_gemm = _engine_node_of(profile, "gemm")
     assert fused_gemm.op_type == "FusedGemm" and set(fused_gemm.covers) == {"gemm", "relu"}
     matmul_add = _engine_node_of(profile, "mm")
@@ -166,7 +167,7 @@ def test_gemm_relu_and_matmul_add() -> None:
 
 def test_unnamed_nodes_use_the_analysis_names() -> None:
     model = _conv_block(named=False)
-    profile = profile_nodes(runnable_model(model), opt_level="all", **FAST)
+    profile = profile_nodes(runnable_model(model), SessionSpec(opt_level="all"), **FAST)
     assert set(_engine_node_of(profile, "Conv_0").covers) == {"Conv_0", "BatchNormalization_1", "Relu_2"}
     assert {u.name for u in profile.unmapped} == {"Identity_4"}
     _check_complete(profile, model)
@@ -175,14 +176,14 @@ def test_unnamed_nodes_use_the_analysis_names() -> None:
 def test_the_callers_model_is_left_as_it_was() -> None:
     runnable = runnable_model(_conv_block(named=False))
     before = runnable.model.SerializeToString()
-    profile_nodes(runnable, opt_level="disable", **FAST)
-    profile_nodes(runnable, opt_level="all", **FAST)
+    profile_nodes(runnable, SessionSpec(opt_level="disable"), **FAST)
+    profile_nodes(runnable, SessionSpec(opt_level="all"), **FAST)
     assert runnable.model.SerializeToString() == before
 
 
 def test_engine_model_is_the_profiled_graph() -> None:
     """Analyzing the engine model names its nodes exactly as the profile does."""
-    profile = profile_nodes(runnable_model(_conv_block(named=False)), opt_level="all", **FAST)
+    profile = profile_nodes(runnable_model(_conv_block(named=False)), SessionSpec(opt_level="all"), **FAST)
     graph = load_graph(profile.engine_model)
     assert [n.name for n in graph.nodes if not n.folded] == [n.name for n in profile.nodes]
 
@@ -197,7 +198,7 @@ def test_folding_and_common_subexpressions() -> None:
         helper.make_node("Reshape", ["c", "s"], ["y"], name="reshape"),
     ]
     model = _model(nodes, {"x": [2, 8]}, {"y": [2, 8]}, [])
-    profile = profile_nodes(runnable_model(model), opt_level="basic", **FAST)
+    profile = profile_nodes(runnable_model(model), SessionSpec(opt_level="basic"), **FAST)
     reasons = {u.name: u.reason for u in profile.unmapped}
     assert set(reasons) == {"shape", "ra"} or set(reasons) == {"shape", "rb"}
     assert reasons["shape"].startswith("folded")
@@ -218,7 +219,7 @@ def test_control_flow_subgraph_kernels_are_not_counted_twice() -> None:
     ]
     zero = numpy_helper.from_array(np.array(0.0, np.float32), "zero")
     model = _model(nodes, {"x": [2, 8]}, {"y": [2, 8]}, [zero])
-    profile = profile_nodes(runnable_model(model), opt_level="disable", **FAST)
+    profile = profile_nodes(runnable_model(model), SessionSpec(opt_level="disable"), **FAST)
     assert [n.name for n in profile.nodes] == ["sum", "gt", "if"]
     assert all(n.median_s is not None for n in profile.nodes)
 
@@ -279,7 +280,7 @@ def test_a_failing_run_is_a_user_error() -> None:
     reshape = helper.make_node("Reshape", ["x", "shape"], ["y"], name="r")
     model = _model([reshape], {"x": [2, 8]}, {"y": [3, 5]}, [shape])
     with pytest.raises(UserError, match="failed while running"):
-        profile_nodes(runnable_model(model), opt_level="disable", **FAST)
+        profile_nodes(runnable_model(model), SessionSpec(opt_level="disable"), **FAST)
 
 
 def test_interrupt_leaves_no_files(isolated_dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -317,7 +318,7 @@ def test_interrupt_leaves_no_files(isolated_dirs: tuple[Path, Path], monkeypatch
 def test_cuda_fallback_is_reported() -> None:
     if cuda_works():
         pytest.skip("a GPU is available here")
-    profile = profile_nodes(runnable_model(_gemm_chain()), provider="cuda", allow_fallback=True, **FAST)
+    profile = profile_nodes(runnable_model(_gemm_chain()), SessionSpec("cuda", allow_fallback=True), **FAST)
     assert (profile.requested_provider, profile.provider) == ("CUDAExecutionProvider", "CPUExecutionProvider")
 
 
@@ -361,7 +362,7 @@ def test_derived_names() -> None:
 @pytest.mark.parametrize("opt_level", ["all", "disable"])
 def test_light_model_is_fully_mapped(opt_level: str) -> None:
     runnable = runnable_model(LIGHT_DIR / "light_squeezenet.onnx")
-    profile = profile_nodes(runnable, opt_level=opt_level, runs=2, warmup=1)
+    profile = profile_nodes(runnable, SessionSpec(opt_level=opt_level), runs=2, warmup=1)
     _check_complete(profile, runnable.model)
     graph = load_graph(runnable.model)
     runtime = [n for n in graph.nodes if not n.folded]

@@ -18,6 +18,7 @@ from onnxroof.ort.reference import (
     drift_warning,
     reference_model,
 )
+from onnxroof.ort.session_spec import SessionSpec
 from onnxroof.ort.validate import validate
 from tests.helpers import CONV, calibrated_host, record_parking
 
@@ -164,6 +165,6 @@ def test_the_timed_model_parks_its_threads_when_the_reference_runs_between_its_s
 
     path = str(conv_bn_relu)
     seen = record_parking(monkeypatch)
-    measure(path, threads=2, repeat=3, warmup=1, between=lambda: None)
-    measure(path, threads=2, repeat=3, warmup=1)
+    measure(path, SessionSpec(threads=2), repeat=3, warmup=1, between=lambda: None)
+    measure(path, SessionSpec(threads=2), repeat=3, warmup=1)
     assert seen == [True, False]

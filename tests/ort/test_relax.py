@@ -11,6 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from onnxroof.api import analyze
+from onnxroof.load.model_spec import ModelSpec
 from onnxroof.ort.relax import declare_inputs, open_inputs, refused_by_inference
 from onnxroof.ort.sessions import make_session, runnable_model
 from tests.helpers import IR_VERSION, calibrated_host
@@ -95,7 +96,7 @@ SHAPES = {"x": (1, 512), "state": (2, 1, H)}
 def test_onnxruntime_itself_refuses_the_model_with_its_shapes_written_in():
     from onnxroof.ort.sessions import ort
 
-    fixed = runnable_model(voice_activity_model(), SHAPES).model
+    fixed = runnable_model(ModelSpec(voice_activity_model(), SHAPES)).model
     with pytest.raises(Exception) as info:
         ort().InferenceSession(fixed.SerializeToString(), providers=["CPUExecutionProvider"])
     assert refused_by_inference(info.value)
@@ -108,7 +109,7 @@ def test_onnxruntime_itself_refuses_the_model_with_its_shapes_written_in():
 
 
 def test_a_session_loads_it_with_its_inputs_left_open_and_runs_the_fixed_shapes():
-    fixed = runnable_model(voice_activity_model(), SHAPES).model
+    fixed = runnable_model(ModelSpec(voice_activity_model(), SHAPES)).model
     session, _ = make_session(fixed)
     feeds = {"x": np.ones((1, 512), np.float32), "state": np.zeros((2, 1, H), np.float32), "sr": np.array(16000)}
     (out,) = session.run(None, feeds)

@@ -16,9 +16,9 @@ def measured_on_test_host(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     real = validate_module.validate
     asked: list[object] = []
 
-    def on_test_host(model, device, **kwargs):
+    def on_test_host(model, device, session, **kwargs):
         asked.append(device)
-        return real(model, calibrated_host({"conv": CONV}), repeat=3, runs=3, spread_s=0.0)
+        return real(model, calibrated_host({"conv": CONV}), session, repeat=3, runs=3, spread_s=0.0)
 
     monkeypatch.setattr(validate_module, "validate", on_test_host)
     return asked

@@ -118,7 +118,7 @@ def test_command_training(cli) -> None:
 def test_on_an_onnxruntime_host_memory_is_the_calibrated_process_peak(monkeypatch) -> None:
     from onnxroof.devices import Sourced
     from onnxroof.ort import memory_calibration
-    from onnxroof.ort.sessions import engine_graph
+    from onnxroof.ort.optimized import engine_graph
     from onnxroof.predict.memory import estimate_memory
     from onnxroof.predict.process_memory import SessionMemoryFactors, process_peak_bytes, weights_by_kind
     from tests.helpers import calibrated_host

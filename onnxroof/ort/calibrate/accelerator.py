@@ -34,6 +34,7 @@ from onnxroof.ort.calibrate.host import cpu_model, host_key, nvidia_gpu, ort_ver
 from onnxroof.ort.calibrate.jobs import Chain, Flush, Job, Reference, Runner, time_passes
 from onnxroof.ort.calibrate.suite import SUITE
 from onnxroof.ort.measure import fast_estimate
+from onnxroof.ort.session_spec import SessionSpec, provider_name
 
 __all__ = ["GPU", "TINY", "RooflineSuite", "calibrate_roofline", "product_rate", "stream_rate"]
 
@@ -135,10 +136,10 @@ def _check_provider(provider: str, threads: int) -> None:
     """A UserError where onnxruntime runs a graph meant for ``provider`` on another one (onnxruntime-gpu falls back
     to the CPU where there is no GPU or no CUDA runtime): what would be measured is not the device asked for."""
     model, _ = chains.activation_chain(Rand(0), 1, "Neg", (16,))
-    _, actual = sessions.make_session(model, provider, threads, allow_fallback=True)
-    if actual != sessions.provider_name(provider):
+    _, actual = sessions.make_session(model, SessionSpec(provider, threads, allow_fallback=True))
+    if actual != provider_name(provider):
         raise UserError(
-            f"cannot calibrate {sessions.provider_name(provider)}: onnxruntime runs its graphs on {actual} here",
+            f"cannot calibrate {provider_name(provider)}: onnxruntime runs its graphs on {actual} here",
             "calibrate on a machine with an NVIDIA GPU, its driver and onnxroof[cuda] installed",
         )
 
@@ -208,7 +209,7 @@ def _device(jobs: _Jobs, suite: RooflineSuite, provider: str, threads: int, pass
             f"calibrated: {jobs.fp16.label}, {jobs.fp16.lo} and {jobs.fp16.hi} long, 2n^3 FLOPs a node; {how}",
         )
     bandwidth = stream_rate(suite.stream_floats, 4, _per_node(jobs.stream))
-    on_gpu = sessions.provider_name(provider) == "CUDAExecutionProvider"
+    on_gpu = provider_name(provider) == "CUDAExecutionProvider"
     gpu = nvidia_gpu() if on_gpu else None
     reference = jobs.reference.sampler.time_s()
     return Device(

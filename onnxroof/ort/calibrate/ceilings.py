@@ -18,7 +18,7 @@ import onnx
 
 from onnxroof.devices import CEILING_NAMES, Ceiling, Device, FrozenMap, Sourced, WeightReuse, WeightWait
 from onnxroof.ir import Graph
-from onnxroof.ort import sessions
+from onnxroof.ort import optimized
 from onnxroof.ort.calibrate.classes import (
     COMPUTE_CLASSES,
     INT8_CONV_CLASSES,
@@ -304,7 +304,7 @@ def network_factor(device: Device, model: onnx.ModelProto, typical_s: float, how
     dozen typical kernels run one after the other as in a model, timed in the same passes as the benchmarks, so its
     ratio carries all three to every prediction, and the misfits of single kernels to their class ceilings average
     out over it."""
-    analysis = analyze_graph(sessions.engine_graph(model, device), device, engine=True)
+    analysis = analyze_graph(optimized.engine_graph(model, device), device, engine=True)
     predicted = analysis.totals.predicted_time_s
     # The factor scales the kernels' work, not the fixed costs: the run overhead and each node's dispatch.
     fixed = (device.run_overhead.value if device.run_overhead is not None else 0.0) + sum(
@@ -363,7 +363,7 @@ def weight_reuse(device: Device, loops: Sequence[tuple[onnx.ModelProto, float]],
     weights) and are at least 1. None without loops."""
     points: list[tuple[float, float]] = []
     for model, seconds in loops:
-        graph = sessions.engine_graph(model, device)
+        graph = optimized.engine_graph(model, device)
         traffic = bytes_moved(graph)
 
         def predicted(speedup: float, graph: Graph = graph, traffic: float = traffic) -> float:

@@ -31,6 +31,7 @@ from onnxroof.ort.calibrate.classes import CONV_CLASSES, REORDER_CLASSES
 from onnxroof.ort.calibrate.graphs import FLOAT, Built, Rand
 from onnxroof.ort.measure import fast_estimate
 from onnxroof.ort.reference import ReferenceSampler
+from onnxroof.ort.session_spec import SessionSpec
 from onnxroof.predict import engine, op_classes
 
 __all__ = [
@@ -144,16 +145,15 @@ class Runner:
         """A session on the model, and the optimized graph onnxruntime saved while creating it."""
         opt = self._path("opt") + ".onnx"
         prefix = self._path("prof") if profile else None
-        sess, _ = sessions.make_session(
-            model, self.provider, self.threads, "all", profile_prefix=prefix, optimized_path=opt, park_when_idle=True
-        )
+        spec = SessionSpec(self.provider, self.threads)
+        sess, _ = sessions.make_session(model, spec, profile_prefix=prefix, optimized_path=opt, park_when_idle=True)
         return sess, onnx.load(opt, load_external_data=False)
 
     def pass_session(self, serialized: bytes, *, profile: bool = False) -> Any:
         """A session for one pass on a serialized model (serialized once for all passes), its pool spinning
         between runs; the caller closes it."""
         prefix = self._path("prof") if profile else None
-        sess, _ = sessions.make_session(serialized, self.provider, self.threads, "all", profile_prefix=prefix)
+        sess, _ = sessions.make_session(serialized, SessionSpec(self.provider, self.threads), profile_prefix=prefix)
         return sess
 
 

@@ -63,7 +63,7 @@ from onnxroof.ort.calibrate.network import factor_network
 from onnxroof.ort.calibrate.suite import FULL, QUICK, SUITE
 from onnxroof.ort.measure import fast_estimate
 from onnxroof.ort.reference import QUIET_STRETCHES
-from onnxroof.ort.sessions import provider_name
+from onnxroof.ort.session_spec import provider_name
 from onnxroof.predict import op_classes
 from onnxroof.units import binary_bytes
 

@@ -1,5 +1,5 @@
 """Shapes from one onnxruntime run: the loader's fallback where shape inference leaves node outputs unknown and
-every input is a static tensor (onnxroof.load.run_shapes says when it asks).
+every input is a static tensor (onnxroof.load.fill_from_run says when it asks).
 
 A run is one session on the CPU provider with one thread and graph optimizations off, so that every tensor
 asked for is still there to be returned: onnxruntime returns graph outputs only, so each one becomes a graph
@@ -20,8 +20,9 @@ import numpy as np
 from onnx import ModelProto, TensorProto, ValueInfoProto
 
 from onnxroof.errors import UserError
-from onnxroof.load.run_shapes import ShapeRequest, ShapeRunFailed
+from onnxroof.load.fill_from_run import ShapeRequest, ShapeRunFailed
 from onnxroof.ort.branches import ELSE, THEN, Variant, ifs_reaching, inline
+from onnxroof.ort.session_spec import SessionSpec
 from onnxroof.ort.sessions import make_session, random_feeds, runnable_model
 
 # A run holds each weight about four times over: in the filled model, in the copy of it that a run's variant
@@ -31,6 +32,8 @@ MAX_RUNS = 16  # runs of variants with If nodes replaced by their branches, to r
 OTHER = {THEN: ELSE, ELSE: THEN}
 MEMORY_MARGIN = 0.8  # the share of the available memory a run may take: the rest is left to the process and OS
 GB = 1e9
+# The CPU provider, one thread, graph optimizations off: every tensor asked for is still there to be returned.
+SHAPE_SESSION = SessionSpec(opt_level="disable")
 
 
 def shapes_from_run(request: ShapeRequest) -> dict[str, tuple[int, tuple[int, ...]]]:
@@ -44,7 +47,7 @@ def shapes_from_run(request: ShapeRequest) -> dict[str, tuple[int, tuple[int, ..
     """
     check_memory(request.weight_bytes, len(request.tensors))
     try:
-        runnable = runnable_model(request.source, request.inputs, request.dims, values=request.values)
+        runnable = runnable_model(request.model)
         feeds = ort_values(random_feeds(runnable))
     except Exception as exc:  # a UserError about inputs onnxroof cannot make, or a weight it cannot load
         raise ShapeRunFailed(first_line(exc)) from exc
@@ -104,10 +107,9 @@ def variant_model(base: ModelProto, variant: Variant, outputs: Sequence[str], dt
 
 
 def run_once(model: ModelProto, names: Sequence[str], feeds: Mapping[str, Any]) -> list[Any]:
-    """The OrtValues of ``names`` from one run of ``model`` on the CPU provider, one thread, no graph
-    optimizations: OrtValues rather than arrays, so that every element type (numpy has no bfloat16 or float8)
-    gives its shape."""
-    session, _ = make_session(model, "cpu", 1, "disable")
+    """The OrtValues of ``names`` from one run of ``model`` in SHAPE_SESSION: OrtValues rather than arrays, so
+    that every element type (numpy has no bfloat16 or float8) gives its shape."""
+    session, _ = make_session(model, SHAPE_SESSION)
     return list(session.run_with_ort_values(list(names), feeds))
 
 

@@ -11,32 +11,29 @@ unknown shapes unknown, as inference left them.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from math import prod
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from onnxroof.ir import Tensor, dtype_size, op_domain
 from onnxroof.load.inputs import runtime_inputs
+from onnxroof.load.model_spec import ModelSpec
 from onnxroof.load.read import RawGraph, Serialized, ValueTypes, value_types
 from onnxroof.protos import AttributeProto, GraphProto, ModelProto, ValueInfoProto
 
 
 @dataclass(frozen=True)
 class ShapeRequest:
-    """What a run for shapes is given: the model as the loader was given it (a path, ``zoo:NAME`` or a proto,
-    weights where they are), the input shapes and dims the loader fixed, the tensors whose shapes are wanted
-    (top-level node outputs and, inside If branches, theirs; with the element types inference found for them,
-    where it found one) and the bytes of the model's weights, which a run holds in memory."""
+    """What a run for shapes is given: the model as the loader was given it (its source, weights where they are;
+    the input shapes and dims the loader fixed; the inputs' values as arrays, fed as they are), the tensors whose
+    shapes are wanted (top-level node outputs and, inside If branches, theirs; with the element types inference
+    found for them, where it found one) and the bytes of the model's weights, which a run holds in memory."""
 
-    source: str | os.PathLike | ModelProto
-    inputs: Mapping[str, tuple[int, ...]]
-    dims: Mapping[str, int]
+    model: ModelSpec
     tensors: tuple[str, ...]
     dtypes: Mapping[str, int]
     weight_bytes: float
-    values: Mapping[str, Any] = field(default_factory=dict)  # the inputs' values given (arrays), fed as they are
 
 
 # A run for shapes: each wanted tensor's (ONNX element type, shape), for those the run produced as tensors.
@@ -133,15 +130,15 @@ def fill_from_run(
     raw: RawGraph,
     inferred: Serialized,
     model: ModelProto,
-    given: tuple[str | os.PathLike | ModelProto, Mapping[str, tuple[int, ...]], Mapping[str, int], Mapping[str, Any]],
+    given: ModelSpec,
     run: ShapeRun,
     initializers: Collection[str],
 ) -> RunShapes:
     """``types`` with the shapes of the node outputs inference left unknown taken from ``run``, where there are
     such outputs and every runtime input of ``model`` (the loader's copy, inputs fixed) is a static tensor. The
     If branches of the inferred model (``inferred``, taken from it where it has If nodes) get the shapes of their
-    node outputs as value_info. ``given`` is what the loader was given: the model, the input shapes, the dims and
-    the inputs' values. A run that fails leaves the shapes as they are, with one warning naming the reason; a
+    node outputs as value_info. ``given`` is the model as the loader was given it, its inputs' values as
+    arrays. A run that fails leaves the shapes as they are, with one warning naming the reason; a
     UserError from the run (weights that do not fit in memory) goes to the caller."""
     unknown = unknown_outputs(types, raw)
     typed = inferred.take_model() if any(node.op_type == "If" for node in raw.nodes) else None
@@ -167,8 +164,7 @@ def fill_from_run(
         branch_types = value_types(branch)
         dtypes.update({name: t.dtype for name in names if (t := branch_types.get(name)) is not None and t.dtype})
     try:
-        source, inputs, dims, values = given
-        found = run(ShapeRequest(source, inputs, dims, tuple(unknown + inner), dtypes, weight_bytes(raw), values))
+        found = run(ShapeRequest(given, tuple(unknown + inner), dtypes, weight_bytes(raw)))
     except ShapeRunFailed as exc:
         return RunShapes(
             types, (), [f"onnxruntime could not run the model for the shapes inference left unknown ({exc})"], typed

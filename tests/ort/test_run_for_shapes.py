@@ -13,12 +13,13 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-import onnxroof.ort.run_shapes
+import onnxroof.ort.run_for_shapes
 from onnxroof.api import analyze
 from onnxroof.errors import UserError
 from onnxroof.load import load_graph
-from onnxroof.load.run_shapes import ShapeRunFailed
-from onnxroof.ort.run_shapes import element_type, with_outputs
+from onnxroof.load.fill_from_run import ShapeRequest, ShapeRunFailed
+from onnxroof.load.model_spec import ModelSpec
+from onnxroof.ort.run_for_shapes import element_type, with_outputs
 from onnxroof.predict.analysis import RUN_NOTE
 from tests.helpers import IR_VERSION
 
@@ -88,8 +89,24 @@ def test_a_run_gives_every_shape_and_says_so():
     assert not any("shape unknown" in w for w in analysis.warnings)
 
 
+def test_the_run_is_asked_for_the_model_as_the_loader_was_given_it():
+    seen: list[ShapeRequest] = []
+
+    def recording(request: ShapeRequest) -> dict[str, tuple[int, tuple[int, ...]]]:
+        seen.append(request)
+        return {}
+
+    model = stacking_loop(8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        load_graph(model, inputs={"x": "1x4"}, shape_run=recording)
+    (request,) = seen
+    assert request.model == ModelSpec(model, {"x": (1, 4)}) and request.model.source is model
+    assert request.tensors == ("stack", "mm", "y")
+
+
 def test_the_graph_names_the_tensors_from_the_run_with_their_shapes():
-    from onnxroof.ort.run_shapes import shapes_from_run
+    from onnxroof.ort.run_for_shapes import shapes_from_run
 
     graph = load_graph(stacking_loop(8), shape_run=shapes_from_run)
     assert graph.shapes_from_run == ("stack", "mm", "y")
@@ -164,7 +181,7 @@ def test_shapes_inside_both_branches_of_an_if_come_from_runs():
     assert [w for w in analysis.warnings if "onnxruntime run" in w] == [
         "shapes of 5 node(s) came from an onnxruntime run on random inputs, where shape inference could not infer them"
     ]
-    from onnxroof.ort.run_shapes import shapes_from_run
+    from onnxroof.ort.run_for_shapes import shapes_from_run
 
     graph = load_graph(model, shape_run=shapes_from_run)
     branches = {g.name: g for g in graph.nodes[-1].subgraphs.values()}
@@ -177,7 +194,7 @@ def test_a_branch_that_cannot_run_stays_unknown_and_is_counted():
     # the else branch reshapes the 12 elements of the stack to rows of 5: no run of it succeeds
     five = helper.make_node("Constant", [], ["five"], value=numpy_helper.from_array(np.array([-1, 5], np.int64)))
     model = branching_model([five, helper.make_node("Reshape", ["stack", "five"], ["else_out"])], "else_out")
-    from onnxroof.ort.run_shapes import shapes_from_run
+    from onnxroof.ort.run_for_shapes import shapes_from_run
 
     graph = load_graph(model, shape_run=shapes_from_run)
     assert graph.tensor("y").shape == (TRIPS, 1, 8)
@@ -192,7 +209,7 @@ def test_a_dynamic_input_never_runs(monkeypatch):
     def no_run(request):
         raise AssertionError("onnxruntime ran for a model with a dynamic input")
 
-    monkeypatch.setattr(onnxroof.ort.run_shapes, "shapes_from_run", no_run)
+    monkeypatch.setattr(onnxroof.ort.run_for_shapes, "shapes_from_run", no_run)
     # a sequence input has no static shape: SequenceAt's output and the Relu after it stay unknown
     graph = helper.make_graph(
         [helper.make_node("SequenceAt", ["seq", "zero"], ["t"]), helper.make_node("Relu", ["t"], ["y"])],
@@ -214,12 +231,12 @@ def test_a_dynamic_input_never_runs(monkeypatch):
 
 def test_weights_that_would_not_fit_are_refused(monkeypatch):
     # w is 4 x 8 floats = 128 bytes and trips 8 bytes: 136 bytes, held 4 times over = 544 > 0.8 * 400
-    monkeypatch.setattr(onnxroof.ort.run_shapes, "available_memory", lambda: 400)
+    monkeypatch.setattr(onnxroof.ort.run_for_shapes, "available_memory", lambda: 400)
     with pytest.raises(UserError, match=r"the shapes of 3 node output\(s\) need an onnxruntime run") as err:
         analyze(stacking_loop(8), "v100-sxm2")
     assert "would not fit in the 0.0 GB of memory available" in err.value.args[0]
     # with room for them it runs: 544 <= 0.8 * 800
-    monkeypatch.setattr(onnxroof.ort.run_shapes, "available_memory", lambda: 800)
+    monkeypatch.setattr(onnxroof.ort.run_for_shapes, "available_memory", lambda: 800)
     assert analyze(stacking_loop(8), "v100-sxm2").totals.flops == stacking_loop_flops(8)
 
 
@@ -242,7 +259,7 @@ def test_a_failure_of_the_run_function_is_a_warning(monkeypatch):
     def failing(request):
         raise ShapeRunFailed("out of luck")
 
-    monkeypatch.setattr(onnxroof.ort.run_shapes, "shapes_from_run", failing)
+    monkeypatch.setattr(onnxroof.ort.run_for_shapes, "shapes_from_run", failing)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         analysis = analyze(stacking_loop(8), "v100-sxm2")
@@ -317,7 +334,7 @@ def test_an_output_nothing_reads_is_not_worth_a_run(monkeypatch):
     def no_run(request):
         raise AssertionError("onnxruntime ran for an output that nothing reads")
 
-    monkeypatch.setattr(onnxroof.ort.run_shapes, "shapes_from_run", no_run)
+    monkeypatch.setattr(onnxroof.ort.run_for_shapes, "shapes_from_run", no_run)
     model = stacking_loop(8)
     graph = model.graph
     del graph.node[1:]  # the stack is left unread; y is Relu(x)

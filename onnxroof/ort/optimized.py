@@ -1,0 +1,83 @@
+"""The graph onnxruntime runs: its optimizer's output on this machine (fusions, NCHWc layout) as a ``Graph``.
+
+onnxruntime saves the optimized graph while it creates a session; large weights go to a side file that is not
+read back, so the graph is analyzed like any model whose weights are absent. The values of the constants an Add
+adds (an attention mask among them) are read back from that side file before it goes, so that the prediction
+sees which of a Softmax's elements underflow (onnxroof.predict.subnormal). Shapes that inference leaves unknown
+come from a run for shapes (run_for_shapes.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from math import prod
+
+import onnx
+from onnx import ModelProto, numpy_helper
+
+from onnxroof.devices import Device
+from onnxroof.ir import Graph
+from onnxroof.load import load_graph
+from onnxroof.load.model_spec import ModelSpec, Source
+from onnxroof.ort.relax import declare_inputs
+from onnxroof.ort.run_for_shapes import shapes_from_run
+from onnxroof.ort.session_spec import SessionSpec
+from onnxroof.ort.sessions import make_session, runnable_model
+
+# The largest constant whose values are read back from an optimized graph's side file for its masks (64 MiB of
+# float32): an attention mask is a few hundred thousand elements, a weight larger than this is no mask.
+MAX_MASK_ELEMENTS = 1 << 24
+
+
+def calibrated_session(device: Device) -> SessionSpec:
+    """The session a device profile was calibrated with: its provider and thread count (the CPU and one thread
+    for a device without a calibration), every optimization on, a fallback accepted (the graph is only saved)."""
+    calibration = device.calibration
+    provider = "cuda" if calibration is not None and calibration.provider.lower().startswith("cuda") else "cpu"
+    threads = calibration.threads if calibration is not None else 1
+    return SessionSpec(provider, threads, "all", allow_fallback=True)
+
+
+def inline_added_constants(model: ModelProto, folder: str) -> None:
+    """Read into ``model`` the values of its initializers that an Add node adds (an attention mask among them),
+    from the side file in ``folder`` where they were saved: the folder is temporary, and
+    :func:`with_softmax_masks` reads the masks' values later. Initializers of over ``MAX_MASK_ELEMENTS`` are
+    left out."""
+    added = {name for node in model.graph.node if node.op_type == "Add" and node.domain == "" for name in node.input}
+    for init in model.graph.initializer:
+        external = onnx.external_data_helper.uses_external_data(init)
+        if init.name in added and external and prod(init.dims) <= MAX_MASK_ELEMENTS:
+            onnx.external_data_helper.load_external_data_for_tensor(init, folder)
+
+
+def with_softmax_masks(graph: Graph, model: ModelProto) -> Graph:
+    """``graph`` (loaded from ``model``) with the values of the constant masks added to its Softmax inputs, where
+    ``model`` holds them inline (:func:`inline_added_constants`): the loader keeps only small constants' values, and
+    the masks decide which of the Softmax's elements underflow (``onnxroof.predict.subnormal``)."""
+    from onnxroof.predict.subnormal import mask_candidates
+
+    wanted = mask_candidates(graph)
+    values = {
+        init.name: numpy_helper.to_array(init)
+        for init in model.graph.initializer
+        if init.name in wanted and not onnx.external_data_helper.uses_external_data(init)
+    }
+    return dataclasses.replace(graph, constants={**graph.constants, **values}) if values else graph
+
+
+def engine_graph(model: ModelSpec | Source, device: Device) -> Graph:
+    """The graph onnxruntime runs for ``model`` on this machine, in the session the device profile was calibrated
+    with (weights absent from disk are filled at random only to let onnxruntime build it). The constant masks
+    added to a Softmax's input keep their values (``onnxroof.predict.subnormal``): where they send exp below the
+    normal float range, the Softmax and the product after it run on subnormal floats."""
+    runnable = runnable_model(model)
+    with tempfile.TemporaryDirectory(prefix="onnxroof-opt-") as tmp:
+        path = os.path.join(tmp, "optimized.onnx")  # its large weights in a side file beside it
+        make_session(runnable.model, calibrated_session(device), optimized_path=path)
+        optimized = onnx.load(path, load_external_data=False)
+        declare_inputs(optimized, runnable.inputs)  # a load with the inputs left open saves them open
+        inline_added_constants(optimized, tmp)
+    graph = with_softmax_masks(load_graph(optimized, shape_run=shapes_from_run, values=runnable.values), optimized)
+    return dataclasses.replace(graph, name=runnable.name)
