@@ -3,7 +3,7 @@
 onnxruntime's optimizer does not order the nodes it inserts (the NCHWc reorders of a model with branches) the
 same way from one process to the next, and a host prediction reads the order (what a node's inputs were pushed
 out by), so the same code gives slightly different JSON for a few models in two runs. ``graphs`` therefore
-writes the graph onnxruntime runs for each model once (``ort.sessions.engine_graph``, pickled), and ``write
+writes the graph onnxruntime runs for each model once (``ort.optimized.engine_graph``, pickled), and ``write
 --graphs`` predicts on those, so that two snapshots differ only where the prediction code does.
 
 ``write`` analyzes every zoo model and every model of the benchmark set (tools/export_models.py's folder) on one
@@ -74,7 +74,7 @@ class _GraphPickler(pickle.Pickler):
 
 def graphs(device_file: Path, out: Path, bench: Path | None) -> int:
     """Each model's engine graph on ``device_file``, pickled into ``out``/LABEL.pickle; the number written."""
-    from onnxroof.ort.sessions import engine_graph
+    from onnxroof.ort.optimized import engine_graph
 
     device = load_device(device_file)
     out.mkdir(parents=True, exist_ok=True)

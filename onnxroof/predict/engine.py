@@ -4,7 +4,7 @@ A single peak and a single bandwidth miss how an engine's kernels really run: ke
 very different fractions of the peak (onnxruntime's blocked NCHWc convolution most of it, a depthwise
 convolution or LRN, which do little arithmetic per element they load, far less), and a kernel whose data sits
 in a cache streams faster than one that reads DRAM. This module predicts the time an engine spends on one node of
-the graph it runs (``onnxroof.ort.sessions.optimized_model`` for onnxruntime) from
+the graph it runs (``onnxroof.ort.optimized.engine_graph`` for onnxruntime) from
 
 - the node's op class (``op_classes.op_class``): conv, depthwise, 1x1, gemm, pooling, LRN, ... (``OP_CLASSES``),
   the base class its op registers with its cost function refined by the node's shapes;

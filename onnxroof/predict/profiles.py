@@ -19,7 +19,7 @@ from onnxroof.predict.terms import TERMS, Term
 __all__ = ["ONNXRUNTIME", "PROFILES", "EngineProfile", "engine_profile", "named_profile", "profile_terms"]
 
 ONNXRUNTIME = "onnxruntime"
-# The graph onnxruntime runs: the model after its optimizer's fusions and layout changes (ort.sessions.engine_graph).
+# The graph onnxruntime runs: the model after its optimizer's fusions and layout changes (ort.optimized.engine_graph).
 ONNXRUNTIME_GRAPH = "onnxruntime-optimized"
 
 
