@@ -26,7 +26,7 @@ from onnxroof.predict.control import node_engine
 from onnxroof.predict.levels import memory_level
 from onnxroof.predict.memory import bytes_moved, read_distances
 from onnxroof.predict.precision import PRECISION_DTYPE, check_precision
-from onnxroof.predict.profiles import engine_profile
+from onnxroof.predict.profiles import EngineProfile, engine_profile
 from onnxroof.predict.results import Analysis, NodeResult, OpTypeTotals, Totals, Uncounted, Unsupported
 from onnxroof.predict.subnormal import SubnormalWork, subnormal_work
 from onnxroof.predict.terms import InModel
@@ -242,6 +242,7 @@ def analyze_graph(
     precision: str | None = None,
     engine: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    profile: EngineProfile | None = None,
 ) -> Analysis:
     """Cost every node of a loaded graph and place it on a device's roofline.
 
@@ -250,23 +251,26 @@ def analyze_graph(
     optimized graph on a calibrated host): each node is predicted under its op class's calibrated ceiling and the
     memory level its data fits in, its weights read as fast as the bytes the graph moves (``bytes_moved``) let them
     come back from the caches between runs, plus the engine's run overhead once; without it each node gets the
-    plain roofline of the device. ``progress(done, total)`` is called while nodes are costed.
+    plain roofline of the device. ``progress(done, total)`` is called while nodes are costed. ``profile`` replaces
+    the engine profile the device names (``onnxroof.predict.profiles``), e.g. one with a term left out.
     """
     check_precision(precision)
+    chosen = (profile or engine_profile(device)) if engine else None
     with collection_paused():
-        return _analyze_graph(graph, device, precision, engine, progress)
+        return _analyze_graph(graph, device, precision, chosen, progress)
 
 
 def _analyze_graph(
     graph: Graph,
     dev: Device,
     precision: str | None,
-    engine_mode: bool,
+    profile: EngineProfile | None,
     progress: Callable[[int, int], None] | None,
 ) -> Analysis:
+    """The analysis of ``graph``: each node on the engine ``profile`` (None: the device's plain roofline)."""
     if precision is not None:
         graph = _retype(graph, PRECISION_DTYPE[precision])
-    walk = _Walk(graph, dev, precision, engine_mode)
+    walk = _Walk(graph, dev, precision, profile)
     runtime = [n for n in graph.nodes if not n.folded]
     results: list[NodeResult] = []
     for index, node in enumerate(runtime):
@@ -283,8 +287,9 @@ class _Walk:
     inference moves, its work on subnormal floats, how far back its inputs were written, the working set of the
     node before it) is part of its signature and of its prediction."""
 
-    def __init__(self, graph: Graph, dev: Device, precision: str | None, engine_mode: bool) -> None:
-        self.graph, self.dev, self.precision, self.engine_mode = graph, dev, precision, engine_mode
+    def __init__(self, graph: Graph, dev: Device, precision: str | None, profile: EngineProfile | None) -> None:
+        self.graph, self.dev, self.precision, self.profile = graph, dev, precision, profile
+        engine_mode = self.engine_mode = profile is not None
         # The bytes one inference moves, which decide whether its weights stay in the caches between runs.
         self.traffic = bytes_moved(graph) if engine_mode and dev.weight_reuse is not None else None
         # Masked attention's Softmax and product on subnormal floats: a node with such work is costed on its own.
@@ -351,9 +356,9 @@ class _Walk:
         prec = self.precision or node_precision(node.op_type, ins, outs)
         if self.engine_mode:  # an If's branch is predicted node by node: its own analysis
             inner = functools.partial(
-                _analyze_graph, dev=dev, precision=self.precision, engine_mode=True, progress=None
+                _analyze_graph, dev=dev, precision=self.precision, profile=self.profile, progress=None
             )
-            prediction, note = node_engine(node, view, cost, prec, dev, around, inner)
+            prediction, note = node_engine(node, view, cost, prec, dev, around, inner, self.profile)
         else:
             roof = self.roofs.get(prec) or self.roofs.setdefault(prec, roofline.roof_of(dev, prec))
             prediction, note = roofline.predict_on(cost, roof), None
@@ -398,7 +403,7 @@ def _analysis(walk: _Walk, runtime: Sequence[Node], results: list[NodeResult]) -
         unsupported=unsupported,
         folded_nodes=len(graph.nodes) - len(runtime),
         warnings=tuple(messages),
-        graph=engine_profile(dev).graph if walk.engine_mode else "as-exported",
+        graph=walk.profile.graph if walk.profile is not None else "as-exported",
         uncounted=tuple(coster.uncounted),
     )
 

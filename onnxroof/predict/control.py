@@ -18,6 +18,7 @@ from onnxroof.devices import Device
 from onnxroof.ir import Graph, Node
 from onnxroof.predict import roofline
 from onnxroof.predict.engine import EngineNote, predict_engine
+from onnxroof.predict.profiles import EngineProfile
 from onnxroof.predict.roofline import Prediction
 from onnxroof.predict.terms import InModel
 
@@ -36,11 +37,12 @@ def node_engine(
     device: Device,
     around: InModel,
     analyze_branch: BranchAnalysis,
+    profile: EngineProfile | None = None,
 ) -> tuple[Prediction, EngineNote]:
     """A node's engine prediction: an If's from its branches (each analyzed by ``analyze_branch``), any other
-    node's from ``predict_engine`` at its place in the model, ``around``."""
+    node's from ``predict_engine`` at its place in the model, ``around``, on ``profile`` (None: the device's)."""
     if node.op_type != "If" or node.domain or not node.subgraphs:
-        return predict_engine(view, cost, precision, device, around)
+        return predict_engine(view, cost, precision, device, around, profile)
     branches = {}
     for name, branch in node.subgraphs.items():
         with warnings.catch_warnings():  # what the branch's nodes cannot cost, the If's own cost warned of

@@ -193,7 +193,12 @@ def node_context(
 
 
 def predict_engine(
-    view: NodeView, cost: Cost, precision: str, device: Device, around: InModel = ALONE
+    view: NodeView,
+    cost: Cost,
+    precision: str,
+    device: Device,
+    around: InModel = ALONE,
+    profile: EngineProfile | None = None,
 ) -> tuple[Prediction, EngineNote]:
     """The time the device's engine spends on one node, and why: the node's context (:func:`node_context`), each
     term of the device's engine profile charged on it and combined by the profile's overlap rule
@@ -201,8 +206,9 @@ def predict_engine(
 
     The Prediction's ``peak_flops_s`` and ``bandwidth_bytes_s`` are the node's own ceilings (peak x eff_c over the
     network factor, the effective bandwidth), so its ridge point and attainable FLOP/s read against the roof it
-    actually runs under. The device's ``run_overhead`` is not included: it is paid once per ``session.run``."""
-    profile = engine_profile(device)
+    actually runs under. The device's ``run_overhead`` is not included: it is paid once per ``session.run``.
+    ``profile`` replaces the one the device names (``profiles.engine_profile``)."""
+    profile = profile or engine_profile(device)
     node = node_context(view, cost, precision, device, profile, around)
     combined = combine(charge(node, device, profile_terms(profile)), profile.overlap)
     compute, memory, overhead = combined.compute_s, combined.memory_s, combined.overhead_s

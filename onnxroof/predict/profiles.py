@@ -10,13 +10,22 @@ host profile: onnxruntime's CPU executor).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
 from onnxroof.devices import OP_CLASSES, Device
 from onnxroof.predict.terms import TERMS, Term
 
-__all__ = ["ONNXRUNTIME", "PROFILES", "EngineProfile", "engine_profile", "named_profile", "profile_terms"]
+__all__ = [
+    "ONNXRUNTIME",
+    "PROFILES",
+    "EngineProfile",
+    "engine_profile",
+    "named_profile",
+    "profile_terms",
+    "without_terms",
+]
 
 ONNXRUNTIME = "onnxruntime"
 # The graph onnxruntime runs: the model after its optimizer's fusions and layout changes (ort.optimized.engine_graph).
@@ -89,3 +98,13 @@ def profile_terms(profile: EngineProfile) -> tuple[Term, ...]:
     if unknown:
         raise KeyError(f"profile {profile.name} names unknown terms: {', '.join(sorted(unknown))}")
     return tuple(t for t in TERMS if t.name in profile.terms)
+
+
+def without_terms(profile: EngineProfile, names: frozenset[str]) -> EngineProfile:
+    """``profile`` charging none of the terms ``names`` (a KeyError for a name it does not charge): what the
+    prediction is without them, as ``tools/ablation.py`` asks."""
+    missing = names - set(profile.terms)
+    if missing:
+        raise KeyError(f"profile {profile.name} charges no term {', '.join(sorted(missing))}")
+    kept = tuple(name for name in profile.terms if name not in names)
+    return dataclasses.replace(profile, name=f"{profile.name} without {', '.join(sorted(names))}", terms=kept)

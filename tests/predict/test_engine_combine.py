@@ -201,3 +201,36 @@ def test_a_device_naming_a_profile_by_its_own_name_gets_the_engine_prediction():
     assert analysis.graph == "onnxruntime-optimized" and analysis.nodes[0].engine is not None
     plain = onnxroof.analyze(loaded, replace(calibrated_host(), engine=None))
     assert plain.graph == "as-exported" and plain.nodes[0].engine is None
+
+
+def test_a_profile_without_a_term_charges_it_nowhere_and_the_rest_alike():
+    view, cost, weights = _gemm_with_c()
+    host = calibrated_host()
+    full, full_note = engine.predict_engine(view, cost, "fp32", host)
+    lean = profiles.without_terms(profiles.engine_profile(host), frozenset({"weight_wait"}))
+    pred, note = engine.predict_engine(view, cost, "fp32", host, profile=lean)
+    assert "weight_wait" not in note.terms
+    # The product is compute-bound with and without it (755.0 + 39.3 + 7.9 us of arithmetic and stalls against
+    # 275.6 us of memory, see the accelerator test above), so the prediction loses exactly the weights' wait,
+    # 2,362,368 B / 10e9 B/s = 236.2 us.
+    assert full.predicted_time_s - pred.predicted_time_s == pytest.approx(weights / 10e9)
+    assert {k: v for k, v in full_note.terms.items() if k != "weight_wait"} == dict(note.terms)
+    with pytest.raises(KeyError, match="no term"):
+        profiles.without_terms(lean, frozenset({"weight_wait"}))
+
+
+def test_an_analysis_on_a_given_profile_charges_its_terms_only():
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    loaded = loaded_graph(
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 768])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 768])],
+    )
+    host = calibrated_host()
+    lean = profiles.without_terms(profiles.engine_profile(host), frozenset({"dispatch"}))
+    full = analyze_graph(loaded, host, engine=True)
+    without = analyze_graph(loaded, host, engine=True, profile=lean)
+    # One Relu: the dispatch term is the device's per-node overhead, so the run loses exactly that.
+    lost = full.totals.predicted_time_s - without.totals.predicted_time_s
+    assert lost == pytest.approx(host.launch_overhead.value)
+    assert "dispatch" not in without.nodes[0].engine.terms
