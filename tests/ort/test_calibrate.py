@@ -16,7 +16,7 @@ from onnxroof.api import analyze
 from onnxroof.devices import Device, limit_violations, load_device
 from onnxroof.errors import UserError
 from onnxroof.ort import calibrate
-from onnxroof.ort.calibrate import run
+from onnxroof.ort.calibrate import host_probes, run
 from onnxroof.ort.calibrate.host import CoreLimits
 from onnxroof.ort.calibrate.network import factor_network
 from onnxroof.ort.calibrate.suite import QUICK
@@ -241,7 +241,7 @@ def limited() -> Device:
     """A quick calibration on cores whose limits every measurement exceeds: 1 Hz, 4-byte vectors (20 B/s of loads
     and stores, 8 FLOP/s)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(run, "core_limits", lambda threads: CoreLimits(threads, 4, 1.0, "test: 1 Hz"))
+        patch.setattr(host_probes, "core_limits", lambda threads: CoreLimits(threads, 4, 1.0, "test: 1 Hz"))
         return calibrate.calibrate(threads=1, budget_s=5.0, quick=True)
 
 
