@@ -1,5 +1,11 @@
 """Check that a change moves no prediction: snapshot ``analyze``'s JSON for a set of models, then compare.
 
+onnxruntime's optimizer does not order the nodes it inserts (the NCHWc reorders of a model with branches) the
+same way from one process to the next, and a host prediction reads the order (what a node's inputs were pushed
+out by), so the same code gives slightly different JSON for a few models in two runs. ``graphs`` therefore
+writes the graph onnxruntime runs for each model once (``ort.sessions.engine_graph``, pickled), and ``write
+--graphs`` predicts on those, so that two snapshots differ only where the prediction code does.
+
 ``write`` analyzes every zoo model and every model of the benchmark set (tools/export_models.py's folder) on one
 device file (a calibrated host profile, so that nothing recalibrates between the two snapshots) and writes each
 model's JSON to a folder. ``compare`` reads two such folders and prints every model whose JSON differs, apart
@@ -7,6 +13,8 @@ from the fields named by --ignore (by key, anywhere in the document), and exits 
 files are read, never written.
 
 usage:
+  python tools/prediction_snapshot.py graphs --device host-t1.toml --out graphs-t1/
+  python tools/prediction_snapshot.py write --device host-t1.toml --graphs graphs-t1/ --out before/
   python tools/prediction_snapshot.py write --device host-t1.toml --out before/
   python tools/prediction_snapshot.py compare before/ after/ --ignore class,reason,terms
 """
@@ -14,8 +22,11 @@ usage:
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import pickle
 import sys
+import types
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -27,7 +38,9 @@ from accuracy import bench_dir, read_manifest  # noqa: E402
 
 import model_zoo  # noqa: E402
 import onnxroof  # noqa: E402
+from onnxroof.devices import Device  # noqa: E402
 from onnxroof.devices.files import load_device  # noqa: E402
+from onnxroof.ir import Graph  # noqa: E402
 from onnxroof.report.analysis_json import to_json  # noqa: E402
 
 
@@ -42,16 +55,60 @@ def models(bench: Path | None) -> list[tuple[str, str]]:
     return found
 
 
-def write(device_file: Path, out: Path, bench: Path | None) -> int:
-    """Each model's analyze JSON on ``device_file`` into ``out``/LABEL.json; the number written."""
+def _file_name(label: str, suffix: str) -> str:
+    return label.replace(":", "-") + suffix
+
+
+def _proxy(mapping: dict[Any, Any]) -> types.MappingProxyType[Any, Any]:
+    return types.MappingProxyType(mapping)
+
+
+class _GraphPickler(pickle.Pickler):
+    """A pickler for onnxroof's IR, whose read-only mappings are proxies of dicts."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is types.MappingProxyType:
+            return _proxy, (dict(obj),)
+        return NotImplemented
+
+
+def graphs(device_file: Path, out: Path, bench: Path | None) -> int:
+    """Each model's engine graph on ``device_file``, pickled into ``out``/LABEL.pickle; the number written."""
+    from onnxroof.ort.sessions import engine_graph
+
     device = load_device(device_file)
+    out.mkdir(parents=True, exist_ok=True)
+    for label, source in models(bench):
+        print(f"optimizing {label}", file=sys.stderr, flush=True)
+        buffer = io.BytesIO()
+        _GraphPickler(buffer).dump(engine_graph(source, device))
+        (out / _file_name(label, ".pickle")).write_bytes(buffer.getvalue())
+    return len(list(out.glob("*.pickle")))
+
+
+def _prepared(folder: Path | None, label: str) -> Graph | None:
+    """The engine graph ``graphs`` wrote for ``label`` into ``folder``; None without a folder."""
+    if folder is None:
+        return None
+    path = folder / _file_name(label, ".pickle")
+    if not path.is_file():
+        raise SystemExit(f"no graph for {label} in {folder}: run the graphs command for this device first")
+    graph: Graph = pickle.loads(path.read_bytes())  # written by graphs() on this machine
+    return graph
+
+
+def write(device_file: Path, out: Path, bench: Path | None, prepared: Path | None) -> int:
+    """Each model's analyze JSON on ``device_file`` into ``out``/LABEL.json, on the engine graphs in ``prepared``
+    where given; the number written."""
+    device: Device = load_device(device_file)
     threads = device.calibration.threads if device.calibration is not None else 1
     out.mkdir(parents=True, exist_ok=True)
     written = 0
     for label, source in models(bench):
         print(f"analyzing {label}", file=sys.stderr, flush=True)
-        analysis = onnxroof.analyze(source, device, threads=threads)
-        (out / f"{label.replace(':', '-')}.json").write_text(to_json(analysis))
+        model = _prepared(prepared, label) or source
+        analysis = onnxroof.analyze(model, device, threads=threads)
+        (out / _file_name(label, ".json")).write_text(to_json(analysis))
         written += 1
     return written
 
@@ -80,7 +137,12 @@ def differences(before: Path, after: Path, ignore: frozenset[str]) -> Iterable[s
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
+    g = commands.add_parser("graphs", help="write every model's engine graph on one device file, once")
+    g.add_argument("--device", type=Path, required=True, help="a device file (a calibrated host profile)")
+    g.add_argument("--out", type=Path, required=True, help="the folder the pickled graphs go to")
+    g.add_argument("--bench-dir", type=Path, default=None, help="the benchmark set's folder (default: its cache)")
     w = commands.add_parser("write", help="analyze every model on one device file")
+    w.add_argument("--graphs", type=Path, default=None, help="predict on the engine graphs in this folder")
     w.add_argument("--device", type=Path, required=True, help="a device file (a calibrated host profile)")
     w.add_argument("--out", type=Path, required=True, help="the folder the JSON files go to")
     w.add_argument("--bench-dir", type=Path, default=None, help="the benchmark set's folder (default: its cache)")
@@ -89,8 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("after", type=Path)
     c.add_argument("--ignore", default="", help="comma-separated keys left out of the comparison")
     args = parser.parse_args(argv)
+    if args.command == "graphs":
+        count = graphs(args.device, args.out, args.bench_dir or bench_dir())
+        print(f"{count} graph(s) written to {args.out}")
+        return 0
     if args.command == "write":
-        count = write(args.device, args.out, args.bench_dir or bench_dir())
+        count = write(args.device, args.out, args.bench_dir or bench_dir(), args.graphs)
         print(f"{count} model(s) written to {args.out}")
         return 0
     ignore = frozenset(k for k in args.ignore.split(",") if k)
