@@ -67,7 +67,10 @@ class DramOverlap:
         conv = conv_sample(self.job, self.overheads.profiler_s) if self.job is not None else None
         if conv is None:
             return device
-        return replace(device, dram_overlap=dram_overlap(conv, device, reading.how))
+        hidden = dram_overlap(conv, device, reading.how)
+        if hidden is None:
+            return device
+        return replace(device, dram_overlap=replace(hidden, inputs=reading.inputs(**hidden.inputs)))
 
 
 class ClassBenches:
@@ -134,7 +137,8 @@ class Fp32Peak:
         measured, what = max(candidates)
         value = min(measured, self.limits.limits.flops)
         source = f"calibrated: best fp32 rate of large kernels, {what}; {reading.how}" + held_note(measured, value)
-        return replace(device, peak_flops=FrozenMap({**device.peak_flops, "fp32": Peak(value, True, source)}))
+        peak = Peak(value, True, source, inputs=reading.inputs(measured_flops_s=measured))
+        return replace(device, peak_flops=FrozenMap({**device.peak_flops, "fp32": peak}))
 
 
 class LowPrecision:
@@ -170,14 +174,15 @@ class LowPrecision:
         peaks = dict(device.peak_flops)
         fp16 = matrix_rate(self.fp16, profiler, self.n)
         if fp16 is not None and self.fp16 is not None:
-            peaks["fp16"] = Peak(fp16, True, f"calibrated: {self.fp16.label}; {how}")
+            inputs = reading.inputs(size=self.n, measured_flops_s=fp16)
+            peaks["fp16"] = Peak(fp16, True, f"calibrated: {self.fp16.label}; {how}", inputs=inputs)
         int8_rate = matrix_rate(self.int8, profiler, self.n)
         int8 = [(int8_rate, self.int8.label)] if int8_rate is not None and self.int8 is not None else []
         int8 += peak_candidates(self.classes.samples, "int8")
         if int8:
             rate, label = max(int8)
             what = f"calibrated: best int8 rate, {label} (OP/s, a multiply-accumulate counts 2); {how}"
-            peaks["int8"] = Peak(rate, True, what)
+            peaks["int8"] = Peak(rate, True, what, inputs=reading.inputs(measured_flops_s=rate))
         return replace(device, peak_flops=FrozenMap(peaks))
 
 
@@ -224,5 +229,6 @@ class Subnormal:
         # every masked score of every head, each a subnormal probability at -100, read by d multiply-adds
         underflows = int(graphs.swin_mask(size, window, MASK_VALUE).astype(bool).sum()) * heads
         plain, masked = self.jobs[0].kernel_times(), self.jobs[1].kernel_times()
-        underflow, product = subnormal_costs(plain, masked, underflows, underflows * d, reading.how)
+        costs = subnormal_costs(plain, masked, underflows, underflows * d, reading.how)
+        underflow, product = (None if x is None else replace(x, inputs=reading.inputs(**x.inputs)) for x in costs)
         return replace(device, softmax_underflow=underflow, subnormal_product=product)

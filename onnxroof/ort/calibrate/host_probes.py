@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from onnxroof.devices import CacheLevel, Calibration, Device, Sourced
+from onnxroof.devices import CacheLevel, Calibration, Device, FrozenMap, Sourced
 from onnxroof.errors import UserError
 from onnxroof.ort.calibrate import chains, graphs
 from onnxroof.ort.calibrate.ceilings import (
@@ -60,10 +60,11 @@ class Limits:
 
     def read(self, device: Device, reading: Reading) -> Device:
         self.limits = limits = core_limits(reading.run.threads)
+        inputs = FrozenMap(cores=limits.threads, clock_hz=limits.clock_hz, vector_bytes=limits.vector_bytes)
         return replace(
             device,
-            load_limit=Sourced(float(f"{limits.bandwidth:.4g}"), limits.derivation("bandwidth")),
-            flop_limit=Sourced(float(f"{limits.flops:.4g}"), limits.derivation("flops")),
+            load_limit=Sourced(float(f"{limits.bandwidth:.4g}"), limits.derivation("bandwidth"), inputs),
+            flop_limit=Sourced(float(f"{limits.flops:.4g}"), limits.derivation("flops"), inputs),
         )
 
 
@@ -103,20 +104,38 @@ class Overheads:
     def read(self, device: Device, reading: Reading) -> Device:
         self.node_s = node = self.node.per_node()
         reshape = max(self.reshape.per_node() - node, 0.0)
-        run = max(fast_estimate(self.single.t_lo) - node, 0.0)
-        branch = max(self.branches.per_node() - node, 0.0)
+        one_node_s = fast_estimate(self.single.t_lo)
+        run = max(one_node_s - node, 0.0)
+        if_s = self.branches.per_node()
+        branch = max(if_s - node, 0.0)
         probe = [t for ts in self.profiler.kernel_times().values() for t in ts]
         self.profiler_s = fast_estimate(probe) if probe else 0.0
         lo, hi, how = self.node.lo, self.node.hi, reading.how
+        chains = reading.inputs(
+            chain_lo=lo,
+            chain_hi=hi,
+            lo_run_s=fast_estimate(self.node.t_lo),
+            hi_run_s=fast_estimate(self.node.t_hi),
+            reshape_s=reshape,
+        )
         return replace(
             device,
             launch_overhead=Sourced(
                 node,
                 f"calibrated: slope of session.run time over chains of {lo} and {hi} Neg nodes on 16 floats; a "
                 f"Reshape between them adds {reshape * 1e6:.2f} us; {how}",
+                chains,
             ),
-            run_overhead=Sourced(run, f"calibrated: session.run time of a one-node graph minus one node; {how}"),
-            branch_overhead=Sourced(branch, f"calibrated: slope of {self.branches.label} over Neg's, per node; {how}"),
+            run_overhead=Sourced(
+                run,
+                f"calibrated: session.run time of a one-node graph minus one node; {how}",
+                reading.inputs(run_s=one_node_s, node_s=node),
+            ),
+            branch_overhead=Sourced(
+                branch,
+                f"calibrated: slope of {self.branches.label} over Neg's, per node; {how}",
+                reading.inputs(if_node_s=if_s, node_s=node),
+            ),
         )
 
 
@@ -155,11 +174,13 @@ class Dram:
         if not times:
             raise UserError("calibration failed: the DRAM bandwidth benchmark produced no timings", "run it again")
         b = self.job.feeds["b"]  # the streamed (K x N) operand; the (1 x K) vector and the (1 x N) result move too
-        seconds = max(fast_estimate(times) - self.overheads.profiler_s, 1e-9)
-        self.measured = measured = 4.0 * (b.size + b.shape[0] + b.shape[1]) / seconds
+        nbytes = 4.0 * (b.size + b.shape[0] + b.shape[1])
+        kernel_s, profiler_s = fast_estimate(times), self.overheads.profiler_s
+        self.measured = measured = nbytes / max(kernel_s - profiler_s, 1e-9)
         kept = min(measured, self.limits.limits.bandwidth)
         source = f"calibrated: {self.job.label}; {reading.how}" + held_note(measured, kept)
-        return replace(device, memory_bandwidth=Sourced(kept, source))
+        inputs = reading.inputs(bytes=nbytes, kernel_s=kernel_s, profiler_s=profiler_s, measured_bytes_s=measured)
+        return replace(device, memory_bandwidth=Sourced(kept, source, inputs))
 
 
 class CacheLevels:
@@ -212,10 +233,10 @@ class CacheLevels:
             for cache, _, n_floats in self.levels
             if cache.level in self.wide
         }
-        return replace(device, caches=self._levels(measured, sizes))
+        return replace(device, caches=self._levels(measured, sizes, reading))
 
     def _levels(
-        self, measured: dict[str, tuple[float, str]], sizes: dict[str, tuple[int, str]]
+        self, measured: dict[str, tuple[float, str]], sizes: dict[str, tuple[int, str]], reading: Reading
     ) -> tuple[CacheLevel, ...]:
         """The levels with their bandwidths and sizes. A smaller level is never slower than a larger one (or DRAM):
         a tiny level's chain is mostly dispatch, and its measured bandwidth is raised to the next level's when it
@@ -229,7 +250,7 @@ class CacheLevels:
             bandwidth = measured[cache.level][0]
             floor = bandwidths[cache.level] = max(bandwidth if bandwidth <= limit else 0.0, floor)
         out = []
-        for c, _, _ in self.levels:
+        for c, chain, n_floats in self.levels:
             bandwidth, what = measured[c.level]
             size, size_note = sizes.get(c.level, (c.size, ""))
             if bandwidth > limit:
@@ -241,7 +262,9 @@ class CacheLevels:
                 held = "" if bandwidths[c.level] == bandwidth else ", raised to the next level's"
             where = f"; {size_note}; reported size from {c.source}" if size_note else f"; size from {c.source}"
             source = f"calibrated: bandwidth of a {what}{held}{where}"
-            out.append(CacheLevel(c.level, size, bandwidths[c.level], source, c.scope))
+            node, dispatch = chain.per_node(), self.overheads.node_s
+            inputs = reading.inputs(bytes=8 * n_floats, node_s=node, dispatch_s=dispatch, measured_bytes_s=bandwidth)
+            out.append(CacheLevel(c.level, size, bandwidths[c.level], source, c.scope, inputs))
         return tuple(out)
 
 
@@ -347,4 +370,5 @@ class NetworkFactor:
             return device
         what = f"the median of its runs in the quietest of {QUIET_STRETCHES} stretches of {len(sampler.samples)} runs"
         factor = network_factor(device, sampler.model, typical, f"{what}; {reading.how}")
-        return replace(device, network_factor=factor)
+        inputs = reading.inputs(**factor.inputs, runs=len(sampler.samples))
+        return replace(device, network_factor=replace(factor, inputs=inputs))

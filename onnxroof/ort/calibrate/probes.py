@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from onnxroof.devices import Device
+from onnxroof.devices import Device, FrozenMap
 from onnxroof.ort.calibrate.bench import Suite
 from onnxroof.ort.calibrate.graphs import Rand
 from onnxroof.ort.calibrate.host import ReportedCache, ort_version
@@ -64,6 +64,11 @@ class Reading:
             f"onnxruntime {ort_version()} {self.run.provider} provider, {self.run.threads} thread(s), "
             f"fastest eighth of {self.passes} passes"
         )
+
+    def inputs(self, **measured: float) -> FrozenMap:
+        """A calibrated figure's ``inputs`` (see devices.Sourced): ``measured`` and the threads and passes it was
+        timed at."""
+        return FrozenMap({**measured, "threads": self.run.threads, "passes": self.passes})
 
     def now(self) -> str:
         """The time of the reading, to the second, in UTC."""
