@@ -149,9 +149,9 @@ def _no_inputs() -> Mapping[str, float]:
 class Sourced:
     """A number and where it comes from (a datasheet line, a paper's table, or a stated derivation). A calibrated
     figure's ``inputs`` are the measured numbers it was computed from, by name, each name ending in its unit
-    (``_s`` seconds, ``_bytes``, ``_flops``, ``_bytes_s``; a bare count otherwise): the numbers its ``source``
-    prose states, to check a figure against without reading prose. Empty for a datasheet figure and for a file
-    written before they were recorded."""
+    (``_s`` seconds, ``bytes``, ``_bytes_s``, ``_flops_s``, ``_hz``; a bare count otherwise): the numbers its
+    ``source`` prose states, to check a figure against without reading prose. Empty for a datasheet figure and for
+    a file written before they were recorded."""
 
     value: float
     source: str

@@ -187,8 +187,10 @@ class LowPrecision:
 
 
 class Ceilings:
-    """The op-class ceilings, read on the op-class samples against the device every figure before it makes (no
-    dram_overlap, subnormal costs, weight_reuse, network factor or calibration record yet)."""
+    """The op-class ceilings, read on the op-class samples against the device every figure before it makes: no
+    dram_overlap, subnormal costs, weight_reuse or network factor yet, and no calibration record, so that the
+    predictions the ceilings are read against count a private cache once whatever the threads (the record gives
+    the prediction its threads)."""
 
     name: str = "ceilings"
     after: tuple[str, ...] = ("limits", "overheads", "dram", "caches", "classes", "fp32_peak", "low_precision")

@@ -111,7 +111,7 @@ class Overheads:
         probe = [t for ts in self.profiler.kernel_times().values() for t in ts]
         self.profiler_s = fast_estimate(probe) if probe else 0.0
         lo, hi, how = self.node.lo, self.node.hi, reading.how
-        chains = reading.inputs(
+        slope = reading.inputs(
             chain_lo=lo,
             chain_hi=hi,
             lo_run_s=fast_estimate(self.node.t_lo),
@@ -124,7 +124,7 @@ class Overheads:
                 node,
                 f"calibrated: slope of session.run time over chains of {lo} and {hi} Neg nodes on 16 floats; a "
                 f"Reshape between them adds {reshape * 1e6:.2f} us; {how}",
-                chains,
+                slope,
             ),
             run_overhead=Sourced(
                 run,

@@ -4,7 +4,8 @@ it reads their timings into fields of the device it is given; the probes it read
 pass's order decides what each job finds in the caches), then reads the probes one after the other, each once
 every probe it names has been read, in the probes' order otherwise (:func:`read_order`).
 
-The host's probes are in ``onnxroof.ort.calibrate.host_probes``; a new calibrated figure is one probe there."""
+The host's probes are in ``host_probes`` and ``class_probes``, listed in timing order by ``run.host_probes``: a new
+calibrated figure is one probe there and its place in that list."""
 
 from __future__ import annotations
 
