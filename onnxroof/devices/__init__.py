@@ -34,6 +34,8 @@ sits in::
     [network_factor]               # optional: a network's kernels take this times their time alone
     value = 1.1
     source = "calibrated: ..."
+    inputs = { median_s = 0.021, predicted_s = 0.019, fixed_s = 0.0004, runs = 60, threads = 1, passes = 8 }
+                                   # optional on any figure: the measured numbers it came from, by name
     [weight_reuse]                 # optional: how much faster than from DRAM weights come back between runs
     points = [[4.2e6, 2.5], [3.4e7, 1.0]]   # [bytes one inference touches, speedup over DRAM]
     source = "calibrated: ..."

@@ -7,6 +7,7 @@ import functools
 import itertools
 import math
 import os
+import re
 import sys
 from collections.abc import Mapping
 from importlib import resources
@@ -62,6 +63,7 @@ _OPTIONAL = (
     "flop_limit",
 )
 _FIELDS = _REQUIRED + _OPTIONAL
+_INPUT_NAME = re.compile(r"[a-z][a-z0-9_]*")
 _SCHEMA_HINT = "see the device file format in the onnxroof.devices docstring, or copy an entry of `onnxroof devices`"
 
 
@@ -116,18 +118,35 @@ def _table(data: Mapping[str, Any], name: str, where: str) -> Mapping[str, Any]:
     return raw
 
 
+def _inputs(table: Mapping[str, Any], where: str) -> FrozenMap:
+    """A figure's ``inputs``, the measured numbers it came from: a table of names (lower case, digits and
+    underscores) to finite numbers; empty where the file has none (one written before they were recorded)."""
+    raw = table.get("inputs", {})
+    if not isinstance(raw, Mapping):
+        raise _fail(where, f"field 'inputs' must be a table of names to numbers, got {raw!r}")
+    out = {}
+    for name, value in raw.items():
+        if not _INPUT_NAME.fullmatch(str(name)):
+            raise _fail(where, f"inputs: {name!r} is not a name of lower-case letters, digits and underscores")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise _fail(where, f"inputs: {name} must be a finite number, got {value!r}")
+        out[str(name)] = float(value)
+    return FrozenMap(out)
+
+
 def _sourced(data: Mapping[str, Any], name: str, where: str, *, allow_zero: bool = False) -> Sourced:
     table = _table(data, name, where)
     here = f"{where}, {name}"
-    _check_keys(table, ("value", "source"), here)
-    return Sourced(_number(table, "value", here, allow_zero=allow_zero), _text(table, "source", here))
+    _check_keys(table, ("value", "source", "inputs"), here)
+    value = _number(table, "value", here, allow_zero=allow_zero)
+    return Sourced(value, _text(table, "source", here), _inputs(table, here))
 
 
 def _peak(table: Any, prec: str, where: str) -> Peak:
     here = f"{where}, peak_flops.{prec}"
     if not isinstance(table, Mapping):
         raise _fail(here, f"must be a table with value, dense and source, got {table!r}")
-    _check_keys(table, ("value", "dense", "sparse_value", "source"), here)
+    _check_keys(table, ("value", "dense", "sparse_value", "source", "inputs"), here)
     value = _number(table, "value", here)
     if "dense" not in table:
         raise _fail(
@@ -143,14 +162,14 @@ def _peak(table: Any, prec: str, where: str) -> Peak:
         sparse = _number(table, "sparse_value", here)
         if sparse < value:
             raise _fail(here, f"sparse_value {sparse:g} is below the dense value {value:g}")
-    return Peak(value, table["dense"], _text(table, "source", here), sparse)
+    return Peak(value, table["dense"], _text(table, "source", here), sparse, _inputs(table, here))
 
 
 def _cache(table: Any, index: int, where: str) -> CacheLevel:
     here = f"{where}, caches[{index}]"
     if not isinstance(table, Mapping):
         raise _fail(here, f"must be a table ([[caches]]), got {table!r}")
-    _check_keys(table, ("level", "size", "bandwidth", "scope", "source"), here)
+    _check_keys(table, ("level", "size", "bandwidth", "scope", "source", "inputs"), here)
     bandwidth = _number(table, "bandwidth", here) if "bandwidth" in table else None
     return CacheLevel(
         level=_text(table, "level", here),
@@ -158,6 +177,7 @@ def _cache(table: Any, index: int, where: str) -> CacheLevel:
         bandwidth=bandwidth,
         source=_text(table, "source", here),
         scope=_choice(table, "scope", CACHE_SCOPES, here),
+        inputs=_inputs(table, here),
     )
 
 

@@ -77,12 +77,21 @@ _PRECISION_ALIASES: Mapping[str, str] = {
 }
 
 
+def _no_inputs() -> Mapping[str, float]:
+    return FrozenMap()
+
+
 @dataclass(frozen=True)
 class Sourced:
-    """A number and where it comes from (a datasheet line, a paper's table, or a stated derivation)."""
+    """A number and where it comes from (a datasheet line, a paper's table, or a stated derivation). A calibrated
+    figure's ``inputs`` are the measured numbers it was computed from, by name, each name ending in its unit
+    (``_s`` seconds, ``bytes``, ``_bytes_s``, ``_flops_s``, ``_hz``; a bare count otherwise): the numbers its
+    ``source`` prose states, to check a figure against without reading prose. Empty for a datasheet figure and for
+    a file written before they were recorded."""
 
     value: float
     source: str
+    inputs: Mapping[str, float] = dataclasses.field(default_factory=_no_inputs)
 
 
 @dataclass(frozen=True)
@@ -90,24 +99,28 @@ class Peak:
     """Peak throughput for one precision in FLOP/s (OP/s for int8).
 
     ``value`` is the dense figure when ``dense`` is true; ``sparse_value`` optionally records a datasheet's
-    2:4-structured-sparsity figure, which is informative only and never used as the peak.
+    2:4-structured-sparsity figure, which is informative only and never used as the peak; ``inputs`` the measured
+    numbers a calibrated peak came from (see Sourced).
     """
 
     value: float
     dense: bool
     source: str
     sparse_value: float | None = None
+    inputs: Mapping[str, float] = dataclasses.field(default_factory=_no_inputs)  # as Sourced's
 
 
 @dataclass(frozen=True)
 class CacheLevel:
-    """One level of on-chip memory: its size in bytes, whether it is private or shared, optional bandwidth."""
+    """One level of on-chip memory: its size in bytes, whether it is private or shared, optional bandwidth, and the
+    measured numbers a calibrated level came from (``inputs``, see Sourced)."""
 
     level: str
     size: float
     bandwidth: float | None
     source: str
     scope: str = "shared"  # per-core | per-sm | shared (by the whole chip)
+    inputs: Mapping[str, float] = dataclasses.field(default_factory=_no_inputs)  # as Sourced's
 
 
 def _interpolate(points: tuple[tuple[float, float], ...], work: float) -> float:
@@ -355,8 +368,11 @@ class Device:
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain JSON-ready types (dicts, lists, numbers, strings), sources included."""
         out = dataclasses.asdict(self)
-        out["peak_flops"] = dict(out["peak_flops"])
-        out["caches"] = list(out["caches"])
+        out["peak_flops"] = {prec: _inputs_if_any(peak) for prec, peak in out["peak_flops"].items()}
+        out["caches"] = [_inputs_if_any(cache) for cache in out["caches"]]
+        for name, item in out.items():
+            if isinstance(item, dict) and "inputs" in item:
+                out[name] = _inputs_if_any(item)
         out["ceilings"] = {
             name: {
                 "compute": [list(p) for p in c["compute"]],
@@ -391,7 +407,7 @@ class Device:
             ]
             if pk.sparse_value is not None:
                 lines.append(f"sparse_value = {_toml_num(pk.sparse_value)}")
-            lines.append(f"source = {_toml_str(pk.source)}")
+            lines += [f"source = {_toml_str(pk.source)}", *_toml_inputs(pk.inputs)]
         for fname in (
             "memory_bandwidth",
             "memory_capacity",
@@ -408,6 +424,7 @@ class Device:
             item = getattr(self, fname)
             if item is not None:
                 lines += ["", f"[{fname}]", f"value = {_toml_num(item.value)}", f"source = {_toml_str(item.source)}"]
+                lines += _toml_inputs(item.inputs)
         for cache in self.caches:
             lines += [
                 "",
@@ -418,7 +435,7 @@ class Device:
             ]
             if cache.bandwidth is not None:
                 lines.append(f"bandwidth = {_toml_num(cache.bandwidth)}")
-            lines.append(f"source = {_toml_str(cache.source)}")
+            lines += [f"source = {_toml_str(cache.source)}", *_toml_inputs(cache.inputs)]
         if self.calibration is not None:
             cal = self.calibration
             lines += [
@@ -488,6 +505,20 @@ def _toml_str(text: str) -> str:
             out.append(ch)
     out.append('"')
     return "".join(out)
+
+
+def _inputs_if_any(table: dict[str, Any]) -> dict[str, Any]:
+    """A figure's plain dict with its ``inputs`` as a plain dict, or without them where it has none (a datasheet
+    figure's JSON is as it was before figures had inputs)."""
+    inputs = table.pop("inputs", None)
+    return {**table, "inputs": dict(inputs)} if inputs else table
+
+
+def _toml_inputs(inputs: Mapping[str, float]) -> list[str]:
+    """A figure's ``inputs`` as one inline-table line (none where it has none)."""
+    if not inputs:
+        return []
+    return ["inputs = { " + ", ".join(f"{name} = {_toml_num(value)}" for name, value in inputs.items()) + " }"]
 
 
 def _toml_num(value: float) -> str:

@@ -48,7 +48,10 @@ The package, one job per module:
 - ``classes``: the op classes as the calibration sorts its samples;
 - ``jobs``: the timing jobs (profiled, chain, epilogue pair, reference) and the samples they give;
 - ``ceilings``: from samples to ceilings, cache sizes, peaks, dram_overlap, network_factor and warnings;
-- ``run``: ``calibrate`` phase by phase; ``cache``: ``host_device``, the cached profile (under a lock per key);
+- ``probes``: a probe (its jobs, and how it reads their timings into device fields) and the fold over probes;
+- ``host_probes``, ``class_probes``: the host's probes, one per calibrated figure or a few read together;
+- ``run``: ``calibrate``, the host's probes in timing order and their run; ``cache``: ``host_device``, the cached
+  profile (under a lock per key);
 - ``accelerator``: a GPU's roofline through the CUDA provider (peaks, bandwidth, launch and run costs), which
   ``calibrate`` runs for ``provider="cuda"``.
 """

@@ -290,6 +290,7 @@ def dram_overlap(sample: Sample, device: Device, how: str) -> Sourced | None:
             f"calibrated: {sample.label} ran {sample.time_s * 1e3:.3g} ms against {compute * 1e3:.3g} ms of compute at "
             f"the conv ceiling and {memory * 1e3:.3g} ms of DRAM traffic ({binary_bytes(note.working_set)}); {how}"
         ),
+        FrozenMap(measured_s=sample.time_s, compute_s=compute, memory_s=memory, working_set_bytes=note.working_set),
     )
 
 
@@ -317,6 +318,7 @@ def network_factor(device: Device, model: onnx.ModelProto, typical_s: float, how
             f"calibrated: the factor network (onnxroof.ort.calibrate.network) ran {typical_s * 1e3:.3g} ms a run "
             f"against {predicted * 1e3:.3g} ms predicted from its kernels' ceilings; {how}"
         ),
+        FrozenMap(median_s=typical_s, predicted_s=predicted, fixed_s=fixed),
     )
 
 
@@ -343,6 +345,7 @@ def subnormal_costs(
             float(f"{value:.3g}"),
             f"calibrated: attention's {node} node ran {slow * 1e6:.4g} us masked against {fast * 1e6:.4g} us unmasked, "
             f"over {count} {what}; {how}",
+            FrozenMap(masked_s=slow, unmasked_s=fast, count=count),
         )
 
     return (
