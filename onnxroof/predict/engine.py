@@ -210,7 +210,7 @@ def predict_engine(
     ``profile`` replaces the one the device names (``profiles.engine_profile``)."""
     profile = profile or engine_profile(device)
     node = node_context(view, cost, precision, device, profile, around)
-    combined = combine(charge(node, device, profile_terms(profile)), profile.overlap)
+    combined = combine(charge(node, device, profile_terms(profile)), profile.overlap or device.overlap)
     compute, memory, overhead = combined.compute_s, combined.memory_s, combined.overhead_s
     unbounded = node.level_bandwidth * node.memory_efficiency / node.network  # the rate a node moving nothing had
     effective_bw = cost.bytes / memory if memory > 0 else unbounded

@@ -2,10 +2,12 @@
 
 A profile names the graph its engine executes, the device kinds it runs on, the op classes its calibrated ceilings
 describe (a node of another class takes the device's peak and bandwidth), its overlap rule (how a node's compute,
-memory and overhead combine, ``roofline.combine``) and the prediction terms it charges, by name, its per-node
-cost among them (``onnxroof.predict.terms``). A device names its profile through its ``engine`` field: a profile's
-own name, or an engine's, whose profile for the device's kind applies (``engine = "onnxruntime"`` on a calibrated
-host profile: onnxruntime's CPU executor).
+memory and overhead combine, ``roofline.combine``; None where the device's own field decides, as onnxruntime's
+profiles leave it: a calibrated host's executor runs its nodes one after the other, "serial", a roofline-only
+profile's kernels overlap their launches, "max") and the prediction terms it charges, by name, its per-node cost
+among them (``onnxroof.predict.terms``). A device names its profile through its ``engine`` field: a profile's own
+name, or an engine's, whose profile for the device's kind applies (``engine = "onnxruntime"`` on a calibrated host
+profile: onnxruntime's CPU executor).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class EngineProfile:
     engine: str
     kinds: frozenset[str]
     graph: str
-    overlap: str
+    overlap: str | None  # None: the device's own overlap field (what its calibration measured)
     classes: frozenset[str]
     terms: tuple[str, ...]
     doc: str
@@ -55,7 +57,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         engine=ONNXRUNTIME,
         kinds=frozenset({"cpu"}),
         graph=ONNXRUNTIME_GRAPH,
-        overlap="serial",
+        overlap=None,
         classes=frozenset(OP_CLASSES),
         terms=_EVERY_TERM,
         doc="onnxruntime's CPU executor: one node after the other, each its kernel's time plus its dispatch",
@@ -65,7 +67,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         engine=ONNXRUNTIME,
         kinds=frozenset({"gpu", "tpu"}),
         graph=ONNXRUNTIME_GRAPH,
-        overlap="max",
+        overlap=None,
         classes=frozenset(OP_CLASSES),
         # An accelerator streams a kernel's weights while it computes, and its Gemm adds C inside the kernel.
         terms=tuple(name for name in _EVERY_TERM if name not in ("weight_wait", "bias_pass")),

@@ -134,9 +134,9 @@ def test_the_accelerator_profile_charges_no_weight_wait_and_no_pass_for_c():
     # the 196,608 B output in L2, 2 x 196,608 / 50e9 = 7.9 us.
     assert on_cpu.terms["weight_wait"] == pytest.approx(weights / 10e9)
     assert on_cpu.terms["bias_pass"] == pytest.approx(2 * 196_608 / 50e9)
-    pred, on_gpu = engine.predict_engine(view, cost, "fp32", replace(host, kind="gpu"))
+    pred, on_gpu = engine.predict_engine(view, cost, "fp32", replace(host, kind="gpu", overlap="max"))
     assert "weight_wait" not in on_gpu.terms and "bias_pass" not in on_gpu.terms
-    # max(755.0 + 39.3, 275.6 of memory at DRAM's rate, 1 of dispatch) us under the accelerator profile's max rule
+    # max(755.0 + 39.3, 275.6 of memory at DRAM's rate, 1 of dispatch) us under a GPU's max rule
     assert pred.predicted_time_s == pytest.approx(2 * 64 * 768 * 768 / 100e9 + 2 * 196_608 / 10e9)
 
 
