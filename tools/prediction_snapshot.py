@@ -33,6 +33,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the onnxroof beside this tool, not another checkout's
+sys.path.insert(0, str(ROOT / "tools"))  # accuracy.py, also when this file is loaded from elsewhere
 
 from accuracy import bench_dir, read_manifest  # noqa: E402
 
