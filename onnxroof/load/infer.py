@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from onnxroof.errors import first_line
 from onnxroof.load.fold import fold_shape_values, known_values
 from onnxroof.load.lean import weights_as_inputs
 from onnxroof.load.read import RawGraph, RawNode, Serialized, ValueTypes, opset_of
@@ -188,8 +189,7 @@ def onnx_infer_serialized(model: bytes, data_prop: bool, warnings: list[str]) ->
     try:
         return onnx_infer_bytes(model, data_prop)
     except Exception as exc:  # inference errors on odd but runnable models: keep going with what we have
-        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:120]
-        warnings.append(f"onnx shape inference failed ({reason}); shapes may be missing")
+        warnings.append(f"onnx shape inference failed ({first_line(exc, 120)}); shapes may be missing")
         return model
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, numpy_helper
 
-from onnxroof.errors import UserError
+from onnxroof.errors import UserError, first_line
 from onnxroof.ir import DEFAULT_DOMAINS
 from onnxroof.ort.sessions import RunnableModel
 
@@ -388,9 +388,8 @@ def _checked(run: Callable[..., Any], *args: Any) -> None:
     try:
         run(*args)
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidArgument/RuntimeException types
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise UserError(
-            f"onnxruntime failed while running the model: {first}",
+            f"onnxruntime failed while running the model: {first_line(exc)}",
             "check that the model runs with onnxruntime on inputs of these shapes (or pass real inputs as an .npz)",
         ) from exc
 

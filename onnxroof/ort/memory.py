@@ -33,7 +33,7 @@ from typing import Any
 
 from onnx import ModelProto
 
-from onnxroof.errors import UserError
+from onnxroof.errors import UserError, first_line
 from onnxroof.ort.sessions import OPT_LEVELS, RunnableModel
 
 PROTOBUF_LIMIT = 2**31 - 2**20  # a model this large is saved with its weights in a separate file
@@ -329,8 +329,7 @@ def _measure_here(request: Mapping[str, Any]) -> dict[str, Any]:
     try:
         session = rt.InferenceSession(str(request["model"]), options, providers=["CPUExecutionProvider"])
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"onnxruntime cannot load the model: {first}") from exc
+        raise UserError(f"onnxruntime cannot load the model: {first_line(exc)}") from exc
     status = read_status()
     created = status[0] if status else max_rss()
     gc.collect()
