@@ -26,6 +26,7 @@ from onnx import ModelProto, numpy_helper
 
 from onnxroof.errors import UserError, first_line
 from onnxroof.ir import DEFAULT_DOMAINS
+from onnxroof.ort.proc import cpu_ticks
 from onnxroof.ort.sessions import RunnableModel
 
 MIN_SAMPLE_S = 0.01
@@ -182,17 +183,11 @@ def load_warnings(
 def _machine_busy() -> tuple[float, int] | None:
     """(busy seconds of all cores since boot, number of cores) from /proc/stat; None where it is absent."""
     try:
-        with open("/proc/stat", encoding="ascii") as handle:
-            lines = handle.read().splitlines()
-        ticks = os.sysconf("SC_CLK_TCK")
+        hertz = os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, AttributeError):
         return None
-    fields = [int(v) for v in lines[0].split()[1:]]
-    # user nice system idle iowait irq softirq steal ...: busy is everything but idle and iowait; steal counts,
-    # since those are cycles a hypervisor gave to someone else.
-    busy = sum(fields[:3]) + sum(fields[5:8])
-    cpus = sum(1 for line in lines if line.startswith("cpu") and line[3:4].isdigit())
-    return busy / ticks, max(cpus, 1)
+    ticks = cpu_ticks()
+    return None if ticks is None else (ticks.busy / hertz, ticks.cpus)
 
 
 # -------------------------------------------------------------------------------------------------------------

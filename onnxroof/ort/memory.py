@@ -35,6 +35,7 @@ from onnx import ModelProto
 
 from onnxroof.errors import UserError, first_line
 from onnxroof.ort.sessions import OPT_LEVELS, RunnableModel
+from onnxroof.units import kernel_bytes
 
 PROTOBUF_LIMIT = 2**31 - 2**20  # a model this large is saved with its weights in a separate file
 _STATUS = "/proc/self/status"
@@ -241,17 +242,10 @@ def read_status() -> tuple[int, int] | None:
     try:
         with open(_STATUS, encoding="ascii") as handle:
             fields = dict(line.split(":", 1) for line in handle if ":" in line)
-        return _kib(fields["VmRSS"]), _kib(fields["VmHWM"])
+        now, peak = kernel_bytes(fields["VmRSS"]), kernel_bytes(fields["VmHWM"])
     except (OSError, KeyError, ValueError):
         return None
-
-
-def _kib(value: str) -> int:
-    """'  1234 kB' -> 1234 * 1024."""
-    number, _, unit = value.strip().partition(" ")
-    if unit.strip().lower() != "kb":
-        raise ValueError(f"unexpected unit {unit!r}")
-    return int(number) * 1024
+    return (now, peak) if now is not None and peak is not None else None
 
 
 def max_rss() -> int:
