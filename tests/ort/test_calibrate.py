@@ -47,6 +47,8 @@ def quick(quick_run: QuickRun) -> Device:
     return quick_run.device
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_quick_calibration_records_how_it_was_measured(quick: Device, quick_run: QuickRun):
     assert quick.engine == "onnxruntime" and quick.kind == "cpu" and quick.overlap == "serial"
     assert quick.key == calibrate.host_key(1, "cpu")
@@ -61,6 +63,8 @@ def test_quick_calibration_records_how_it_was_measured(quick: Device, quick_run:
     assert f"fastest eighth of {QUICK.passes} passes" in quick.peak_flops["fp32"].source
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_the_reference_block_and_the_network_factor_predict_its_time(quick: Device):
     # The reference block's convolutions are 2*64*32*9*56^2 (3x3, 32 to 64 channels at 56x56) + 2*64*9*56^2
     # (depthwise) + 2*64*64*56^2 (1x1) + 2*128*64*9*28^2 (3x3 at 28x28) FLOPs, about 2.6e8: at the measured fp32
@@ -80,6 +84,8 @@ def test_the_reference_block_and_the_network_factor_predict_its_time(quick: Devi
     assert predicted == pytest.approx(median_ms / 1e3, rel=0.01)
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_the_weight_reuse_has_a_point_per_chain_of_the_suite(quick: Device):
     reuse = quick.weight_reuse
     assert reuse is not None and reuse.source.startswith("calibrated: chains of 4 MatMul")
@@ -93,6 +99,8 @@ def test_the_weight_reuse_has_a_point_per_chain_of_the_suite(quick: Device):
     assert min(speedups) >= 1.0 and speedups == sorted(speedups, reverse=True)
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_the_conv_weight_wait_has_a_point_at_the_weights_of_the_suites_convolution(quick: Device):
     # The quick suite's pair: a 160 -> 960 1x1 on 7x7, 4 * (160 * 960 + 960) = 618,240 B of weights and bias.
     wait = quick.conv_weight_wait
@@ -101,6 +109,8 @@ def test_the_conv_weight_wait_has_a_point_at_the_weights_of_the_suites_convoluti
     assert weights == 4 * (160 * 960 + 960) and share >= 0.0
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_the_quick_suite_sets_the_ceilings_it_declares(quick: Device):
     # A class whose every sample was lost in the machine's noise (the quick suite's one fused Clip, timed by
     # difference in two passes) is named in the calibration's warnings rather than left out silently.
@@ -119,6 +129,8 @@ def test_the_quick_suite_sets_the_ceilings_it_declares(quick: Device):
             assert bool(ceiling.compute) == (name in calibrate.COMPUTE_CLASSES), name
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_memory_levels_follow_the_os_and_never_get_slower_towards_l1(quick: Device):
     levels = calibrate.cache_levels()
     # The quick suite probes no shared level past its working set: every size is the one the OS reports.
@@ -132,12 +144,16 @@ def test_memory_levels_follow_the_os_and_never_get_slower_towards_l1(quick: Devi
     assert f"chains of {lo} and {hi} Neg nodes" in quick.launch_overhead.source
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_calibrated_device_round_trips(quick: Device, tmp_path: Path):
     path = tmp_path / "host.toml"
     path.write_text(quick.to_toml(), encoding="utf-8")
     assert load_device(path) == quick
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_progress_counts_every_set_up_step_and_pass_up_to_the_total(quick_run: QuickRun):
     # One step per op-class benchmark, per cache level and per pass, and 10 for the others.
     total = len(QUICK.benches) + len(calibrate.cache_levels()) + 10 + QUICK.passes
@@ -251,6 +267,8 @@ def load_device_text(text: str, folder: Path) -> Device:
     return load_device(path)
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_no_calibrated_bandwidth_or_peak_exceeds_the_cores_limits(limited: Device, tmp_path: Path):
     # 1 core x 1 Hz x 5 accesses x 4 B = 20 B/s; 1 core x 1 Hz x 4 FMA units x 1 lane x 2 FLOP = 8 FLOP/s
     assert limited.load_limit is not None and limited.load_limit.value == 20
