@@ -1,6 +1,6 @@
 """Facts about this host that a calibration reads and records: the CPU model, the data cache levels the OS
-reports, CPU and memory readings from /proc, the GPU the NVIDIA driver reports, and where calibrated profiles are
-cached."""
+reports, the CPU time of its cores (read from /proc by onnxroof.ort.proc), the GPU the NVIDIA driver reports, and
+where calibrated profiles are cached."""
 
 from __future__ import annotations
 
