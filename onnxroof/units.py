@@ -1,6 +1,7 @@
 """Byte counts and durations in words, for every stage's messages and reports: binary units for cache and memory
 sizes (32 KiB, 1.5 MiB), decimal ones for data moved (1.2 MB), as each is usually quoted; and amounts a user
-writes with their unit (``10ms``, ``4GiB``), read back with the unit kept so that they are shown as given."""
+writes with their unit (``10ms``, ``4GiB``), read back with the unit kept so that they are shown as given; and
+sizes as Linux writes them (``48K``, ``1234 kB``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 
 from onnxroof.errors import UserError
 
-__all__ = ["Amount", "binary_bytes", "decimal_bytes", "in_unit", "parse_bytes", "parse_seconds"]
+__all__ = ["Amount", "binary_bytes", "decimal_bytes", "in_unit", "kernel_bytes", "parse_bytes", "parse_seconds"]
 
 _BINARY = (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
 _DECIMAL = (("GB", 1e9), ("MB", 1e6), ("kB", 1e3))
@@ -37,6 +38,7 @@ BYTE_UNITS: dict[str, tuple[str, float]] = {
 # A prefix alone (4G) could mean either power: refused, with both spellings in the hint.
 _AMBIGUOUS_BYTES = {"k": "k", "m": "M", "g": "G", "t": "T"}
 _AMOUNT = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(\S*)\s*")
+_KERNEL_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMG]?)(?:i?B)?\s*", re.IGNORECASE)
 
 
 def _scaled(nbytes: float, units: tuple[tuple[str, float], ...]) -> str:
@@ -109,3 +111,13 @@ def _parse(text: str, units: dict[str, tuple[str, float]], what: str, examples: 
         raise UserError(f"{text!r} is not {what}: unknown unit {match[2]!r}", f"e.g. {example}")
     shown, scale = units[unit]
     return Amount(float(number) * scale, shown)
+
+
+def kernel_bytes(text: str) -> int | None:
+    """A size as Linux and its tools write it, in bytes: sysfs '48K', lscpu '1.5 MiB', /proc's '1234 kB'. Their
+    K, M and G are powers of 2 however they are spelt (the kernel's kB is 1024 bytes); a bare number is bytes.
+    None where ``text`` is no such size. (A user's amount goes through parse_bytes, which refuses '4G'.)"""
+    match = _KERNEL_SIZE.fullmatch(text)
+    if match is None:
+        return None
+    return int(float(match[1]) * 1024 ** " KMG".index(match[2].upper() or " "))

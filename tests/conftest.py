@@ -69,3 +69,23 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path
     monkeypatch.chdir(work)
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
     return work, temp
+
+
+def refuse_sessions(monkeypatch: pytest.MonkeyPatch, test: str) -> None:
+    """Make an onnxruntime session opened in this process fail ``test``, naming the marker it lacks. The failure
+    is pytest's outcome, a BaseException, so that code catching a session's Exception does not swallow it."""
+    import onnxruntime
+
+    def refuse(self: object, *args: object, **kwargs: object) -> None:
+        pytest.fail(f"{test} opens an onnxruntime session: mark it @pytest.mark.ort", pytrace=False)
+
+    monkeypatch.setattr(onnxruntime.InferenceSession, "__init__", refuse)
+
+
+@pytest.fixture(autouse=True)
+def _sessions_need_the_ort_marker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test without the ``ort`` marker may not open an onnxruntime session in this process, so that
+    ``-m "not ort"`` leaves out every test that opens one here. (A session that a command the test runs opens in
+    a process of its own is not seen: those tests carry the marker by review.)"""
+    if request.node.get_closest_marker("ort") is None:
+        refuse_sessions(monkeypatch, request.node.nodeid)

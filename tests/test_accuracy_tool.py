@@ -247,6 +247,7 @@ def test_a_rounds_loop_lasts_its_runs_and_its_seconds_whichever_is_longer():
     assert accuracy.loop_runs(0.0, 32, 1.0) == 32
 
 
+@pytest.mark.ort
 @pytest.mark.skipif(cuda_runs_here(), reason="a GPU is here: --provider cuda would calibrate and time it")
 def test_the_cuda_provider_without_a_gpu_is_one_line_and_exit_2(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("ONNXROOF_CACHE_DIR", str(tmp_path))  # no cached profile: it calibrates, and cannot

@@ -173,6 +173,7 @@ def _runnable(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.ort
 def test_measure_reports_statistics_as_table_and_json(cli, tmp_path: Path):
     path = _runnable(tmp_path)
     before = path.read_bytes()
@@ -367,6 +368,7 @@ def test_an_option_is_never_read_as_the_start_of_another(cli):
     assert result.returncode == 2 and "unrecognized arguments: --input" in result.stderr
 
 
+@pytest.mark.ort
 def test_a_scalar_input_and_a_value_are_given_on_the_command_line(tmp_path: Path, capsys):
     axes = numpy_helper.from_array(np.array([0], np.int64), "axes")
     graph = helper.make_graph(
@@ -391,6 +393,7 @@ def test_a_scalar_input_and_a_value_are_given_on_the_command_line(tmp_path: Path
     assert main(["measure", str(path), "--value", "n=16000", "--repeat", "3", "--warmup", "0", "-f", "json"]) == 0
 
 
+@pytest.mark.ort
 def test_measure_per_node_and_validate_take_the_inputs_file(tmp_path: Path, monkeypatch, capsys):
     from onnxroof.ort import profile, validate
 
@@ -414,6 +417,7 @@ def test_measure_per_node_and_validate_take_the_inputs_file(tmp_path: Path, monk
     assert len(seen) == 2 and all(feeds is not None and np.array_equal(feeds["x"], given) for feeds in seen)
 
 
+@pytest.mark.ort
 def test_static_int8_calibration_inputs_take_samples_and_hint_at_rewrites_own_options(tmp_path: Path, capsys):
     w = numpy_helper.from_array(np.full((16, 8), 0.5, np.float32), "W")
     graph = helper.make_graph(

@@ -69,6 +69,7 @@ def test_the_largest_batch_search_counts_its_fits():
     assert calls == [(n, SEARCH_FITS) for n in range(1, 7)] + [(SEARCH_FITS, SEARCH_FITS)]
 
 
+@pytest.mark.ort
 def test_an_int8_rewrite_names_its_steps():
     from onnxroof.whatif.rewrite import RewriteRequest, rewrite
 
@@ -115,6 +116,7 @@ def test_nothing_is_drawn_where_stderr_is_no_terminal():
     assert stream.getvalue() == ""
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize(
     "args",
     [
@@ -138,6 +140,7 @@ def test_a_command_prints_nothing_on_stderr_when_it_is_no_terminal(args: list[st
     assert result.stderr == "" and "tqdm imported" not in result.stdout
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize(
     "args",
     [

@@ -1,9 +1,9 @@
-"""Byte counts in words, and amounts written with their units."""
+"""Byte counts in words, amounts written with their units, and sizes as Linux writes them."""
 
 import pytest
 
 from onnxroof.errors import UserError
-from onnxroof.units import Amount, binary_bytes, decimal_bytes, in_unit, parse_bytes, parse_seconds
+from onnxroof.units import Amount, binary_bytes, decimal_bytes, in_unit, kernel_bytes, parse_bytes, parse_seconds
 
 
 def test_binary_units_are_powers_of_1024():
@@ -78,3 +78,24 @@ def test_a_prefix_without_its_power_is_refused_naming_both(text: str, gb: str, g
 def test_a_duration_that_does_not_parse_is_a_user_error(text: str):
     with pytest.raises(UserError, match="is not a latency budget"):
         parse_seconds(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "nbytes"),
+    [
+        ("48K", 48 * 1024),  # sysfs cache size: K is 1024
+        ("2048K\n", 2 * 1024 * 1024),  # as read from the file, newline and all
+        ("300M", 300 * 1024 * 1024),
+        ("1.5 MiB", 3 * 2**19),  # lscpu: 1.5 * 2**20
+        ("  1234 kB", 1234 * 1024),  # /proc's kB is KiB
+        ("2G", 2 * 2**30),
+        ("512", 512),  # a bare number is bytes
+    ],
+)
+def test_kernel_sizes_are_powers_of_1024(text: str, nbytes: int):
+    assert kernel_bytes(text) == nbytes
+
+
+@pytest.mark.parametrize("text", ["weird", "", "4T", "-1K", "1 2 K"])
+def test_what_is_no_kernel_size_reads_as_none(text: str):
+    assert kernel_bytes(text) is None

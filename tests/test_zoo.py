@@ -134,6 +134,7 @@ def test_unknown_keyword_raises_type_error() -> None:
 # -- full models ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("name", ALL)
 def test_builds_checks_and_runs(name: str) -> None:
     batch, size = RUN_CASES[name]
@@ -250,6 +251,7 @@ def test_adaptive_pool_forms() -> None:
         model_zoo.build("vgg16", size=256, weights=False)  # 8x8 -> 7x7 has no exact single-op form
 
 
+@pytest.mark.ort
 def test_unet_options() -> None:
     model = model_zoo.build("unet", batch=1, size=32, base_filters=8, classes=2, in_channels=1, depth=3)
     onnx.checker.check_model(model, full_check=True)
@@ -267,6 +269,7 @@ def test_unet_structure() -> None:
     assert ops[-1] == "Sigmoid"
 
 
+@pytest.mark.ort
 def test_lstm_options() -> None:
     model = model_zoo.build("lstm_kernel", batch=4, seq_len=8, features=10, hidden=5)
     onnx.checker.check_model(model, full_check=True)

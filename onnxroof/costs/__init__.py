@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from onnxroof.devices import OP_CLASSES
-from onnxroof.ir import InvalidNode, Tensor, UnknownShape, op_domain
+from onnxroof.ir import Graph, InvalidNode, Node, Tensor, UnknownShape, op_domain
 from onnxroof.protos import TensorProto
 
 __all__ = [
@@ -66,6 +66,7 @@ __all__ = [
     "distinct_tensors",
     "engine_class",
     "lookup",
+    "node_view",
     "register",
     "register_backward",
     "registered_backward_ops",
@@ -121,6 +122,22 @@ class NodeView:
     def text(self, name: str, default: str = "") -> str:
         """A string attribute as ``str``, ``default`` when absent."""
         return as_text(self.attrs.get(name), default)
+
+
+def node_view(
+    node: Node,
+    graph: Graph,
+    inputs: tuple[Tensor | None, ...] | None = None,
+    outputs: tuple[Tensor | None, ...] | None = None,
+    cost_subgraph: Callable[[str], Cost] | None = None,
+) -> NodeView:
+    """What a cost function sees of ``node`` of ``graph``: its tensors as the graph holds them (``inputs`` and
+    ``outputs`` where the caller has them already, or retypes them), its attributes, the values of those of its
+    inputs the graph knows as constants, and ``cost_subgraph`` for a node with subgraphs."""
+    constants = {i: graph.constants[name] for i, name in enumerate(node.inputs) if name in graph.constants}
+    ins = tuple(map(graph.tensor, node.inputs)) if inputs is None else inputs
+    outs = tuple(map(graph.tensor, node.outputs)) if outputs is None else outputs
+    return NodeView(node.name, node.op_type, node.domain, ins, outs, node.attrs, constants, cost_subgraph)
 
 
 def as_text(value: object, default: str = "") -> str:

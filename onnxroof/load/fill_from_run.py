@@ -19,7 +19,7 @@ from typing import NamedTuple
 from onnxroof.ir import Tensor, dtype_size, op_domain
 from onnxroof.load.inputs import runtime_inputs
 from onnxroof.load.model_spec import ModelSpec
-from onnxroof.load.read import RawGraph, Serialized, ValueTypes, value_types
+from onnxroof.load.read import RawGraph, Serialized, ValueTypes, shapeless_outputs, unknown_outputs, value_types
 from onnxroof.protos import AttributeProto, GraphProto, ModelProto, ValueInfoProto
 
 
@@ -54,21 +54,6 @@ class RunShapes(NamedTuple):
     from_run: tuple[str, ...]
     warnings: list[str]
     typed: ModelProto | None = None
-
-
-def unknown_outputs(types: ValueTypes, raw: RawGraph) -> list[str]:
-    """The node outputs of the top-level graph without a static shape in ``types``, in graph order. A Constant's
-    output and an initializer's name have shapes of their own, which the assembled graph gives them."""
-    weights = {init.name for init in raw.initializers}.union([s.name for s in raw.sparse])
-    unknown = []
-    for node in raw.nodes:
-        for index, name in enumerate(node.outputs):
-            if not name or name in weights or (index == 0 and node.constant_type is not None):
-                continue
-            t = types.get(name)
-            if t is None or t.shape is None:
-                unknown.append(name)
-    return unknown
 
 
 def dynamic_inputs(model: ModelProto, initializers: Collection[str]) -> list[str]:
@@ -110,17 +95,8 @@ def branch_unknowns(graph: GraphProto) -> list[tuple[GraphProto, list[str]]]:
             if attr.type != AttributeProto.GRAPH:
                 continue
             branch = attr.g
-            types = value_types(branch)
-            weights = {init.name for init in branch.initializer}
-            names = []
-            for inner in branch.node:
-                for index, name in enumerate(inner.output):
-                    if not name or name in weights or (index == 0 and inner.op_type == "Constant"):
-                        continue
-                    t = types.get(name)
-                    if t is None or t.shape is None:
-                        names.append(name)
-            found.append((branch, names))
+            nodes = ((inner.output, inner.op_type == "Constant") for inner in branch.node)
+            found.append((branch, shapeless_outputs(value_types(branch), nodes, {i.name for i in branch.initializer})))
             found.extend(branch_unknowns(branch))
     return found
 

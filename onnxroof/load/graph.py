@@ -67,7 +67,7 @@ def load_graph(
     if reshaped is not None:
         model = reshaped[0]
     raw = read_graph(model.graph)  # inputs' shapes are not among what it reads: fixing them next leaves it true
-    initializers = {init.name for init in raw.initializers}.union([init.name for init in raw.sparse])
+    initializers = raw.weight_names()
     if reshaped is None:
         fix_inputs(model, shapes, dict(dims or {}), initializers)
     outputs = tuple(o.name for o in model.graph.output)

@@ -22,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from onnxroof.errors import first_line
 from onnxroof.load.fold import fold_shape_values, known_values
 from onnxroof.load.lean import weights_as_inputs
-from onnxroof.load.read import RawGraph, RawNode, Serialized, ValueTypes, opset_of
+from onnxroof.load.read import RawGraph, Serialized, ValueTypes, opset_of, unknown_outputs
 from onnxroof.load.standins import STANDIN_OP_TYPES, infer_through_standins, needs_standins
 from onnxroof.load.symbolic import with_symbolic_shapes
 from onnxroof.protos import ModelProto, infer_shapes
@@ -50,28 +51,11 @@ class Context:
         self.warnings: list[str] = []
         self.ran: list[str] = []
         self.map_back: list[Callable[[bytes], bytes]] = []
-        self._weights: set[str] | None = None
 
     def unknown(self, types: ValueTypes) -> int:
         """How many node outputs of the graph ``types`` (value types of an inference result) leave without a
-        static shape; a Constant's value and an initializer are known without them."""
-        count = 0
-        get = types.get
-        for node in self.raw.nodes:
-            for name in node.outputs:
-                t = get(name)
-                if (t is None or t.shape is None) and name and not self._known_apart(node, name):
-                    count += 1
-        return count
-
-    def _known_apart(self, node: RawNode, name: str) -> bool:
-        """Whether a node output has a shape that does not come from inference: a Constant's value, or an
-        initializer of the same name (which the assembled graph lets win)."""
-        if node.constant_type is not None and name == node.outputs[0]:
-            return True
-        if self._weights is None:
-            self._weights = {init.name for init in self.raw.initializers}.union([s.name for s in self.raw.sparse])
-        return name in self._weights
+        static shape; a Constant's value and an initializer are known without them (read.unknown_outputs)."""
+        return len(unknown_outputs(types, self.raw))
 
     def unknown_in(self, model: bytes) -> int:
         """unknown, read from a serialized model."""
@@ -188,8 +172,7 @@ def onnx_infer_serialized(model: bytes, data_prop: bool, warnings: list[str]) ->
     try:
         return onnx_infer_bytes(model, data_prop)
     except Exception as exc:  # inference errors on odd but runnable models: keep going with what we have
-        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:120]
-        warnings.append(f"onnx shape inference failed ({reason}); shapes may be missing")
+        warnings.append(f"onnx shape inference failed ({first_line(exc, 120)}); shapes may be missing")
         return model
 
 

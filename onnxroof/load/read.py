@@ -14,6 +14,7 @@ import functools
 import itertools
 import mmap
 import os
+from collections.abc import Collection, Iterable, Sequence
 from math import prod
 from pathlib import Path
 from types import ModuleType
@@ -173,6 +174,35 @@ class RawGraph(NamedTuple):
     sparse: list[RawInitializer]  # the sparse initializers: their values tensor's name and dtype, the dense dims
     nodes: list[RawNode]
     inputs: tuple[str, ...]  # the declared graph inputs' names
+
+    def weight_names(self) -> set[str]:
+        """The names of the initializers, sparse ones included."""
+        return {init.name for init in self.initializers}.union([s.name for s in self.sparse])
+
+
+def shapeless_outputs(
+    types: ValueTypes, nodes: Iterable[tuple[Sequence[str], bool]], weights: Collection[str]
+) -> list[str]:
+    """The node outputs without a static shape in ``types``, in graph order; ``nodes`` gives each node's output
+    names and whether it is a Constant. A Constant's value (its first output) and a weight's name (one of
+    ``weights``) are left out: their shapes do not come from inference, since the assembled graph takes a
+    Constant's from its value and lets an initializer win over a node output of its name."""
+    get = types.get
+    unknown = []
+    for outputs, constant in nodes:
+        for index, name in enumerate(outputs):
+            if not name or name in weights or (index == 0 and constant):
+                continue
+            t = get(name)
+            if t is None or t.shape is None:
+                unknown.append(name)
+    return unknown
+
+
+def unknown_outputs(types: ValueTypes, raw: RawGraph) -> list[str]:
+    """The node outputs of the top-level graph ``raw`` (as read) without a static shape in ``types``: see
+    shapeless_outputs."""
+    return shapeless_outputs(types, ((n.outputs, n.constant_type is not None) for n in raw.nodes), raw.weight_names())
 
 
 def read_graph(graph: GraphProto) -> RawGraph:

@@ -14,6 +14,7 @@ import itertools
 import logging
 from collections.abc import Iterator
 
+from onnxroof.errors import first_line
 from onnxroof.load.read import shape_of, value_types
 from onnxroof.protos import ModelProto, TensorProto
 
@@ -29,8 +30,7 @@ def with_symbolic_shapes(model: ModelProto, warnings: list[str]) -> ModelProto:
         try:
             extra = symbolic_infer(model)
         except Exception as exc:
-            reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
-            warnings.append(f"symbolic shape inference failed ({reason})")
+            warnings.append(f"symbolic shape inference failed ({first_line(exc, 120)})")
             return model
     if said:
         warnings.append(summary(said))

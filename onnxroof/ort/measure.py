@@ -24,9 +24,10 @@ import numpy as np
 import onnx
 from onnx import ModelProto, numpy_helper
 
-from onnxroof.errors import UserError
+from onnxroof.errors import UserError, first_line
 from onnxroof.ir import DEFAULT_DOMAINS
 from onnxroof.load.model_spec import ModelSpec, Source
+from onnxroof.ort.proc import cpu_ticks
 from onnxroof.ort.session_spec import DEFAULT_SESSION, SessionSpec
 from onnxroof.ort.sessions import RunnableModel
 
@@ -184,17 +185,11 @@ def load_warnings(
 def _machine_busy() -> tuple[float, int] | None:
     """(busy seconds of all cores since boot, number of cores) from /proc/stat; None where it is absent."""
     try:
-        with open("/proc/stat", encoding="ascii") as handle:
-            lines = handle.read().splitlines()
-        ticks = os.sysconf("SC_CLK_TCK")
+        hertz = os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, AttributeError):
         return None
-    fields = [int(v) for v in lines[0].split()[1:]]
-    # user nice system idle iowait irq softirq steal ...: busy is everything but idle and iowait; steal counts,
-    # since those are cycles a hypervisor gave to someone else.
-    busy = sum(fields[:3]) + sum(fields[5:8])
-    cpus = sum(1 for line in lines if line.startswith("cpu") and line[3:4].isdigit())
-    return busy / ticks, max(cpus, 1)
+    ticks = cpu_ticks()
+    return None if ticks is None else (ticks.busy / hertz, ticks.cpus)
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -383,9 +378,8 @@ def _checked(run: Callable[..., Any], *args: Any) -> None:
     try:
         run(*args)
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidArgument/RuntimeException types
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise UserError(
-            f"onnxruntime failed while running the model: {first}",
+            f"onnxruntime failed while running the model: {first_line(exc)}",
             "check that the model runs with onnxruntime on inputs of these shapes (or pass real inputs as an .npz)",
         ) from exc
 

@@ -32,10 +32,11 @@ from typing import Any
 
 from onnx import ModelProto
 
-from onnxroof.errors import UserError
+from onnxroof.errors import UserError, first_line
 from onnxroof.load.model_spec import ModelSpec, Source
 from onnxroof.ort.session_spec import SessionSpec
 from onnxroof.ort.sessions import RunnableModel
+from onnxroof.units import kernel_bytes
 
 PROTOBUF_LIMIT = 2**31 - 2**20  # a model this large is saved with its weights in a separate file
 _STATUS = "/proc/self/status"
@@ -237,17 +238,10 @@ def read_status() -> tuple[int, int] | None:
     try:
         with open(_STATUS, encoding="ascii") as handle:
             fields = dict(line.split(":", 1) for line in handle if ":" in line)
-        return _kib(fields["VmRSS"]), _kib(fields["VmHWM"])
+        now, peak = kernel_bytes(fields["VmRSS"]), kernel_bytes(fields["VmHWM"])
     except (OSError, KeyError, ValueError):
         return None
-
-
-def _kib(value: str) -> int:
-    """'  1234 kB' -> 1234 * 1024."""
-    number, _, unit = value.strip().partition(" ")
-    if unit.strip().lower() != "kb":
-        raise ValueError(f"unexpected unit {unit!r}")
-    return int(number) * 1024
+    return (now, peak) if now is not None and peak is not None else None
 
 
 def max_rss() -> int:
@@ -325,8 +319,7 @@ def _measure_here(request: Mapping[str, Any]) -> dict[str, Any]:
     try:
         session = rt.InferenceSession(str(request["model"]), options, providers=["CPUExecutionProvider"])
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"onnxruntime cannot load the model: {first}") from exc
+        raise UserError(f"onnxruntime cannot load the model: {first_line(exc)}") from exc
     status = read_status()
     created = status[0] if status else max_rss()
     gc.collect()

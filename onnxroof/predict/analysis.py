@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from onnxroof.costs import SHAPE, Cost, NodeView, compute_cost, weight_params
+from onnxroof.costs import SHAPE, Cost, NodeView, compute_cost, node_view, weight_params
 from onnxroof.devices import Device
 from onnxroof.ir import Graph, InvalidNode, Node, Tensor, UnknownShape
 from onnxroof.predict import roofline
@@ -109,11 +109,10 @@ class _Coster:
     def view(
         self, node: Node, graph: Graph, inputs: tuple[Tensor | None, ...], outputs: tuple[Tensor | None, ...]
     ) -> NodeView:
-        constants = {i: graph.constants[name] for i, name in enumerate(node.inputs) if name in graph.constants}
         subgraph_cost: Callable[[str], Cost] | None = None
         if node.subgraphs:
             subgraph_cost = lambda attr: self.graph_cost(node.subgraphs[attr], node.name)  # noqa: E731
-        return NodeView(node.name, node.op_type, node.domain, inputs, outputs, node.attrs, constants, subgraph_cost)
+        return node_view(node, graph, inputs, outputs, subgraph_cost)
 
     def cost(self, view: NodeView) -> tuple[Cost, str | None]:
         """The node's cost and, when it could not be costed exactly, why (counted in ``unsupported``). A node

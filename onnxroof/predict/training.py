@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from onnxroof.costs import SHAPE, Cost, NodeView, backward_cost, engine_class
+from onnxroof.costs import SHAPE, Cost, backward_cost, engine_class, node_view
 from onnxroof.devices import Device
 from onnxroof.errors import UserError
 from onnxroof.ir import Graph, Tensor, UnknownShape, dtype_size
@@ -259,8 +259,7 @@ def estimate_training(
     for node, result in zip(runtime, analysis.nodes):
         ins = tuple(_retyped(graph.tensor(n), dtype) for n in node.inputs)
         outs = tuple(_retyped(graph.tensor(n), dtype) for n in node.outputs)
-        consts = {i: graph.constants[n] for i, n in enumerate(node.inputs) if n in graph.constants}
-        view = NodeView(node.name, node.op_type, node.domain, ins, outs, node.attrs, consts)
+        view = node_view(node, graph, ins, outs)
         try:
             back, covered = backward_cost(view, result.cost)
         except UnknownShape:  # a shape a rule needs is unknown: charge the forward again, as for an op without one

@@ -188,6 +188,7 @@ def test_fused_matmul_trans_batch(a, b, attrs, y, k):
     assert c.bytes_written == 4 * int(np.prod(y))
 
 
+@pytest.mark.ort
 def test_fused_matmul_shapes_agree_with_onnxruntime():
     """The transBatch/trans shape rules checked against onnxruntime running the op (an independent reference)."""
     ort = pytest.importorskip("onnxruntime")

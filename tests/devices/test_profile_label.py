@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from onnxroof.api import analyze
 from onnxroof.report.analysis import render
 from onnxroof.report.calibration import calibration_table
@@ -14,6 +16,7 @@ from tests.helpers import calibrated_host, tiny_model
 LABEL = "host (test cpu, 1 thread, onnxruntime 1.0, calibrated 2025-01-01)"
 
 
+@pytest.mark.ort
 def test_analyze_names_the_profile_in_its_table_json_and_figures():
     host = calibrated_host()
     assert host.label() == LABEL

@@ -259,6 +259,7 @@ def fuzz(model_name: str, seed: int, count: int, folder: Path, capsys: pytest.Ca
 MUTATIONS_PER_MODEL = 100
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("model_name", sorted(MODELS))
 def test_mutated_models_are_analyzed_or_refused_as_bad_input(
     model_name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -262,6 +262,7 @@ def _transformer_block(opset: int) -> ModelProto:
     return _model(nodes, {"x": (TensorProto.FLOAT, [2, 8, h])}, ["y"], inits, opset=opset)
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("level", LEVELS)
 def test_residual_cnn_optimized_by_onnxruntime(level: str, tmp_path: Path):
     path = _optimize(_residual_cnn(), LEVELS[level], tmp_path, "cnn")
@@ -275,6 +276,7 @@ def test_residual_cnn_optimized_by_onnxruntime(level: str, tmp_path: Path):
     assert real["y"] == ((2, 10), TensorProto.FLOAT) and real["nhwc"][0] == (2, 8, 8, 48)
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("level", LEVELS)
 def test_unaligned_channels_are_padded_like_onnxruntime(level: str, tmp_path: Path):
     path = _optimize(_padded_cnn(), LEVELS[level], tmp_path, "padded")
@@ -283,6 +285,7 @@ def test_unaligned_channels_are_padded_like_onnxruntime(level: str, tmp_path: Pa
     _assert_like_onnxruntime(path)
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("opset", [13, 17])
 @pytest.mark.parametrize("level", LEVELS)
 def test_transformer_block_optimized_by_onnxruntime(level: str, opset: int, tmp_path: Path):
@@ -291,6 +294,7 @@ def test_transformer_block_optimized_by_onnxruntime(level: str, opset: int, tmp_
     _assert_like_onnxruntime(path)
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("level", LEVELS)
 def test_quantized_cnn_optimized_by_onnxruntime(level: str, tmp_path: Path):
     quantization = pytest.importorskip("onnxruntime.quantization")
@@ -662,6 +666,7 @@ def _standin_types(model: ModelProto) -> dict[str, tuple[tuple[int, ...] | None,
 CASES.update(_reorder_cases())
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("name", list(CASES))
 def test_each_rule_matches_onnxruntime(name: str):
     case = CASES[name]
@@ -695,6 +700,7 @@ _LAYOUT_CASES = [
 ]
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("name", [n for n in _LAYOUT_CASES if CASES[n].opset >= 14])
 def test_layout_rules_hold_when_the_input_rank_is_unknown(name: str):
     case = CASES[name]
@@ -705,6 +711,7 @@ def test_layout_rules_hold_when_the_input_rank_is_unknown(name: str):
         assert types.get(output) == expected, (output, types.get(output), expected)
 
 
+@pytest.mark.ort
 def test_ops_only_symbolic_inference_knows_are_inferred_after_the_stand_ins():
     pytest.importorskip("sympy")
     nodes = [

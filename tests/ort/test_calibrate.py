@@ -46,6 +46,8 @@ def quick(quick_run: QuickRun) -> Device:
     return quick_run.device
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_quick_calibration_records_how_it_was_measured(quick: Device, quick_run: QuickRun):
     assert quick.engine == "onnxruntime" and quick.kind == "cpu" and quick.overlap == "serial"
     assert quick.key == calibrate.host_key(1, "cpu")
@@ -60,6 +62,8 @@ def test_quick_calibration_records_how_it_was_measured(quick: Device, quick_run:
     assert f"fastest eighth of {QUICK.passes} passes" in quick.peak_flops["fp32"].source
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_the_network_factor_predicts_the_factor_networks_median_run(quick: Device):
     # The reference block is timed in every pass (test_calibrate_probes reads its time on fake timings).
     assert quick.calibration is not None and quick.calibration.reference_time_s is not None
@@ -74,6 +78,8 @@ def test_the_network_factor_predicts_the_factor_networks_median_run(quick: Devic
     assert analyze(factor_network()[0], quick).totals.predicted_time_s == pytest.approx(median, rel=0.01)
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_the_weight_reuse_has_a_point_per_chain_of_the_suite(quick: Device):
     reuse = quick.weight_reuse
     assert reuse is not None and reuse.source.startswith("calibrated: chains of 4 MatMul")
@@ -87,6 +93,8 @@ def test_the_weight_reuse_has_a_point_per_chain_of_the_suite(quick: Device):
     assert min(speedups) >= 1.0 and speedups == sorted(speedups, reverse=True)
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_the_conv_weight_wait_has_a_point_at_the_weights_of_the_suites_convolution(quick: Device):
     # The quick suite's pair: a 160 -> 960 1x1 on 7x7, 4 * (160 * 960 + 960) = 618,240 B of weights and bias.
     wait = quick.conv_weight_wait
@@ -96,6 +104,8 @@ def test_the_conv_weight_wait_has_a_point_at_the_weights_of_the_suites_convoluti
     assert weights == 4 * (160 * 960 + 960)
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_the_quick_suite_sets_the_ceilings_it_declares(quick: Device):
     # A class whose every sample was lost in the machine's noise (the quick suite's one fused Clip, timed by
     # difference in two passes) is named in the calibration's warnings rather than left out silently.
@@ -114,6 +124,8 @@ def test_the_quick_suite_sets_the_ceilings_it_declares(quick: Device):
             assert bool(ceiling.compute) == (name in calibrate.COMPUTE_CLASSES), name
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_memory_levels_follow_the_os_and_never_get_slower_towards_l1(quick: Device):
     levels = calibrate.cache_levels()
     # The quick suite probes no shared level past its working set: every size is the one the OS reports.
@@ -127,12 +139,16 @@ def test_memory_levels_follow_the_os_and_never_get_slower_towards_l1(quick: Devi
     assert f"chains of {lo} and {hi} Neg nodes" in quick.launch_overhead.source
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_calibrated_device_round_trips(quick: Device, tmp_path: Path):
     path = tmp_path / "host.toml"
     path.write_text(quick.to_toml(), encoding="utf-8")
     assert load_device(path) == quick
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_progress_counts_every_set_up_step_and_pass_up_to_the_total(quick_run: QuickRun):
     # One step per op-class benchmark, per cache level and per pass, and 10 for the others.
     total = len(QUICK.benches) + len(calibrate.cache_levels()) + 10 + QUICK.passes
@@ -246,6 +262,8 @@ def load_device_text(text: str, folder: Path) -> Device:
     return load_device(path)
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_no_calibrated_bandwidth_or_peak_exceeds_the_cores_limits(limited: Device, tmp_path: Path):
     # 1 core x 1 Hz x 5 accesses x 4 B = 20 B/s; 1 core x 1 Hz x 4 FMA units x 1 lane x 2 FLOP = 8 FLOP/s
     assert limited.load_limit is not None and limited.load_limit.value == 20

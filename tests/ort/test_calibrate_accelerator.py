@@ -53,6 +53,7 @@ def test_hadamard_is_orthogonal_and_its_own_inverse():
         chains.hadamard(12)
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("n", [1, 4])
 def test_matmul_chain_multiplies_by_the_hadamard_matrix_n_times(n: int):
     built = chains.matmul_chain(Rand(0), n, 32)
@@ -64,6 +65,7 @@ def test_matmul_chain_multiplies_by_the_hadamard_matrix_n_times(n: int):
     np.testing.assert_allclose(_run(built), expected[:, :16], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.ort
 def test_matmul_chain_in_fp16_keeps_its_values_in_range():
     built = chains.matmul_chain(Rand(0), 6, 64, dtype=TensorProto.FLOAT16)
     x = built[1]["x"]
@@ -72,6 +74,7 @@ def test_matmul_chain_in_fp16_keeps_its_values_in_range():
     np.testing.assert_allclose(_run(built).astype(np.float32), x[:, :16].astype(np.float32), rtol=1e-2, atol=1e-3)
 
 
+@pytest.mark.ort
 def test_stream_chain_negates_n_times_and_returns_16_elements():
     built = chains.stream_chain(Rand(0), 3, 1000)
     model, feeds = built
@@ -97,6 +100,8 @@ def roofline_run() -> tuple[Device, list[tuple[int, int]]]:
     return calibrate_roofline("cpu", 1, 30.0, lambda done, total: calls.append((done, total)), TINY), calls
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_roofline_calibration_end_to_end_on_the_cpu_provider(roofline_run: tuple[Device, list[tuple[int, int]]]):
     device, calls = roofline_run
     assert device.kind == "cpu" and device.overlap == "max" and device.engine == "onnxruntime"
@@ -110,6 +115,7 @@ def test_roofline_calibration_end_to_end_on_the_cpu_provider(roofline_run: tuple
     assert calls[-1][0] == calls[-1][1] and [d for d, _ in calls] == sorted(d for d, _ in calls)
 
 
+@pytest.mark.ort
 @pytest.mark.skipif(cuda_runs_here(), reason="a GPU is here: the CUDA provider calibrates rather than refuses")
 def test_cuda_calibration_without_a_gpu_is_a_user_error(cli):
     with pytest.raises(UserError, match="cannot calibrate CUDAExecutionProvider"):
@@ -119,6 +125,7 @@ def test_cuda_calibration_without_a_gpu_is_a_user_error(cli):
     assert "cannot calibrate CUDAExecutionProvider" in result.stderr and "hint:" in result.stderr
 
 
+@pytest.mark.ort
 def test_a_roofline_profile_predicts_each_kernel_by_its_longest_term(
     roofline_run: tuple[Device, list[tuple[int, int]]], conv_bn_relu
 ):

@@ -177,6 +177,7 @@ def test_warnings_name_load_from_elsewhere_not_the_spread_a_machine_always_has()
     assert any("over its 120 s budget" in w for w in ceilings.calibration_warnings(130.0, 120.0))
 
 
+@pytest.mark.ort
 def test_the_network_factor_is_the_factor_networks_measured_work_over_its_predicted_work():
     device = calibrated_host({"conv": CONV})
     model, _ = factor_network()
@@ -276,6 +277,7 @@ def _gemv_chain_time(n: int, speedup: float) -> float:
     return 5e-6 + 4 * per_node
 
 
+@pytest.mark.ort
 def test_the_weight_reuse_speedup_is_the_one_at_which_a_chain_is_predicted_at_its_measured_time():
     device = calibrated_host()
     small, large = graphs.gemv_chain(4 * 2**20), graphs.gemv_chain(16 * 2**20)  # n = 512 and 1024

@@ -17,6 +17,7 @@ def _conv_names(job: jobs.Profiled) -> list[str]:
     return [n.name for n in job.opt.graph.node if n.op_type == "Conv"]
 
 
+@pytest.mark.ort
 def test_the_reference_is_timed_in_every_pass_in_samples_of_back_to_back_runs():
     job = jobs.Reference(1, "cpu")
     flush = jobs.Flush(1024)
@@ -27,6 +28,7 @@ def test_the_reference_is_timed_in_every_pass_in_samples_of_back_to_back_runs():
     assert len(times) == 6 and all(t > 0 for t in times)
 
 
+@pytest.mark.ort
 def test_an_epilogue_pair_times_the_clip_as_the_difference_of_its_twins(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ):
@@ -55,6 +57,7 @@ def test_an_epilogue_pair_times_the_clip_as_the_difference_of_its_twins(
     assert pair.samples(3e-6) == []
 
 
+@pytest.mark.ort
 def test_a_depthwise_epilogue_pair_s_relu_twin_is_a_depthwise_sample_too(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ):
@@ -75,6 +78,7 @@ def test_a_depthwise_epilogue_pair_s_relu_twin_is_a_depthwise_sample_too(
     assert extra.part == "epilogue" and extra.time_s == pytest.approx(15e-6)
 
 
+@pytest.mark.ort
 def test_a_profiled_job_keeps_the_harvested_nodes_long_enough_to_time(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     runner = jobs.Runner(1, "cpu", str(tmp_path))
     built = graphs.tailed(graphs.conv(graphs.Rand(0), 32, 32, 28, 3))
@@ -91,6 +95,7 @@ def test_a_profiled_job_keeps_the_harvested_nodes_long_enough_to_time(monkeypatc
     assert job.samples(0.0) == []
 
 
+@pytest.mark.ort
 def test_a_global_pool_benchmark_reads_its_input_hot_in_nchwc_layout(tmp_path: Path):
     runner = jobs.Runner(1, "cpu", str(tmp_path))
     job = jobs.Profiled(
@@ -106,6 +111,7 @@ def test_a_global_pool_benchmark_reads_its_input_hot_in_nchwc_layout(tmp_path: P
     assert len(pools) == 1 and pools[0].domain == "com.microsoft.nchwc"
 
 
+@pytest.mark.ort
 def test_a_cold_job_leaves_out_the_reorders_of_activations_its_flush_pushed_out(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ):
@@ -121,6 +127,7 @@ def test_a_cold_job_leaves_out_the_reorders_of_activations_its_flush_pushed_out(
     assert cold.samples(0.0) == []
 
 
+@pytest.mark.ort
 def test_a_chain_is_one_node_s_time_from_the_slope_of_its_two_lengths(tmp_path: Path):
     runner = jobs.Runner(1, "cpu", str(tmp_path))
     rand = graphs.Rand(0)
@@ -132,6 +139,7 @@ def test_a_chain_is_one_node_s_time_from_the_slope_of_its_two_lengths(tmp_path: 
     assert sample.time_s == pytest.approx(4e-6) and sample.view.op_type == "Relu"
 
 
+@pytest.mark.ort
 def test_a_chain_without_lengths_is_sized_to_its_target(tmp_path: Path):
     runner = jobs.Runner(1, "cpu", str(tmp_path))
     rand = graphs.Rand(0)
@@ -141,6 +149,7 @@ def test_a_chain_without_lengths_is_sized_to_its_target(tmp_path: Path):
     assert (chain.lo, chain.hi) == (2, 202)  # at most 200 nodes more
 
 
+@pytest.mark.ort
 def test_calibration_sessions_park_their_threads_when_a_run_returns(monkeypatch, tmp_path: Path):
     from onnxroof.ort.reference import reference_model
 
@@ -149,6 +158,7 @@ def test_calibration_sessions_park_their_threads_when_a_run_returns(monkeypatch,
     assert seen == [True]
 
 
+@pytest.mark.ort
 def test_on_several_threads_a_profiled_job_opens_a_spinning_session_for_each_pass_and_closes_it(
     monkeypatch, tmp_path: Path
 ):
@@ -170,6 +180,7 @@ def test_on_several_threads_a_profiled_job_opens_a_spinning_session_for_each_pas
     assert time.process_time() - start < 2e-3  # no pool left spinning
 
 
+@pytest.mark.ort
 def test_on_one_thread_a_profiled_job_keeps_one_session(monkeypatch, tmp_path: Path):
     runner = jobs.Runner(1, "cpu", str(tmp_path))
     built = graphs.tailed(graphs.conv(graphs.Rand(0), 32, 32, 28, 3))
@@ -182,6 +193,7 @@ def test_on_one_thread_a_profiled_job_keeps_one_session(monkeypatch, tmp_path: P
     assert len(job.kernel_times()[conv]) == 3 * 2
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_chain_keeps_both_parked_sessions_on_any_number_of_threads(monkeypatch, tmp_path: Path, threads: int):
     """A chain's node time is the difference of two runs' times: the pool's wake-up at each run's start cancels."""
@@ -195,6 +207,7 @@ def test_a_chain_keeps_both_parked_sessions_on_any_number_of_threads(monkeypatch
     assert len(chain.t_lo) == len(chain.t_hi) == 3 * 2
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize(("threads", "expected"), [(1, [True]), (2, [False, False, False])])
 def test_a_loop_keeps_one_parked_session_on_one_thread_and_opens_one_per_pass_on_several(
     monkeypatch, tmp_path: Path, threads: int, expected: list[bool]

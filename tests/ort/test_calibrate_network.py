@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import onnx
 import onnxruntime
+import pytest
 
 from onnxroof.api import analyze
 from onnxroof.ort.calibrate.network import IMAGE, TOKENS, factor_network
 from tests.helpers import calibrated_host
 
 
+@pytest.mark.ort
 def test_the_factor_network_is_a_valid_model_fed_at_its_inputs_shapes_with_a_classifier_and_an_encoder_output():
     model, feeds = factor_network()
     onnx.checker.check_model(model, full_check=True)
@@ -32,6 +34,7 @@ def test_the_encoder_layers_products_count_their_closed_form_flops():
     assert sum(n.cost.flops for n in exported.nodes if n.op_type == "MatMul") == expected
 
 
+@pytest.mark.ort
 def test_onnxruntime_runs_the_factor_network_as_a_mix_of_the_kernel_classes_models_spend_time_in():
     # Dense, depthwise and pointwise convolutions, pools, products by weights and of two activations, a Softmax,
     # layer norms, activations and elementwise kernels: no one class holds the network's time, so that no one

@@ -58,6 +58,7 @@ def test_a_squeeze_and_excitation_chain_alternates_its_products_each_with_a_weig
     assert {op_classes.op_class(view) for view, _ in jobs.views(model).values()} == {"conv_vector"}
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize(("exponent", "cls"), [(2.0, "pow_square"), (3.0, "pow_cube"), (2.5, "activation_pow")])
 def test_a_pow_chain_keeps_its_values_finite_and_away_from_one(exponent: float, cls: str):
     model, feeds = chains.pow_chain(graphs.Rand(0), 4, (2, 8), exponent)
@@ -77,6 +78,7 @@ def _normal(values: np.ndarray) -> bool:
     return bool(np.all(np.isfinite(values)) and np.all(np.abs(values) >= np.finfo(np.float32).tiny))
 
 
+@pytest.mark.ort
 def test_a_long_per_channel_mul_chain_neither_underflows_nor_overflows():
     # 400 products by the same per-channel scale: any scale but +-1 takes a channel's values below 1.2e-38 or
     # above 3.4e38 within that many nodes (0.8 ** 400 ~ 1e-39, 1.25 ** 400 ~ 1e39).
@@ -84,6 +86,7 @@ def test_a_long_per_channel_mul_chain_neither_underflows_nor_overflows():
     assert _normal(sessions.make_session(model)[0].run(None, feeds)[0])
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize(
     ("op", "alpha"),
     [("QuickGelu", 1.0), ("QuickGelu", 1.702), ("Gelu", None), ("FastGelu", None)],

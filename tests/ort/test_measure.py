@@ -236,6 +236,7 @@ def test_bad_settings_are_user_errors() -> None:
 # Measuring real sessions
 
 
+@pytest.mark.ort
 def test_measurement_statistics_and_provider() -> None:
     result = measure(tiny_model(), warmup=2, repeat=5)
     assert result.fast_s == result.min_s  # 5 samples: the fastest eighth is the fastest one
@@ -268,6 +269,7 @@ def test_measurement_statistics_and_provider() -> None:
     json.dumps(data)
 
 
+@pytest.mark.ort
 def test_fixed_batch_and_progress() -> None:
     calls: list[tuple[int, int]] = []
     result = measure(tiny_model(), warmup=0, repeat=4, batch=3, progress=lambda d, t: calls.append((d, t)))
@@ -275,6 +277,7 @@ def test_fixed_batch_and_progress() -> None:
     assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
 
 
+@pytest.mark.ort
 def test_cuda_without_a_gpu() -> None:
     if cuda_works():
         pytest.skip("a GPU is available here")
@@ -286,6 +289,7 @@ def test_cuda_without_a_gpu() -> None:
     assert any("ran on CPUExecutionProvider" in w for w in result.warnings)
 
 
+@pytest.mark.ort
 def test_absent_external_weights_are_noted(tmp_path: Path) -> None:
     model = tiny_model()
     onnx.save(model, tmp_path / "m.onnx", save_as_external_data=True, location="w.bin", size_threshold=0)
@@ -296,6 +300,7 @@ def test_absent_external_weights_are_noted(tmp_path: Path) -> None:
     assert "weights absent: 1 initializer(s) filled with random values of the right shapes" in result.notes
 
 
+@pytest.mark.ort
 def test_npz_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fed: list[Mapping[str, Any]] = []
     real = measure_module.checked_run
@@ -318,12 +323,14 @@ def test_npz_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         measure(tiny_model(), feeds_path=bad, **FAST)
 
 
+@pytest.mark.ort
 def test_a_run_longer_than_the_timeout() -> None:
     with pytest.raises(UserError, match="timeout") as info:
         measure(tiny_model((64, 256)), timeout_s=1e-9, **FAST)
     assert "--timeout" in (info.value.hint or "")
 
 
+@pytest.mark.ort
 def test_interrupt_leaves_no_files(tmp_path: Path, isolated_dirs: tuple[Path, Path]) -> None:
     work, temp = isolated_dirs
     model_path = tmp_path / "m.onnx"
@@ -338,6 +345,7 @@ def test_interrupt_leaves_no_files(tmp_path: Path, isolated_dirs: tuple[Path, Pa
     assert os.listdir(work) == [] and os.listdir(temp) == []
 
 
+@pytest.mark.ort
 @pytest.mark.skipif(not (LIGHT_DIR / "light_squeezenet.onnx").exists(), reason="onnx's light models are not installed")
 @pytest.mark.parametrize("opt_level", ["all", "disable"])
 def test_light_model(opt_level: str) -> None:
@@ -354,6 +362,7 @@ def test_light_model(opt_level: str) -> None:
     assert [n[: len(expected[0])] for n in stored] == (expected if opt_level == "disable" else [])
 
 
+@pytest.mark.ort
 @pytest.mark.skipif(not (LIGHT_DIR / "light_squeezenet.onnx").exists(), reason="onnx's light models are not installed")
 def test_a_loaded_runnable_model_is_measured_without_being_changed():
     """validate and measure --per-node load a model once and share it: measuring, at any level, leaves it as is."""
@@ -377,6 +386,7 @@ def _cast_model(elem_type: int) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
 
 
+@pytest.mark.ort
 def test_bfloat16_and_float8_inputs_are_fed_as_their_bits() -> None:
     # numpy has no bfloat16 or float8: onnxruntime rejects onnx's ml_dtypes arrays and takes an OrtValue instead
     for elem_type, name in ((TensorProto.BFLOAT16, "bfloat16"), (TensorProto.FLOAT8E4M3FN, "float8e4m3fn")):
@@ -400,6 +410,7 @@ def test_inputs_onnxroof_cannot_make_are_user_errors() -> None:
         measure(model, **FAST)
 
 
+@pytest.mark.ort
 def test_scalar_inputs_and_outputs_numpy_cannot_hold() -> None:
     # a scalar input is fed as a 0-d array (numpy arithmetic on one gives a bare scalar, which onnxruntime rejects)
     scalar = helper.make_graph(
@@ -460,6 +471,7 @@ def test_parked_sessions_stop_spinning_when_a_run_returns_and_others_keep_onnxru
         session_options(two).get_session_config_entry("session.force_spinning_stop")
 
 
+@pytest.mark.ort
 def test_idle_parked_sessions_take_no_cpu_time() -> None:
     """The calibration keeps dozens of sessions alive; an idle pool that kept polling for work would take cores
     from the one being timed. Parked, ten idle 2-thread sessions use (next to) no CPU time in half a second."""
@@ -489,6 +501,7 @@ def _relu_chain(length: int) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
 
 
+@pytest.mark.ort
 def test_eight_times_the_work_measures_several_times_longer_per_run() -> None:
     """Samples are per-run times, not batch totals: each batch lasts about MIN_SAMPLE_S whatever the model, so
     totals would read alike (a ratio near 1). Both models run at 1 thread with nothing folded or fused; per-run

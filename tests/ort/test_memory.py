@@ -84,6 +84,7 @@ def _in_band(figure: int, buffer: int) -> bool:
     return 0.9 * buffer <= figure < 4 * buffer
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("planner", [True, False], ids=["arena-and-pattern", "neither"])
 def test_a_run_needing_a_64_mib_output_peaks_at_about_that(big_output: Path, planner: bool) -> None:
     result = measure_peak_memory(big_output, arena=planner, pattern=planner, runs=2)
@@ -102,6 +103,7 @@ def test_a_run_needing_a_64_mib_output_peaks_at_about_that(big_output: Path, pla
     assert result.peak_reset or result.notes  # a peak that also covers the session's creation says so
 
 
+@pytest.mark.ort
 def test_the_weights_are_the_sessions(big_weight: Path) -> None:
     result = measure_peak_memory(big_weight)
     # The session holds the 32 MiB weight once made; the run adds the 32 MiB output on top of it.
@@ -110,6 +112,7 @@ def test_the_weights_are_the_sessions(big_weight: Path) -> None:
     assert result.peak_added_bytes >= 0.9 * (WEIGHT + WEIGHT), result
 
 
+@pytest.mark.ort
 def test_to_dict_has_the_fields_and_the_differences(big_weight: Path) -> None:
     data = measure_peak_memory(big_weight, arena=False, pattern=False, runs=1).to_dict()
     json.dumps(data)
@@ -150,6 +153,7 @@ def freed_at_creation(tmp_path: Path) -> Path:
     )
 
 
+@pytest.mark.ort
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="malloc_trim and VmHWM are glibc's and Linux's")
 def test_the_runs_add_their_activations_though_the_session_freed_more(freed_at_creation: Path) -> None:
     # Without the freed memory returned to the OS before the peak is reset, the run's 32 MiB fit in the 160 MiB the
@@ -164,12 +168,14 @@ def test_the_runs_add_their_activations_though_the_session_freed_more(freed_at_c
 # Errors and clean exits
 
 
+@pytest.mark.ort
 def test_the_child_leaves_no_file_behind(big_weight: Path, isolated_dirs: tuple[Path, Path]) -> None:
     work, temp = isolated_dirs
     measure_peak_memory(big_weight, runs=1)
     assert list(temp.iterdir()) == [] and list(work.iterdir()) == []
 
 
+@pytest.mark.ort
 def test_a_failure_in_the_child_is_a_user_error_with_its_last_line(
     tmp_path: Path, isolated_dirs: tuple[Path, Path]
 ) -> None:
@@ -215,6 +221,7 @@ def test_the_table_says_what_the_peak_covers_and_each_note_once() -> None:
 QUICK = ("--repeat", "3", "--warmup", "0")
 
 
+@pytest.mark.ort
 def test_measure_memory_prints_both_configurations(cli, big_weight: Path) -> None:
     done = cli("measure", str(big_weight), "--memory", *QUICK)
     assert done.returncode == 0, done.stderr
@@ -223,6 +230,7 @@ def test_measure_memory_prints_both_configurations(cli, big_weight: Path) -> Non
     assert "MiB" in done.stdout
 
 
+@pytest.mark.ort
 def test_measure_memory_json_has_the_memory_object(cli, big_weight: Path, tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     done = cli("measure", str(big_weight), "--memory", *QUICK, "--format", "json", "-o", str(out))
@@ -237,6 +245,7 @@ def test_measure_memory_json_has_the_memory_object(cli, big_weight: Path, tmp_pa
         assert _in_band(figures["session_bytes"], WEIGHT), figures
 
 
+@pytest.mark.ort
 def test_measure_without_memory_has_no_memory_object(cli, big_weight: Path) -> None:
     done = cli("measure", str(big_weight), *QUICK, "--format", "json")
     assert done.returncode == 0, done.stderr

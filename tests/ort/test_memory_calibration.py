@@ -84,6 +84,8 @@ def test_factors_are_cached_beside_the_host_profile(monkeypatch: pytest.MonkeyPa
     assert calls == [1, 1, 1]
 
 
+@pytest.mark.ort
+@pytest.mark.calibrate
 def test_a_real_calibration_gives_finite_factors_with_sources() -> None:
     factors = memory_calibration.calibrate_memory()
     data = factors.to_dict()

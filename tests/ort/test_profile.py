@@ -104,6 +104,7 @@ def _check_complete(profile: NodeProfile, model: onnx.ModelProto) -> None:
 # Fusions and removals
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("opt_level", ["extended", "all"])
 def test_conv_bn_relu_is_one_engine_node(opt_level: str) -> None:
     model = _conv_block()
@@ -119,6 +120,7 @@ def test_conv_bn_relu_is_one_engine_node(opt_level: str) -> None:
     _check_complete(profile, model)
 
 
+@pytest.mark.ort
 def test_add_and_relu_fuse_into_an_nchwc_conv() -> None:
     """Conv+BN and a second Conv meet in Add -> Relu: at "all" the sum and the activation join one NCHWc Conv,
     which is named after the BatchNormalization's output and writes none of the original tensors."""
@@ -141,6 +143,7 @@ def test_add_and_relu_fuse_into_an_nchwc_conv() -> None:
     _check_complete(profile, model)
 
 
+@pytest.mark.ort
 def test_nchwc_reorders_are_engine_only_with_their_time() -> None:
     profile = profile_nodes(runnable_model(_conv_block()), SessionSpec(opt_level="all"), **FAST)
     reorders = [n for n in profile.nodes if n.op_type in ("ReorderInput", "ReorderOutput")]
@@ -148,12 +151,14 @@ def test_nchwc_reorders_are_engine_only_with_their_time() -> None:
     assert all(n.engine_only and not n.covers and n.median_s is not None for n in reorders)
 
 
+@pytest.mark.ort
 def test_disable_keeps_every_node() -> None:
     profile = profile_nodes(runnable_model(_conv_block()), SessionSpec(opt_level="disable"), **FAST)
     assert profile.unmapped == ()
     assert all(len(n.covers) == 1 and n.name == n.covers[0] for n in profile.nodes)
 
 
+@pytest.mark.ort
 def test_gemm_relu_and_matmul_add() -> None:
     model = _gemm_chain()
     profile = profile_nodes(runnable_model(model), SessionSpec(opt_level="all"), **FAST)
@@ -165,6 +170,7 @@ def test_gemm_relu_and_matmul_add() -> None:
     _check_complete(profile, model)
 
 
+@pytest.mark.ort
 def test_unnamed_nodes_use_the_analysis_names() -> None:
     model = _conv_block(named=False)
     profile = profile_nodes(runnable_model(model), SessionSpec(opt_level="all"), **FAST)
@@ -173,6 +179,7 @@ def test_unnamed_nodes_use_the_analysis_names() -> None:
     _check_complete(profile, model)
 
 
+@pytest.mark.ort
 def test_the_callers_model_is_left_as_it_was() -> None:
     runnable = runnable_model(_conv_block(named=False))
     before = runnable.model.SerializeToString()
@@ -181,6 +188,7 @@ def test_the_callers_model_is_left_as_it_was() -> None:
     assert runnable.model.SerializeToString() == before
 
 
+@pytest.mark.ort
 def test_engine_model_is_the_profiled_graph() -> None:
     """Analyzing the engine model names its nodes exactly as the profile does."""
     profile = profile_nodes(runnable_model(_conv_block(named=False)), SessionSpec(opt_level="all"), **FAST)
@@ -188,6 +196,7 @@ def test_engine_model_is_the_profiled_graph() -> None:
     assert [n.name for n in graph.nodes if not n.folded] == [n.name for n in profile.nodes]
 
 
+@pytest.mark.ort
 def test_folding_and_common_subexpressions() -> None:
     """Two identical Relus merge into one; Shape of a static shape folds; neither has a kernel."""
     nodes = [
@@ -206,6 +215,7 @@ def test_folding_and_common_subexpressions() -> None:
     _check_complete(profile, model)
 
 
+@pytest.mark.ort
 def test_control_flow_subgraph_kernels_are_not_counted_twice() -> None:
     def branch(op: str, out: str) -> onnx.GraphProto:
         value = helper.make_tensor_value_info(out, TensorProto.FLOAT, [2, 8])
@@ -228,6 +238,7 @@ def test_control_flow_subgraph_kernels_are_not_counted_twice() -> None:
 # The JSON contract, files, interrupts
 
 
+@pytest.mark.ort
 def test_to_dict_is_json() -> None:
     profile = profile_nodes(runnable_model(_gemm_chain()), **FAST)
     data = profile.to_dict()
@@ -264,6 +275,7 @@ def test_to_dict_is_json() -> None:
     json.dumps(data)
 
 
+@pytest.mark.ort
 def test_no_files_are_left(isolated_dirs: tuple[Path, Path]) -> None:
     work, temp = isolated_dirs
     profile_nodes(runnable_model(_conv_block()), **FAST)
@@ -274,6 +286,7 @@ def test_no_files_are_left(isolated_dirs: tuple[Path, Path]) -> None:
     assert os.listdir(work) == [] and os.listdir(temp) == []
 
 
+@pytest.mark.ort
 def test_a_failing_run_is_a_user_error() -> None:
     """A Reshape to a fixed shape that the (fixed) input does not fit: loads, then fails when run."""
     shape = numpy_helper.from_array(np.array([3, 5], np.int64), "shape")
@@ -283,6 +296,7 @@ def test_a_failing_run_is_a_user_error() -> None:
         profile_nodes(runnable_model(model), SessionSpec(opt_level="disable"), **FAST)
 
 
+@pytest.mark.ort
 def test_interrupt_leaves_no_files(isolated_dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     work, temp = isolated_dirs
     real_make_session = onnxroof.ort.sessions.make_session
@@ -315,6 +329,7 @@ def test_interrupt_leaves_no_files(isolated_dirs: tuple[Path, Path], monkeypatch
     assert os.listdir(work) == [] and os.listdir(temp) == []
 
 
+@pytest.mark.ort
 def test_cuda_fallback_is_reported() -> None:
     if cuda_works():
         pytest.skip("a GPU is available here")
@@ -358,6 +373,7 @@ def test_derived_names() -> None:
 # onnx's bundled light models
 
 
+@pytest.mark.ort
 @pytest.mark.skipif(not (LIGHT_DIR / "light_squeezenet.onnx").exists(), reason="onnx's light models are not installed")
 @pytest.mark.parametrize("opt_level", ["all", "disable"])
 def test_light_model_is_fully_mapped(opt_level: str) -> None:

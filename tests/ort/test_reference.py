@@ -34,6 +34,7 @@ def test_the_reference_model_is_a_small_convolutional_block():
     assert [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim] == REFERENCE_INPUT
 
 
+@pytest.mark.ort
 def test_the_reference_time_is_the_fast_estimate_of_one_run():
     # A fake clock that advances 1 ms per read: a warm-up run (two reads around it) reads 1 ms, so samples batch
     # MIN_SAMPLE_S / 1 ms runs, and each batch reads 1 ms in all, i.e. 1 ms / batch per run.
@@ -50,6 +51,7 @@ def test_the_reference_time_is_the_fast_estimate_of_one_run():
     assert sampler.speed(0.8 * per_run) == pytest.approx(0.8)
 
 
+@pytest.mark.ort
 def test_the_reference_on_this_machine_reads_the_fastest_of_its_samples():
     sampler = ReferenceSampler(1)
     sampler.sample(reps=3)
@@ -60,6 +62,7 @@ def test_the_reference_on_this_machine_reads_the_fastest_of_its_samples():
     assert sampler.speed(seconds) == 1.0 and sampler.speed(2 * seconds) == pytest.approx(2.0)
 
 
+@pytest.mark.ort
 def test_the_typical_run_is_the_median_of_the_quietest_stretch():
     # Nine samples in three stretches of three: medians 5, 2 (of 1, 2, 3) and 9; the quietest stretch's is 2, where
     # the median of all nine would be 5 (a slow phase would set it).
@@ -81,6 +84,7 @@ def test_drift_is_reported_beyond_the_bound_only():
     assert faster is not None and "25% faster" in faster
 
 
+@pytest.mark.ort
 def test_validate_reports_the_machine_speed_against_the_calibration(conv_bn_relu: Path, tmp_path: Path):
     path = conv_bn_relu
     # A reference time no machine reaches: this one is far slower than "calibrated", and validate says so.
@@ -94,6 +98,7 @@ def test_validate_reports_the_machine_speed_against_the_calibration(conv_bn_relu
     assert validate(str(path), calibrated_host({"conv": CONV}), repeat=3, runs=3, spread_s=0.0).machine_speed is None
 
 
+@pytest.mark.ort
 def test_the_reference_is_timed_between_the_samples_of_the_measurement(conv_bn_relu: Path, tmp_path: Path, monkeypatch):
     """Timed in the same moments as the model, the reference reads the machine's phase the model ran in."""
     path = conv_bn_relu
@@ -106,6 +111,7 @@ def test_the_reference_is_timed_between_the_samples_of_the_measurement(conv_bn_r
     assert len(calls) == v.measurement.repeat == 4
 
 
+@pytest.mark.ort
 def test_the_reference_session_is_parked_between_runs_like_the_calibrations(monkeypatch) -> None:
     """Both readings of the reference block must be taken alike; the calibration's sessions park when a run
     returns (see sessions.session_options), so validation's does too."""
@@ -114,6 +120,7 @@ def test_the_reference_session_is_parked_between_runs_like_the_calibrations(monk
     assert seen == [True]
 
 
+@pytest.mark.ort
 def test_the_prediction_compared_with_the_measurement_is_scaled_to_the_machine_speed(
     conv_bn_relu: Path, tmp_path: Path
 ):
@@ -141,6 +148,7 @@ def test_the_prediction_compared_with_the_measurement_is_scaled_to_the_machine_s
     assert "predictions are scaled to that speed" in validation_table(v)
 
 
+@pytest.mark.ort
 def test_without_a_reference_reading_the_prediction_is_the_calibrated_one(conv_bn_relu: Path, tmp_path: Path):
     v = validate(str(conv_bn_relu), calibrated_host({"conv": CONV}), repeat=3, runs=3, spread_s=0.0)
     assert v.machine_speed is None
@@ -156,6 +164,7 @@ def test_the_calibration_summary_shows_the_reference_time():
     assert "reference block: 1.90 ms a run" in calibration_table(device)
 
 
+@pytest.mark.ort
 def test_the_timed_model_parks_its_threads_when_the_reference_runs_between_its_samples(
     conv_bn_relu: Path, tmp_path: Path, monkeypatch
 ):

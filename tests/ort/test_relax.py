@@ -16,6 +16,8 @@ from onnxroof.ort.relax import declare_inputs, open_inputs, refused_by_inference
 from onnxroof.ort.sessions import make_session, runnable_model
 from tests.helpers import IR_VERSION, calibrated_host
 
+pytestmark = pytest.mark.ort
+
 H = 16  # the LSTM's hidden size
 FRAMES = 4  # x (1, 512) reshaped to (1, 128, 4): 4 time steps of 128 features
 

@@ -74,6 +74,7 @@ def test_inference_alone_leaves_the_stack_unknown():
     assert graph.shapes_from_run == ()
 
 
+@pytest.mark.ort
 def test_a_run_gives_every_shape_and_says_so():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no node is left "shape unknown": no warning per op type
@@ -105,6 +106,7 @@ def test_the_run_is_asked_for_the_model_as_the_loader_was_given_it():
     assert request.tensors == ("stack", "mm", "y")
 
 
+@pytest.mark.ort
 def test_the_graph_names_the_tensors_from_the_run_with_their_shapes():
     from onnxroof.ort.run_for_shapes import shapes_from_run
 
@@ -116,6 +118,7 @@ def test_the_graph_names_the_tensors_from_the_run_with_their_shapes():
     assert unknown_outputs(graph) == []
 
 
+@pytest.mark.ort
 def test_absent_weights_run_as_random_values_of_their_shapes(tmp_path):
     # a graph-only model: w (4 x 32 floats) goes to an external file that is then removed
     path = tmp_path / "graph_only.onnx"
@@ -165,6 +168,7 @@ def branching_model(else_nodes: list[onnx.NodeProto], else_output: str) -> onnx.
     return model
 
 
+@pytest.mark.ort
 def test_shapes_inside_both_branches_of_an_if_come_from_runs():
     model = branching_model([helper.make_node("Relu", ["stack"], ["else_out"], name="else_relu")], "else_out")
     with warnings.catch_warnings():
@@ -190,6 +194,7 @@ def test_shapes_inside_both_branches_of_an_if_come_from_runs():
     assert graph.tensor("y").shape == (TRIPS, 1, 8)  # the branch the run took: x is finite
 
 
+@pytest.mark.ort
 def test_a_branch_that_cannot_run_stays_unknown_and_is_counted():
     # the else branch reshapes the 12 elements of the stack to rows of 5: no run of it succeeds
     five = helper.make_node("Constant", [], ["five"], value=numpy_helper.from_array(np.array([-1, 5], np.int64)))
@@ -229,6 +234,7 @@ def test_a_dynamic_input_never_runs(monkeypatch):
     assert all(n.cost.note != RUN_NOTE for n in analysis.nodes)
 
 
+@pytest.mark.ort
 def test_weights_that_would_not_fit_are_refused(monkeypatch):
     # w is 4 x 8 floats = 128 bytes and trips 8 bytes: 136 bytes, held 4 times over = 544 > 0.8 * 400
     monkeypatch.setattr(onnxroof.ort.run_for_shapes, "available_memory", lambda: 400)
@@ -240,6 +246,7 @@ def test_weights_that_would_not_fit_are_refused(monkeypatch):
     assert analyze(stacking_loop(8), "v100-sxm2").totals.flops == stacking_loop_flops(8)
 
 
+@pytest.mark.ort
 def test_a_run_that_fails_leaves_the_inferred_shapes_with_one_warning():
     # an op of a domain onnxruntime does not know: no session can be made for the model
     model = stacking_loop(8, [helper.make_node("Frobnicate", ["y"], ["z"], domain="example.custom", name="frob")])
@@ -283,6 +290,7 @@ def test_element_types_from_onnxruntime_names():
     assert element_type("seq(tensor(float))") == TensorProto.UNDEFINED
 
 
+@pytest.mark.ort
 def test_the_command_line_says_it_once_and_the_json_notes_each_node(tmp_path, capsys):
     from onnxroof.cli import main
 

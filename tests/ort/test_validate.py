@@ -12,6 +12,7 @@ from onnxroof.ort.validate import compare, validate
 from tests.helpers import CONV, calibrated_host
 
 
+@pytest.mark.ort
 def test_a_calibrated_host_predicts_the_graph_onnxruntime_runs(conv_bn_relu: Path, tmp_path: Path):
     device = calibrated_host({"conv": CONV})
     path = conv_bn_relu
@@ -33,6 +34,7 @@ def test_a_calibrated_host_predicts_the_graph_onnxruntime_runs(conv_bn_relu: Pat
     assert exported.totals.predicted_time_s == pytest.approx(sum(n.prediction.predicted_time_s for n in exported.nodes))
 
 
+@pytest.mark.ort
 def test_validate_pairs_every_kernel_and_adds_measured_times(conv_bn_relu: Path, tmp_path: Path):
     path = conv_bn_relu
     v = validate(str(path), calibrated_host({"conv": CONV}), repeat=5, runs=5, spread_s=0.0)
@@ -60,6 +62,7 @@ def test_validate_pairs_every_kernel_and_adds_measured_times(conv_bn_relu: Path,
     assert fused.predicted_time_s == pytest.approx(sum(n.prediction.predicted_time_s for n in exported.nodes))
 
 
+@pytest.mark.ort
 def test_validate_cli_json_with_a_device_file(conv_bn_relu: Path, cli, tmp_path: Path):
     path = conv_bn_relu
     device_file = tmp_path / "host.toml"

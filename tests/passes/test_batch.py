@@ -51,6 +51,7 @@ def target_of(model: onnx.ModelProto, node_name: str) -> list[int]:
     return numpy_helper.to_array(const.attribute[0].t).tolist()
 
 
+@pytest.mark.ort
 def test_naive_change_breaks_and_the_pass_repairs_the_reshape() -> None:
     model = flatten_model()
     before = model.SerializeToString()
@@ -74,6 +75,7 @@ def test_naive_change_breaks_and_the_pass_repairs_the_reshape() -> None:
     assert {note.node for note in result.notes} == {"x", "flat", "y", "value_info"}
 
 
+@pytest.mark.ort
 def test_symbolic_batch_becomes_n() -> None:
     model = flatten_model("N", (-1, 6))
     result = batch(model, 3)
@@ -90,6 +92,7 @@ def test_symbolic_batch_with_a_hard_coded_target_is_refused() -> None:
         batch(flatten_model("N"), 3)
 
 
+@pytest.mark.ort
 def test_batch_merged_into_the_next_dim_is_repaired() -> None:
     """x [1, 2, 3] -> target [2, 3]: the batch merges with the 2 (runs [1, 2] -> [2], [3] -> [3]), so at batch 2
     the entry of that run is 2*2 = 4."""
@@ -141,6 +144,7 @@ def dynamo_linear(seq: int = 4, hidden: int = 6, out: int = 5) -> onnx.ModelProt
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=IR_VERSION)
 
 
+@pytest.mark.ort
 def test_a_dynamo_linear_follows_the_batch() -> None:
     result = batch(dynamo_linear(), 3)
     check_model(result.model)
@@ -172,6 +176,7 @@ def test_same_batch_is_unchanged() -> None:
     assert not result.changed and result.model is model
 
 
+@pytest.mark.ort
 @pytest.mark.skipif(not LIGHT_RESNET50.exists(), reason="this onnx package has no bundled light_resnet50.onnx")
 def test_light_resnet50_runs_at_batch_8() -> None:
     model = onnx.load(str(LIGHT_RESNET50))

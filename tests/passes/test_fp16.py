@@ -35,6 +35,7 @@ def relative_error(candidate: np.ndarray, reference: np.ndarray) -> float:
     return float(np.abs(candidate.astype(np.float32) - reference).max() / np.abs(reference).max())
 
 
+@pytest.mark.ort
 def test_conv_net_becomes_float16_and_matches_float32() -> None:
     model = small_conv_net()
     before = model.SerializeToString()
@@ -56,6 +57,7 @@ def test_conv_net_becomes_float16_and_matches_float32() -> None:
     assert "nodes: 6 of 6 nodes on float32 values compute in float16" in notes
 
 
+@pytest.mark.ort
 def test_keep_io_types_casts_at_the_boundary() -> None:
     model = small_conv_net()
     result = fp16(model, keep_io_types=True)
@@ -73,6 +75,7 @@ def test_keep_io_types_casts_at_the_boundary() -> None:
     assert any("2 Casts inserted (2 at the graph's inputs and outputs" in str(n) for n in result.notes)
 
 
+@pytest.mark.ort
 def test_block_ops_keep_an_op_in_float32() -> None:
     result = fp16(small_conv_net(), block_ops=["Relu"])
     check_model(result.model)
@@ -139,6 +142,7 @@ def test_graph_only_weights_convert_by_type() -> None:
     assert not result.model.graph.value_info or all(vi.name not in originals for vi in result.model.graph.value_info)
 
 
+@pytest.mark.ort
 def test_unet_end_to_end_keeps_resize_scales_in_float32() -> None:
     model = model_zoo.build("unet", size=32, weights=True)
     result = fp16(model, keep_io_types=True)

@@ -127,6 +127,7 @@ def test_a_new_batch_goes_through_the_batch_repairs() -> None:
     assert any("view: Reshape target [1, 256] -> [8, 256]" in w for w in analysis.warnings)
 
 
+@pytest.mark.ort
 def test_the_engine_graph_is_the_one_at_the_batch_asked() -> None:
     """On an onnxruntime host the prediction is made on the graph onnxruntime builds from the repaired model."""
     analysis = analyze(dynamo_like(), calibrated_host(), inputs={"x": (8, 3, 8, 8)})
@@ -192,6 +193,7 @@ def test_analyze_and_annotate_at_the_batch_asked(cli, tmp_path: Path) -> None:
     assert {p.key: p.value for p in conv.metadata_props}["onnxroof.flops"] == "111 kFLOP"  # 13824*8 = 110592
 
 
+@pytest.mark.ort
 def test_measure_and_validate_run_the_batch_asked(cli, tmp_path: Path) -> None:
     path = saved(dynamo_like(), tmp_path, "dyn.onnx")
     run = cli("measure", str(path), "--input", "x=8x3x8x8", "--repeat", "3", "-f", "json")

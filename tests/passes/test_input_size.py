@@ -81,6 +81,7 @@ def resize_model(sizes: list[int]) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
 
 
+@pytest.mark.ort
 def test_whole_input_pool_becomes_global_and_the_model_runs() -> None:
     model = head_model()
     before = model.SerializeToString()
@@ -106,6 +107,7 @@ def test_flatten_into_fixed_head_is_refused_with_both_sizes() -> None:
         input_size(flat_head_model(), 6, 6)
 
 
+@pytest.mark.ort
 def test_resize_sizes_scale_with_the_input() -> None:
     model = resize_model([1, 1, 6, 9])  # 4x6 -> 6x9: by 3/2 on both axes
     result = input_size(model, 8, 4)
@@ -132,6 +134,7 @@ def test_same_size_is_unchanged() -> None:
     assert not result.changed and result.model is model
 
 
+@pytest.mark.ort
 @pytest.mark.skipif(not LIGHT_RESNET50.exists(), reason="this onnx package has no bundled light_resnet50.onnx")
 def test_light_resnet50_runs_at_448() -> None:
     model = onnx.load(str(LIGHT_RESNET50))

@@ -65,6 +65,7 @@ def op_counts(model: onnx.ModelProto) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.ort
 def test_dynamic_makes_integer_convolutions_and_matmuls() -> None:
     model = small_conv_net()
     before = model.SerializeToString()
@@ -88,6 +89,7 @@ def test_dynamic_makes_integer_convolutions_and_matmuls() -> None:
     assert_close(run(result.model, x), run(model, x))
 
 
+@pytest.mark.ort
 def test_dynamic_matmul() -> None:
     result = int8(matmul_net(), "dynamic")
     check_model(result.model)
@@ -97,6 +99,7 @@ def test_dynamic_matmul() -> None:
     assert_close(run(result.model, x), run(matmul_net(), x))
 
 
+@pytest.mark.ort
 def test_static_inserts_quantize_dequantize_pairs() -> None:
     model = small_conv_net()
     before = model.SerializeToString()
@@ -133,6 +136,7 @@ def test_refusals() -> None:
         int8(model_zoo.build("resnet18", size=64, weights=False), "dynamic")
 
 
+@pytest.mark.ort
 def test_symbolic_inference_failure_names_the_option(monkeypatch: pytest.MonkeyPatch) -> None:
     from onnxruntime.tools import symbolic_shape_infer
 
@@ -159,6 +163,7 @@ def test_the_library_logs_nothing_to_the_terminal(
     assert not caplog.records  # the root logger's handlers (pytest's among them) heard nothing
 
 
+@pytest.mark.ort
 def test_resnet18_end_to_end() -> None:
     model = model_zoo.build("resnet18", size=64, weights=True)
     result = int8(model, "dynamic")
@@ -172,6 +177,7 @@ def test_resnet18_end_to_end() -> None:
     assert np.corrcoef(y8.ravel(), y32.ravel())[0, 1] > 0.95  # 21 quantized layers: correlation only
 
 
+@pytest.mark.ort
 @pytest.mark.skipif(not (LIGHT_DIR / "light_squeezenet.onnx").exists(), reason="this onnx has no light models")
 @pytest.mark.parametrize("mode", ["dynamic", "static"])
 def test_an_ir3_model_keeps_initializers_as_inputs_and_needs_only_its_own_feeds(mode: str) -> None:

@@ -85,6 +85,7 @@ def attrs_of(node: onnx.NodeProto) -> dict[str, Any]:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
+@pytest.mark.ort
 def test_an_exactly_separable_kernel_gives_the_same_outputs() -> None:
     rng = np.random.default_rng(RNG_SEED)
     c_out, c_in, k = 6, 4, 3
@@ -115,6 +116,7 @@ def test_an_exactly_separable_kernel_gives_the_same_outputs() -> None:
     np.testing.assert_allclose(run(result.model, x), run(model, x), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.ort
 def test_the_reported_error_and_the_outputs_match_the_best_rank_1_approximation() -> None:
     rng = np.random.default_rng(RNG_SEED + 1)
     weight = rng.standard_normal((5, 3, 3, 2)).astype(np.float32)
@@ -165,6 +167,7 @@ def test_the_flops_drop_by_the_ratio_of_paper_000s_table_2() -> None:
     assert (separated - relu) * n * dk * dk == (standard - relu) * (dk * dk + n)
 
 
+@pytest.mark.ort
 def test_the_zoo_unet_converts_every_conv_but_the_1x1_head_and_runs() -> None:
     model = model_zoo.build("unet", size=64)
     convs = [n.name for n in model.graph.node if n.op_type == "Conv"]

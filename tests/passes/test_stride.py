@@ -79,6 +79,7 @@ def residual(join: str = "Add", size: int = 8) -> ModelProto:
     return model_of(nodes, [1, 4, size, size], [1, channels, size, size], weights)
 
 
+@pytest.mark.ort
 def test_a_join_gets_a_nearest_resize_on_its_smaller_input() -> None:
     model = residual("Add")
     before = model.SerializeToString()
@@ -116,6 +117,7 @@ def test_a_concat_with_a_non_integer_ratio_is_refused() -> None:
         stride(model, {"main": 2})
 
 
+@pytest.mark.ort
 def test_an_input_that_broadcasts_is_left_alone() -> None:
     nodes = [
         helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
@@ -191,6 +193,7 @@ def encoder_sizes(size: int, depth: int = 4, base: int = 32) -> list[tuple[int, 
     return [(base * 2**level, size // 2**level) for level in range(depth)]
 
 
+@pytest.mark.ort
 def test_lwu_rewrites_the_zoo_unet() -> None:
     model = model_zoo.build("unet", size=64)
     before = model.SerializeToString()

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from onnxroof.api import analyze
@@ -46,6 +47,7 @@ def _analyze(model: onnx.ModelProto) -> Analysis:
         return analyze(model, device="v100-sxm2")
 
 
+@pytest.mark.ort
 def test_a_matmul_that_inference_cannot_reach_makes_the_totals_incomplete():
     a = _analyze(_beyond_inference())
     # Only the Relu is counted in full: one FLOP per element of [8, 64] = 512. The MatMul's 2*8*64*64 = 65536
@@ -66,6 +68,7 @@ def test_a_matmul_that_inference_cannot_reach_makes_the_totals_incomplete():
     assert [n["output_shape"] for n in data["nodes"]] == [[8, 64], None, None]
 
 
+@pytest.mark.ort
 def test_the_headline_of_incomplete_totals_says_they_are_lower_bounds():
     text = render(_analyze(_beyond_inference()), "table")
     headline = text.split("\n\n")[1]  # the block of totals, after the model and device lines
@@ -74,6 +77,7 @@ def test_the_headline_of_incomplete_totals_says_they_are_lower_bounds():
     assert "FLOPs at least 512 " in headline and "predicted at least " in headline
 
 
+@pytest.mark.ort
 def test_a_node_inside_a_branch_is_named_by_its_path():
     a = _analyze(_beyond_inference(with_branch=True))
     # The Neg of the else-branch is costed on an unknown shape too: both branches are costed to pick the costlier.

@@ -60,6 +60,7 @@ def run_cli(model: onnx.ModelProto, folder: Path, capsys: pytest.CaptureFixture[
     return code, capsys.readouterr().err.strip().splitlines()
 
 
+@pytest.mark.ort
 def test_operands_that_cannot_broadcast_name_the_node_and_both_shapes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -73,6 +74,7 @@ def test_operands_that_cannot_broadcast_name_the_node_and_both_shapes(
     assert "hint:" in line
 
 
+@pytest.mark.ort
 def test_a_concat_of_mismatched_sizes_names_the_node_and_the_shapes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -84,12 +86,14 @@ def test_a_concat_of_mismatched_sizes_names_the_node_and_the_shapes(
     assert "hint:" in lines[0]
 
 
+@pytest.mark.ort
 def test_the_api_raises_a_user_error_for_an_invalid_graph() -> None:
     with pytest.raises(UserError, match=r"'add' \(Add\)") as raised:
         analyze(conv_into_mismatched_add())
     assert raised.value.hint
 
 
+@pytest.mark.ort
 def test_a_matrix_product_whose_inner_dims_differ_is_refused() -> None:
     """x[2, 8] @ w[7, 16]: K is 8 on one side and 7 on the other."""
     w = numpy_helper.from_array(np.ones((7, 16), np.float32), "w")
@@ -110,6 +114,7 @@ def test_a_conv_whose_weight_does_not_match_the_input_channels_is_refused() -> N
         analyze(model)
 
 
+@pytest.mark.ort
 def test_a_zero_stride_is_refused_as_an_invalid_attribute() -> None:
     model = small_conv_net()
     model.graph.node[0].attribute.append(helper.make_attribute("strides", [0, 1]))
@@ -117,6 +122,7 @@ def test_a_zero_stride_is_refused_as_an_invalid_attribute() -> None:
         analyze(model)
 
 
+@pytest.mark.ort
 def test_an_attribute_of_the_wrong_kind_is_refused() -> None:
     """Concat's axis given as a list of ints instead of one int."""
     model = mismatched_concat()
@@ -127,6 +133,7 @@ def test_an_attribute_of_the_wrong_kind_is_refused() -> None:
         analyze(model)
 
 
+@pytest.mark.ort
 def test_an_unknown_shape_is_not_an_error() -> None:
     """An Add whose second operand's shape nothing gives is charged its known bytes, listed as unsupported."""
     model = _model(

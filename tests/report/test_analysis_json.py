@@ -142,6 +142,7 @@ def on_engine() -> Analysis:
     )
 
 
+@pytest.mark.ort
 def test_the_model_has_what_the_contract_must_carry(mixed: Analysis, on_engine: Analysis) -> None:
     names = [n.name for n in mixed.nodes]
     assert set(NAMES_TO_ESCAPE) <= set(names)
@@ -155,6 +156,7 @@ def test_the_model_has_what_the_contract_must_carry(mixed: Analysis, on_engine: 
     assert on_engine.nodes and all(n.engine is not None for n in on_engine.nodes)
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("which", ["mixed", "on_engine"])
 def test_json_is_the_contract_byte_for_byte(which: str, request: pytest.FixtureRequest) -> None:
     a = request.getfixturevalue(which)
@@ -164,12 +166,14 @@ def test_json_is_the_contract_byte_for_byte(which: str, request: pytest.FixtureR
     assert json.loads(to_json(a))["nodes"][0]["name"] == a.nodes[0].name
 
 
+@pytest.mark.ort
 def test_json_of_an_analysis_without_nodes(mixed: Analysis) -> None:
     empty = dataclasses.replace(mixed, nodes=())
     assert to_json(empty) == reference(empty)
     assert '\n  "nodes": [],\n' in to_json(empty)
 
 
+@pytest.mark.ort
 def test_nodes_that_share_a_cost_keep_their_own_names_and_order(mixed: Analysis) -> None:
     # Many nodes of one group, as a large network's repeated blocks give: each keeps its name and place.
     relu = next(n for n in mixed.nodes if n.name == NAMES_TO_ESCAPE[0])

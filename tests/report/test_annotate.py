@@ -164,6 +164,7 @@ def test_the_input_model_is_not_modified_and_only_metadata_differs():
     assert stripped.SerializeToString() == before
 
 
+@pytest.mark.ort
 def test_the_annotated_model_checks_and_gives_the_same_outputs():
     ort = pytest.importorskip("onnxruntime")
     model = small_conv_net()
@@ -269,6 +270,7 @@ def test_an_analysis_of_another_graph_is_refused():
         annotate(model, optimized)
 
 
+@pytest.mark.ort
 def test_on_a_calibrated_host_the_graph_as_exported_is_annotated():
     pytest.importorskip("onnxruntime")
     model = small_conv_net()

@@ -55,6 +55,7 @@ def test_annotate_writes_the_model_and_model_explorer_data(net: Path, tmp_path: 
     assert report["summary"]["flops"] == props(onnx.load(str(out)))[PREFIX + "flops"]
 
 
+@pytest.mark.ort
 def test_external_weights_are_carried_into_the_annotated_model(tmp_path: Path):
     ort = pytest.importorskip("onnxruntime")
     source_dir, out_dir = tmp_path / "src", tmp_path / "out"

@@ -116,6 +116,7 @@ def test_the_report_refuses_a_mistake_with_exit_code_2_and_writes_nothing(
     assert sorted(tmp_path.iterdir()) == before
 
 
+@pytest.mark.ort
 def test_measure_adds_the_host_its_kernels_and_the_comparison(tmp_path: Path, measured_on_test_host: list[object]):
     """--measure validates on this machine's host; here the host is the hand-made calibrated one (no calibration
     run). The page then holds the host's analysis beside the catalog device's, the measured points in the

@@ -90,6 +90,7 @@ def test_plot_refuses_an_unknown_kind(model: Path, tmp_path: Path, capsys: pytes
     assert "invalid choice: 'pie'" in capsys.readouterr().err
 
 
+@pytest.mark.ort
 def test_measure_adds_the_measured_host_with_each_kernels_measured_point(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, measured_on_test_host: list[object]
 ):

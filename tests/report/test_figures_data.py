@@ -174,6 +174,7 @@ def test_a_sweep_becomes_trajectories_along_its_varied_axis_under_its_devices_ro
     assert roofs["fp16"].ridge_point == pytest.approx(125e12 / 900e9)  # V100's tensor cores: 125 TFLOP/s fp16
 
 
+@pytest.mark.ort
 def test_op_types_of_an_engine_graph_are_matched_without_their_domain(conv_bn_relu, v100):
     """On a calibrated host the engine's graph is analyzed: one NCHWc Conv carrying the BatchNormalization and Relu
     fused into it, plus layout reorders. Its Conv time is listed as Conv's, and the fused ops get none."""
@@ -192,6 +193,7 @@ def test_op_types_of_an_engine_graph_are_matched_without_their_domain(conv_bn_re
         )
 
 
+@pytest.mark.ort
 def test_a_validation_brings_its_own_analysis_and_each_kernels_measured_point(conv_bn_relu):
     """The validation's analysis joins the figure even when not passed among the analyses; each kernel has its
     predicted point (FLOPs / predicted time) and its measured one (FLOPs / measured time) at its intensity."""

@@ -21,6 +21,8 @@ from onnxroof.report.html import build_report, write_report
 from tests.helpers import three_bound_model
 from tests.report.html_inputs import figure_of
 
+pytestmark = pytest.mark.browser
+
 HOSTILE = '</script><script>alert("x")</script><!--'
 CHROME_FLAGS = (
     "--headless=new",

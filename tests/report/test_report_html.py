@@ -235,6 +235,7 @@ def validated(tmp_path_factory: pytest.TempPathFactory):
     return validate(str(path), calibrated_host({"conv": CONV}), repeat=5, runs=5, spread_s=0.0)
 
 
+@pytest.mark.ort
 def test_measured_columns_and_the_comparison_come_with_a_validation(validated):
     page = build_report([validated.analysis], validation=validated)
     rows = _rows(page)
@@ -250,6 +251,7 @@ def test_measured_columns_and_the_comparison_come_with_a_validation(validated):
     assert f"{validated.model_error:+.1%}" in section
 
 
+@pytest.mark.ort
 def test_a_validation_adds_its_analysis_beside_the_others(validated):
     other = analyze(small_conv_net(), "v100-sxm2")
     data = _data(build_report([other], validation=validated))

@@ -50,6 +50,7 @@ def test_separable_touches_exactly_the_converted_convs() -> None:
     assert touched_nodes(source.model, sep.result.model) == ("encoder0.conv2",)
 
 
+@pytest.mark.ort
 def test_measure_times_the_best_candidates_against_this_machines_prediction() -> None:
     here = calibrated_host()
     result = explore("zoo:unet?size=16&depth=1", "v100-sxm2", measure=1, only=("lwu", "fp16"), here=here)

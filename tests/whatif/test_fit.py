@@ -115,6 +115,7 @@ def test_command_training(cli) -> None:
     assert "step time" in run.stdout and "paper 004" in run.stdout
 
 
+@pytest.mark.ort
 def test_on_an_onnxruntime_host_memory_is_the_calibrated_process_peak(monkeypatch) -> None:
     from onnxroof.devices import Sourced
     from onnxroof.ort import memory_calibration

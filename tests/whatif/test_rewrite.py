@@ -48,6 +48,7 @@ def test_precision_rewrites_exclude_each_other() -> None:
         steps(RewriteRequest(fp16=True, int8="dynamic"))
 
 
+@pytest.mark.ort
 def test_fp16_rewrite_compares_outputs_and_leaves_the_input_alone(conv_model: Path) -> None:
     before = conv_model.read_bytes()
     done = rewrite(conv_model, RewriteRequest(fp16=True, keep_io_types=True))
@@ -64,6 +65,7 @@ def test_shape_rewrites_are_not_compared(conv_model: Path) -> None:
     assert [d.dim_value for d in done.result.model.graph.output[0].type.tensor_type.shape.dim] == [2, 8, 8, 8]
 
 
+@pytest.mark.ort
 def test_cli_writes_the_model_and_reports_json(cli, conv_model: Path, tmp_path: Path) -> None:
     out = tmp_path / "half.onnx"
     run = cli("rewrite", str(conv_model), "-o", str(out), "--fp16", "--format", "json")
@@ -92,6 +94,7 @@ def test_cli_bad_options_are_one_line_and_exit_2(cli, conv_model: Path, tmp_path
     assert not (tmp_path / "out.onnx").exists()
 
 
+@pytest.mark.ort
 def test_cli_refuses_to_replace_an_output_without_force(cli, conv_model: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.onnx"
     out.write_bytes(b"mine")
@@ -133,6 +136,7 @@ def test_cli_a_pass_that_does_not_apply_names_the_node(cli, conv_model: Path, tm
     assert conv_model.read_bytes() == before and not (tmp_path / "out.onnx").exists()
 
 
+@pytest.mark.ort
 def test_static_int8_calibrates_on_every_sample_of_an_npz(conv_model: Path, tmp_path: Path) -> None:
     model = onnx.load(str(conv_model))
     rng = np.random.default_rng(1)

@@ -9,7 +9,8 @@ from typing import Any
 
 from onnxroof.ort.calibrate import graphs
 from onnxroof.ort.calibrate.graphs import Built, Rand
-from onnxroof.ort.calibrate.host import ReportedCache, memory_available
+from onnxroof.ort.calibrate.host import ReportedCache
+from onnxroof.ort.proc import memory_available
 from onnxroof.predict.engine import COLD_WEIGHTS
 
 __all__ = ["Bench", "MiB", "Suite"]

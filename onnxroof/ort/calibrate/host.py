@@ -1,6 +1,6 @@
 """Facts about this host that a calibration reads and records: the CPU model, the data cache levels the OS
-reports, CPU and memory readings from /proc, the GPU the NVIDIA driver reports, and where calibrated profiles are
-cached."""
+reports, the CPU time of its cores (read from /proc by onnxroof.ort.proc), the GPU the NVIDIA driver reports, and
+where calibrated profiles are cached."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from pathlib import Path
 from onnxroof.devices import Device, load_device
 from onnxroof.errors import UserError
 from onnxroof.ort import sessions
+from onnxroof.ort.proc import cpu_fields, cpu_ticks
+from onnxroof.units import kernel_bytes
 
 __all__ = [
     "DEFAULT_CACHES",
@@ -35,12 +37,10 @@ __all__ = [
     "cpu_times",
     "host_key",
     "lscpu_caches",
-    "memory_available",
     "nvidia_gpu",
     "ort_version",
     "parse_lscpu",
     "parse_nvidia_smi",
-    "parse_size",
     "sysfs_caches",
     "vector_extension",
 ]
@@ -78,15 +78,7 @@ class CpuIdentity:
 def cpu_identity(cpuinfo: str | None = None) -> CpuIdentity:
     """This CPU's identity from ``cpuinfo``, the text of /proc/cpuinfo (read when not given; the platform module
     names the CPU where it says nothing): the first processor's fields."""
-    if cpuinfo is None:
-        cpuinfo = ""
-        with contextlib.suppress(OSError):
-            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    fields: dict[str, str] = {}
-    for line in cpuinfo.splitlines():
-        if ":" in line:
-            key, value = (part.strip() for part in line.split(":", 1))
-            fields.setdefault(key.lower(), value)  # the first processor's value
+    fields = cpu_fields(cpuinfo)
     name = next((fields[k] for k in ("model name", "hardware", "cpu model") if fields.get(k)), "")
     name = re.sub(r"\s+", " ", name) or platform.processor().strip() or platform.machine().strip() or "unknown CPU"
     family, model = fields.get("cpu family", ""), fields.get("model", "")
@@ -163,19 +155,11 @@ def core_limits(threads: int, cpuinfo: str | None = None, max_khz: str | None = 
     maximum cpufreq reports, else BOOST times the reported current clock (a virtual machine reports its host's
     nominal clock, which a boost exceeds), else 5 GHz; the vector is the widest the flags announce (16 bytes where
     they name none)."""
-    if cpuinfo is None:
-        cpuinfo = ""
-        with contextlib.suppress(OSError):
-            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    fields = cpu_fields(cpuinfo)
     if max_khz is None:
         max_khz = ""
         with contextlib.suppress(OSError):
             max_khz = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq").read_text()
-    fields: dict[str, str] = {}
-    for line in cpuinfo.splitlines():
-        if ":" in line:
-            key, value = (part.strip() for part in line.split(":", 1))
-            fields.setdefault(key.lower(), value)
     flags = set((fields.get("flags") or fields.get("features") or "").split())
     vector = next((size for flag, size in _VECTOR_BYTES if flag in flags), 16)
     with contextlib.suppress(ValueError):
@@ -262,16 +246,6 @@ class ReportedCache:
     source: str
 
 
-def parse_size(text: str) -> int | None:
-    """A cache size as sysfs and lscpu write it ('48K', '2048K', '300M', '1.5 MiB') in bytes; None when
-    unreadable."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMG]?)(?:i?B)?\s*", text, flags=re.IGNORECASE)
-    if not m:
-        return None
-    scale = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[m.group(2).upper()]
-    return int(float(m.group(1)) * scale)
-
-
 def count_cpus(cpu_list: str) -> int:
     """How many CPUs a sysfs list such as '0-1' or '0,32' names."""
     count = 0
@@ -292,7 +266,7 @@ def sysfs_caches(root: Path) -> list[ReportedCache]:
         try:
             kind = (index / "type").read_text().strip()
             level = int((index / "level").read_text().strip())
-            size = parse_size((index / "size").read_text())
+            size = kernel_bytes((index / "size").read_text())
             shared = (index / "shared_cpu_list").read_text().strip() if (index / "shared_cpu_list").exists() else ""
         except (OSError, ValueError):
             continue
@@ -341,24 +315,10 @@ def cache_levels() -> tuple[ReportedCache, ...]:
 
 
 def cpu_times() -> tuple[int, int, int] | None:
-    """(all, stolen, busy) CPU time ticks of all the machine's cores from /proc/stat (see proc(5)); stolen time is
-    what a hypervisor gave other guests while this one wanted to run, busy everything but idle and iowait. None
-    where there is no such file."""
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        fields = Path("/proc/stat").read_text().splitlines()[0].split()
-        if fields[0] == "cpu":
-            ticks = [int(x) for x in fields[1:]] + [0] * 8  # user nice system idle iowait irq softirq steal
-            return sum(ticks[:8]), ticks[7], sum(ticks[:3]) + sum(ticks[5:8])
-    return None
-
-
-def memory_available() -> int | None:
-    """MemAvailable from /proc/meminfo in bytes, None where there is no such file."""
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    return None
+    """(all, stolen, busy) CPU time ticks of all the machine's cores (see proc.CpuTicks); None where /proc/stat
+    cannot be read."""
+    ticks = cpu_ticks()
+    return None if ticks is None else (ticks.total, ticks.stolen, ticks.busy)
 
 
 @dataclass(frozen=True)
