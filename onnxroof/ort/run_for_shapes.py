@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto, TensorProto, ValueInfoProto
 
-from onnxroof.errors import UserError
+from onnxroof.errors import UserError, first_line
 from onnxroof.load.fill_from_run import ShapeRequest, ShapeRunFailed
 from onnxroof.ort.branches import ELSE, THEN, Variant, ifs_reaching, inline
+from onnxroof.ort.proc import memory_available
 from onnxroof.ort.session_spec import SessionSpec
 from onnxroof.ort.sessions import make_session, random_feeds, runnable_model
 
@@ -50,7 +51,7 @@ def shapes_from_run(request: ShapeRequest) -> dict[str, tuple[int, tuple[int, ..
         runnable = runnable_model(request.model)
         feeds = ort_values(random_feeds(runnable))
     except Exception as exc:  # a UserError about inputs onnxroof cannot make, or a weight it cannot load
-        raise ShapeRunFailed(first_line(exc)) from exc
+        raise ShapeRunFailed(first_line(exc, 160)) from exc
     base = runnable.model
     wanted = set(request.tensors)
     found: dict[str, tuple[int, tuple[int, ...]]] = {}
@@ -73,7 +74,7 @@ def shapes_from_run(request: ShapeRequest) -> dict[str, tuple[int, tuple[int, ..
             model = variant_model(base, variant, outputs, request.dtypes)
             values = dict(zip(outputs, run_once(model, outputs, feeds)))
         except Exception as exc:  # onnxruntime's errors, as UserErrors or its own
-            reasons.append(first_line(exc))
+            reasons.append(first_line(exc, 160))
             queue += [inline(variant, dict.fromkeys(ifs, side)) for side in (THEN, ELSE)] if ifs else []
             continue
         for name in top:
@@ -141,13 +142,9 @@ def check_memory(weight_bytes: float, tensors: int) -> None:
 def available_memory() -> int | None:
     """The bytes of memory available to a new allocation (MemAvailable of /proc/meminfo, else the free pages),
     or None where the system says neither."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
+    available = memory_available()
+    if available is not None:
+        return available
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
@@ -176,9 +173,3 @@ def element_type(data_type: str) -> int:
         return TensorProto.DataType.Value(name)
     except ValueError:
         return TensorProto.UNDEFINED
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message (at most 160 characters), or its type's name."""
-    text = str(exc).strip()
-    return text.splitlines()[0][:160] if text else type(exc).__name__

@@ -22,7 +22,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, numpy_helper
 
-from onnxroof.errors import UserError
+from onnxroof.errors import UserError, first_line
 from onnxroof.load import fix_inputs, read_model, runtime_inputs
 from onnxroof.load.model_spec import ModelSpec, Source, model_spec
 from onnxroof.load.values import value_arrays
@@ -310,7 +310,7 @@ def make_session(
                 raise
             made = rt.InferenceSession(opened.SerializeToString(), options, providers=providers)
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise UserError(
             f"onnxruntime cannot load the model: {first}", "check that the model runs with onnxruntime"
         ) from exc

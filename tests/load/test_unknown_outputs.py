@@ -7,8 +7,8 @@ import onnx
 from onnx import TensorProto, helper
 
 from onnxroof.ir import Tensor
+from onnxroof.load.fill_from_run import branch_unknowns
 from onnxroof.load.read import read_graph, shapeless_outputs, unknown_outputs
-from onnxroof.load.run_shapes import branch_unknowns
 
 FLOAT = TensorProto.FLOAT
 

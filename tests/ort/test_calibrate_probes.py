@@ -101,6 +101,7 @@ def test_the_host_probes_read_every_figure_before_what_is_read_against_it():
     assert order[-1] == "network_factor"  # predicted on every other figure
 
 
+@pytest.mark.ort
 def test_a_probe_added_to_the_host_list_is_set_up_timed_in_every_pass_and_read(monkeypatch: pytest.MonkeyPatch):
     log: list[str] = []
     first, last = FakeProbe("first", log), FakeProbe("last", log, ("network_factor",), seconds=2e-3)

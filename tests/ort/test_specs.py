@@ -84,6 +84,7 @@ def test_bad_options_are_refused_when_the_specs_are_built():
         model_spec(_args("validate", "m.onnx", "--dim", "batch=0"))
 
 
+@pytest.mark.ort
 def test_a_spec_that_differs_only_in_threads_gives_a_different_session():
     one, two = SessionSpec(threads=1), SessionSpec(threads=2)
     assert one != two and hash(one) != hash(two)
@@ -93,6 +94,7 @@ def test_a_spec_that_differs_only_in_threads_gives_a_different_session():
     assert second.get_session_options().intra_op_num_threads == 2
 
 
+@pytest.mark.ort
 def test_the_spec_sets_the_sessions_optimization_level():
     from onnxroof.ort.sessions import ort
 

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 import onnx
 
-from onnxroof.costs import Cost, NodeView, compute_cost
+from onnxroof.costs import Cost, NodeView, compute_cost, node_view
 from onnxroof.ir import UnknownShape
 from onnxroof.ort import sessions
 from onnxroof.ort.calibrate import graphs
@@ -81,16 +81,7 @@ def views(model: onnx.ModelProto) -> dict[str, tuple[NodeView, Cost]]:
     for node in graph.nodes:
         if node.folded:
             continue
-        constants = {i: graph.constants[n] for i, n in enumerate(node.inputs) if n in graph.constants}
-        view = NodeView(
-            node.name,
-            node.op_type,
-            node.domain,
-            tuple(graph.tensor(i) for i in node.inputs),
-            tuple(graph.tensor(o) for o in node.outputs),
-            node.attrs,
-            constants,
-        )
+        view = node_view(node, graph)
         try:
             cost, _ = compute_cost(view)
         except UnknownShape:
