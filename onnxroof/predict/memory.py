@@ -183,97 +183,124 @@ def node_reads(node: Node) -> Iterator[str]:
         yield from _outer_reads(sub)
 
 
-def _plan(graph: Graph, precision: str | None) -> _Plan:
-    runtime = tuple(n for n in graph.nodes if not n.folded)
-    unknown: dict[str, None] = {}
+class _Sizer:
+    """Tensor sizes at the what-if precision, remembering the names whose size is unknown (in the order asked)."""
 
-    def size_of(name: str) -> int:
-        t = graph.tensor(name)
-        n = None if t is None else tensor_bytes(t, precision)
+    def __init__(self, graph: Graph, precision: str | None) -> None:
+        self.graph, self.precision = graph, precision
+        self.unknown: dict[str, None] = {}
+
+    def size_of(self, name: str) -> int:
+        t = self.graph.tensor(name)
+        n = None if t is None else tensor_bytes(t, self.precision)
         if n is None:
-            unknown[name] = None
+            self.unknown[name] = None
             return 0
         return n
 
-    def is_weight(name: str) -> bool:
-        t = graph.tensors.get(name)
+    def is_weight(self, name: str) -> bool:
+        t = self.graph.tensors.get(name)
         return t is not None and t.is_weight
 
-    # Buffers: every runtime input, every output a runtime node writes; a view's output joins its input's buffer.
-    buffer_of: dict[str, str] = {name: name for name in graph.inputs}
-    members: dict[str, list[str]] = {name: [name] for name in graph.inputs}
-    creates: list[tuple[str, ...]] = []
-    produced: list[str] = []  # every tensor a runtime node writes, for the footprint
-    weight_views: set[str] = set()  # views of weights: the weight's storage, counted with the weight
+
+@dataclass
+class _Buffers:
+    """Every runtime input and every output a runtime node writes, a view's output joined to its input's buffer."""
+
+    buffer_of: dict[str, str]
+    members: dict[str, list[str]]
+    creates: list[tuple[str, ...]]  # per node: the buffers it creates
+    produced: list[str]  # every tensor a runtime node writes, for the footprint
+    weight_views: set[str]  # views of weights: the weight's storage, counted with the weight
+
+
+def _buffers(graph: Graph, runtime: Sequence[Node], sizer: _Sizer) -> _Buffers:
+    b = _Buffers({name: name for name in graph.inputs}, {name: [name] for name in graph.inputs}, [], [], set())
     for node in runtime:
         made = []
         for index, out in enumerate(node.outputs):
             if not out:
                 continue
-            produced.append(out)
+            b.produced.append(out)
             source = node.inputs[0] if node.inputs else ""
             if index == 0 and node.op_type in VIEW_OPS and source:
-                if is_weight(source) or source in weight_views:
-                    weight_views.add(out)
+                if sizer.is_weight(source) or source in b.weight_views:
+                    b.weight_views.add(out)
                     continue
-                root = buffer_of.setdefault(source, source)
-                buffer_of[out] = root
-                members.setdefault(root, [root]).append(out)
+                root = b.buffer_of.setdefault(source, source)
+                b.buffer_of[out] = root
+                b.members.setdefault(root, [root]).append(out)
             else:
-                buffer_of[out] = out
-                members[out] = [out]
+                b.buffer_of[out] = out
+                b.members[out] = [out]
                 made.append(out)
-        creates.append(tuple(made))
+        b.creates.append(tuple(made))
+    return b
 
-    # A buffer's bytes: the largest known size among its names (a view keeps its input's element count).
+
+def _buffer_sizes(members: Mapping[str, list[str]], sizer: _Sizer) -> dict[str, int]:
+    """A buffer's bytes: the largest known size among its names (a view keeps its input's element count)."""
     size: dict[str, int] = {}
     for root, names in members.items():
-        known = [
-            s for s in (tensor_bytes(t, precision) for t in map(graph.tensor, names) if t is not None) if s is not None
-        ]
+        tensors = (t for t in map(sizer.graph.tensor, names) if t is not None)
+        known = [s for s in (tensor_bytes(t, sizer.precision) for t in tensors) if s is not None]
         if known:
             size[root] = max(known)
         else:
             size[root] = 0
-            unknown[root] = None
+            sizer.unknown[root] = None
+    return size
 
-    returned = frozenset(buffer_of[o] for o in graph.outputs if o in buffer_of)
-    inputs = set(graph.inputs)
-    kind = {root: "input" if root in inputs else "output" if root in returned else "activation" for root in members}
 
+def _reads(
+    runtime: Sequence[Node], b: _Buffers, size: dict[str, int], kind: dict[str, str], sizer: _Sizer
+) -> tuple[list[tuple[str, ...]], dict[str, None]]:
+    """Per node, the buffers it reads (distinct, weights apart), and the weights read; a name nothing defines
+    becomes a buffer of unknown size, there from the start."""
     uses: list[tuple[str, ...]] = []
     weights: dict[str, None] = {}
     for node in runtime:
         read: dict[str, None] = {}
         for name in node_reads(node):
-            if name in buffer_of:
-                read[buffer_of[name]] = None
-            elif is_weight(name):
+            if name in b.buffer_of:
+                read[b.buffer_of[name]] = None
+            elif sizer.is_weight(name):
                 weights[name] = None
-            elif name in weight_views:
+            elif name in b.weight_views:
                 continue
-            else:  # a name nothing defines: a buffer of unknown size, there from the start
-                buffer_of[name] = name
-                size[name] = size_of(name)
+            else:
+                b.buffer_of[name] = name
+                size[name] = sizer.size_of(name)
                 kind[name] = "activation"
                 read[name] = None
         uses.append(tuple(read))
+    return uses, weights
 
-    weights_bytes = sum(size_of(w) for w in weights)
+
+def _plan(graph: Graph, precision: str | None) -> _Plan:
+    runtime = tuple(n for n in graph.nodes if not n.folded)
+    sizer = _Sizer(graph, precision)
+    b = _buffers(graph, runtime, sizer)
+    size = _buffer_sizes(b.members, sizer)
+    returned = frozenset(b.buffer_of[o] for o in graph.outputs if o in b.buffer_of)
+    inputs = set(graph.inputs)
+    kind = {root: "input" if root in inputs else "output" if root in returned else "activation" for root in b.members}
+    uses, weights = _reads(runtime, b, size, kind, sizer)
+    weights_bytes = sum(sizer.size_of(w) for w in weights)
     inputs_bytes = sum(size[name] for name in graph.inputs)
     return _Plan(
         nodes=runtime,
-        buffer_of=buffer_of,
+        buffer_of=b.buffer_of,
         size=size,
         kind=kind,
-        creates=tuple(creates),
+        creates=tuple(b.creates),
         uses=tuple(uses),
         returned=returned,
         weights_bytes=weights_bytes,
         inputs_bytes=inputs_bytes,
-        outputs_bytes=sum(size_of(o) for o in dict.fromkeys(graph.outputs)),
-        footprint_bytes=weights_bytes + inputs_bytes + sum(size_of(name) for name in produced),
-        unknown=tuple(unknown),
+        outputs_bytes=sum(sizer.size_of(o) for o in dict.fromkeys(graph.outputs)),
+        footprint_bytes=weights_bytes + inputs_bytes + sum(sizer.size_of(name) for name in b.produced),
+        unknown=tuple(sizer.unknown),
     )
 
 

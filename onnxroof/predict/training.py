@@ -30,7 +30,7 @@ from onnxroof.devices import Device
 from onnxroof.errors import UserError
 from onnxroof.ir import Graph, Tensor, UnknownShape, dtype_size
 from onnxroof.predict import roofline
-from onnxroof.predict.analysis import analyze_graph
+from onnxroof.predict.analysis import Analysis, analyze_graph
 from onnxroof.predict.precision import PRECISION_DTYPE
 from onnxroof.protos import TensorProto
 
@@ -252,6 +252,36 @@ def estimate_training(
         precision = "fp16"
     analysis = analyze_graph(graph, device, precision=precision)
     dtype = PRECISION_DTYPE[precision] if precision is not None else None
+    layers, without_rule = _layer_steps(graph, device, analysis, dtype)
+    params, memory, update = _update(graph, dtype, optimizer, mixed_precision)
+    notes = [
+        "activations kept for the backward: the graph's inputs and every node's outputs (views excepted)",
+        "forward costs are the graph's own: a BatchNormalization exported for inference is counted at 2 FLOPs "
+        "per element, not the batch statistics training computes",
+    ]
+    if without_rule:
+        notes.append(f"no backward rule, backward = forward assumed: {', '.join(sorted(without_rule))}")
+    return TrainingEstimate(
+        model=graph.name,
+        device=device.key,
+        precision=precision or analysis.precision,
+        optimizer=optimizer,
+        mixed_precision=mixed_precision,
+        params=params,
+        layers=tuple(layers),
+        optimizer_cost=update,
+        optimizer_time_s=roofline.predict(update, device, "fp32").predicted_time_s,
+        memory=memory,
+        ratios=_ratios(layers),
+        notes=tuple(notes),
+    )
+
+
+def _layer_steps(
+    graph: Graph, device: Device, analysis: Analysis, dtype: int | None
+) -> tuple[list[LayerStep], set[str]]:
+    """Each runtime node's forward (from ``analysis``) and backward step, and the op types without a backward
+    rule (their backward is charged as their forward)."""
     runtime = [n for n in graph.nodes if not n.folded]
     roofs: dict[str, roofline.Roof] = {}
     layers: list[LayerStep] = []
@@ -269,19 +299,18 @@ def estimate_training(
         roof = roofs.get(result.precision) or roofs.setdefault(
             result.precision, roofline.roof_of(device, result.precision)
         )
+        forward_s = result.prediction.predicted_time_s
+        backward_s = roofline.predict_on(back, roof).predicted_time_s
         layers.append(
-            LayerStep(
-                node.name,
-                node.op_type,
-                result.precision,
-                result.cost,
-                back,
-                result.prediction.predicted_time_s,
-                roofline.predict_on(back, roof).predicted_time_s,
-                covered,
-            )
+            LayerStep(node.name, node.op_type, result.precision, result.cost, back, forward_s, backward_s, covered)
         )
+    return layers, without_rule
 
+
+def _update(graph: Graph, dtype: int | None, optimizer: str, mixed_precision: bool) -> tuple[int, TrainingMemory, Cost]:
+    """The parameters, the step's memory and the optimizer update's cost. The update reads the weights (the master
+    copy under mixed precision), the gradients and the state, and writes the weights and the state; under mixed
+    precision it also writes the low-precision copy."""
     weights, trained, params = _weight_bytes(graph, dtype)
     state_copies = OPTIMIZER_STATE[optimizer]
     if mixed_precision:
@@ -289,8 +318,6 @@ def estimate_training(
     else:
         master, state = 0.0, state_copies * trained
     memory = TrainingMemory(weights, trained, master, state, _kept_activations(graph, dtype))
-    # The update reads the weights (the master copy under mixed precision), the gradients and the state, and
-    # writes the weights and the state; under mixed precision it also writes the low-precision copy.
     updated = master if mixed_precision else trained
     update = Cost(
         flops=OPTIMIZER_FLOPS[optimizer] * params,
@@ -298,29 +325,7 @@ def estimate_training(
         bytes_written=updated + state + (trained if mixed_precision else 0.0),
         kernels=1,
     )
-    update_time = roofline.predict(update, device, "fp32").predicted_time_s
-
-    notes = [
-        "activations kept for the backward: the graph's inputs and every node's outputs (views excepted)",
-        "forward costs are the graph's own: a BatchNormalization exported for inference is counted at 2 FLOPs "
-        "per element, not the batch statistics training computes",
-    ]
-    if without_rule:
-        notes.append(f"no backward rule, backward = forward assumed: {', '.join(sorted(without_rule))}")
-    return TrainingEstimate(
-        model=graph.name,
-        device=device.key,
-        precision=precision or analysis.precision,
-        optimizer=optimizer,
-        mixed_precision=mixed_precision,
-        params=params,
-        layers=tuple(layers),
-        optimizer_cost=update,
-        optimizer_time_s=update_time,
-        memory=memory,
-        ratios=_ratios(layers),
-        notes=tuple(notes),
-    )
+    return params, memory, update
 
 
 def _ratios(layers: list[LayerStep]) -> tuple[TypeRatio, ...]:
