@@ -47,6 +47,7 @@ def test_a_term_no_node_charges_cannot_change_a_prediction_and_one_that_does_can
     by_label = {v.label: v for v in ablation.variants(host)}
     assert ablation.touches(by_label["term dispatch"], full)  # every node pays its dispatch
     assert not ablation.touches(by_label["term bias_pass"], full)  # a Relu has no C to pass over
+    assert not ablation.touches(by_label[ablation.FULL], full)  # the full prediction is the one it is compared with
 
 
 def test_scores_are_the_mean_absolute_error_the_models_within_10pct_and_those_changed():

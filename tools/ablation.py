@@ -48,11 +48,17 @@ FULL = "full prediction"
 
 @dataclass(frozen=True)
 class Variant:
-    """One way of predicting: a label, the engine profile and the device it predicts on."""
+    """One way of predicting: what it leaves out (``kind`` "full", "term" or "class", and the term's or class's
+    ``name``), the engine profile and the device it predicts on."""
 
-    label: str
+    kind: str
+    name: str
     profile: EngineProfile
     device: Device
+
+    @property
+    def label(self) -> str:
+        return FULL if self.kind == "full" else f"{self.kind} {self.name}"
 
 
 @dataclass(frozen=True)
@@ -69,27 +75,26 @@ def variants(device: Device) -> list[Variant]:
     """The full prediction, then one variant per term of its profile and one per class the device has a ceiling
     for (folded into its fallback)."""
     profile = engine_profile(device)
-    out = [Variant(FULL, profile, device)]
-    out += [Variant(f"term {t}", without_terms(profile, frozenset({t})), device) for t in profile.terms]
+    out = [Variant("full", "", profile, device)]
+    out += [Variant("term", t, without_terms(profile, frozenset({t})), device) for t in profile.terms]
     for cls in sorted(device.ceilings):
         folded = dataclasses.replace(device, ceilings=FrozenMap({k: v for k, v in device.ceilings.items() if k != cls}))
-        out.append(Variant(f"class {cls}", profile, folded))
+        out.append(Variant("class", cls, profile, folded))
     return out
 
 
 def touches(variant: Variant, full: Analysis) -> bool:
-    """Whether ``variant`` can change the full prediction ``full``: a term some node charges, a class some node
-    reads its ceiling from (or, for the epilogue and the product classes, may read through a fused activation or
-    a recurrent op's input projection)."""
-    kind, _, name = variant.label.partition(" ")
+    """Whether ``variant`` can change the full prediction ``full``: a term some node charges; a class some node is
+    of or reads its ceiling from, and any class in a model with a fused activation's epilogue or a recurrent op's
+    input projection (which read other classes' ceilings). The full prediction itself changes nothing."""
     notes = [n.engine for n in full.nodes if n.engine is not None]
-    if kind == "term":
-        return any(note.terms.get(name, 0.0) for note in notes)
-    if kind == "class":
+    if variant.kind == "term":
+        return any(note.terms.get(variant.name, 0.0) for note in notes)
+    if variant.kind == "class":
         used = {note.ceiling for note in notes} | {note.op_class for note in notes}
         indirect = any(note.terms.get("epilogue", 0.0) or note.terms.get("projection", 0.0) for note in notes)
-        return name in used or indirect
-    return True
+        return variant.name in used or indirect
+    return False
 
 
 def predicted(models: list[Model], variant: Variant, full: Mapping[str, Analysis]) -> dict[str, float]:
@@ -97,7 +102,7 @@ def predicted(models: list[Model], variant: Variant, full: Mapping[str, Analysis
     out = {}
     for m in models:
         base = full.get(m.label)
-        if base is not None and (variant.label == FULL or not touches(variant, base)):
+        if base is not None and not touches(variant, base):
             out[m.label] = base.totals.predicted_time_s
             continue
         analysis = analyze_graph(m.graph, variant.device, engine=True, profile=variant.profile)
