@@ -250,11 +250,12 @@ def analyze_graph(
     optimized graph on a calibrated host): each node is predicted under its op class's calibrated ceiling and the
     memory level its data fits in, its weights read as fast as the bytes the graph moves (``bytes_moved``) let them
     come back from the caches between runs, plus the engine's run overhead once; without it each node gets the
-    plain roofline of the device. ``progress(done, total)`` is called while nodes are costed. ``profile`` replaces
-    the engine profile the device names (``onnxroof.predict.profiles``), e.g. one with a term left out.
+    plain roofline of the device. ``progress(done, total)`` is called while nodes are costed. A ``profile``
+    predicts on that engine profile in place of the one the device names (``onnxroof.predict.profiles``), e.g. one
+    with a term left out; it implies ``engine``.
     """
     check_precision(precision)
-    chosen = (profile or engine_profile(device)) if engine else None
+    chosen = profile or (engine_profile(device) if engine else None)
     with collection_paused():
         return _analyze_graph(graph, device, precision, chosen, progress)
 
@@ -288,7 +289,7 @@ class _Walk:
 
     def __init__(self, graph: Graph, dev: Device, precision: str | None, profile: EngineProfile | None) -> None:
         self.graph, self.dev, self.precision, self.profile = graph, dev, precision, profile
-        engine_mode = self.engine_mode = profile is not None
+        engine_mode = profile is not None
         # The bytes one inference moves, which decide whether its weights stay in the caches between runs.
         self.traffic = bytes_moved(graph) if engine_mode and dev.weight_reuse is not None else None
         # Masked attention's Softmax and product on subnormal floats: a node with such work is costed on its own.
@@ -339,7 +340,7 @@ class _Walk:
             key = (key, subnormal)
         if reads:  # equal nodes share a prediction where their inputs come from the same levels
             key = (key, tuple((b, memory_level(self.dev, d + b)[0]) for b, d in reads))
-        if self.engine_mode:  # ... and follow nodes of the same working set
+        if self.profile is not None:  # ... and follow nodes of the same working set
             key = (key, self.after)
         return key
 
@@ -353,7 +354,7 @@ class _Walk:
         if ran:
             cost = replace(cost, note="; ".join(n for n in (cost.note, RUN_NOTE) if n))
         prec = self.precision or node_precision(node.op_type, ins, outs)
-        if self.engine_mode:  # an If's branch is predicted node by node: its own analysis
+        if self.profile is not None:  # an If's branch is predicted node by node: its own analysis
             inner = functools.partial(
                 _analyze_graph, dev=dev, precision=self.precision, profile=self.profile, progress=None
             )
@@ -376,7 +377,7 @@ def _analysis(walk: _Walk, runtime: Sequence[Node], results: list[NodeResult]) -
     graph, dev, precision, groups, coster = walk.graph, walk.dev, walk.precision, walk.groups, walk.coster
     weighted = list(zip(groups, walk.counts))
     main_precision = precision or _dominant_precision(weighted)
-    run_overhead = dev.run_overhead.value if walk.engine_mode and dev.run_overhead is not None else 0.0
+    run_overhead = dev.run_overhead.value if walk.profile is not None and dev.run_overhead is not None else 0.0
     params = weight_params(itertools.chain(_read_weights(runtime, graph.tensors), walk.subgraph_weights))
     totals = replace(_totals(weighted, params, dev, main_precision, run_overhead), uncounted=len(coster.uncounted))
     unsupported = tuple(

@@ -234,3 +234,5 @@ def test_an_analysis_on_a_given_profile_charges_its_terms_only():
     lost = full.totals.predicted_time_s - without.totals.predicted_time_s
     assert lost == pytest.approx(host.launch_overhead.value)
     assert "dispatch" not in without.nodes[0].engine.terms
+    # A profile is an engine prediction's: given alone, it is not ignored.
+    assert analyze_graph(loaded, host, profile=lean).totals == without.totals
