@@ -187,15 +187,19 @@ def test_the_json_engine_object_holds_class_reason_and_terms_that_add_up_to_the_
     assert by_name["gemm"]["engine"]["terms"]["weight_wait"] > 0 and by_name["gemm"]["engine"]["terms"]["bias_pass"] > 0
 
 
-def test_a_device_naming_a_profile_by_its_own_name_gets_the_engine_prediction():
-    import onnxroof
-
-    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
-    loaded = loaded_graph(
-        nodes,
+def _relu_graph():
+    """One Relu over 64 x 768 floats."""
+    return loaded_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 768])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 768])],
     )
+
+
+def test_a_device_naming_a_profile_by_its_own_name_gets_the_engine_prediction():
+    import onnxroof
+
+    loaded = _relu_graph()
     named = replace(calibrated_host(), engine="onnxruntime-cpu")
     analysis = onnxroof.analyze(loaded, named)
     assert analysis.graph == "onnxruntime-optimized" and analysis.nodes[0].engine is not None
@@ -220,12 +224,7 @@ def test_a_profile_without_a_term_charges_it_nowhere_and_the_rest_alike():
 
 
 def test_an_analysis_on_a_given_profile_charges_its_terms_only():
-    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
-    loaded = loaded_graph(
-        nodes,
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 768])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 768])],
-    )
+    loaded = _relu_graph()
     host = calibrated_host()
     lean = profiles.without_terms(profiles.engine_profile(host), frozenset({"dispatch"}))
     full = analyze_graph(loaded, host, engine=True)
