@@ -47,6 +47,9 @@ class EngineProfile:
     classes: frozenset[str]
     terms: tuple[str, ...]
     doc: str
+    # Whether the engine's process peak is this host's calibrated session and arena factors over the graph's need
+    # (ort.memory_calibration): onnxruntime's CPU executor on the host it runs on.
+    host_memory: bool = False
 
 
 _EVERY_TERM = tuple(t.name for t in TERMS)
@@ -61,6 +64,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         classes=frozenset(OP_CLASSES),
         terms=_EVERY_TERM,
         doc="onnxruntime's CPU executor: one node after the other, each its kernel's time plus its dispatch",
+        host_memory=True,
     ),
     EngineProfile(
         name="onnxruntime-accelerator",

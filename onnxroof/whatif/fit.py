@@ -22,6 +22,7 @@ from onnx import ModelProto
 
 from onnxroof.devices import Device
 from onnxroof.errors import UserError
+from onnxroof.predict.profiles import named_profile
 from onnxroof.units import Amount
 
 __all__ = [
@@ -356,8 +357,9 @@ def _fit_at(
     if memory.lower_bound:
         notes.append(f"{len(memory.unknown)} tensor(s) of unknown shape count 0 bytes: the memory is a lower bound")
     total: float = memory.total_bytes
-    engine = device.engine == "onnxruntime"
-    if engine:
+    profile = named_profile(device)
+    engine = profile is not None
+    if profile is not None and profile.host_memory:
         from onnxroof.ort.memory_calibration import host_memory_factors
         from onnxroof.predict.process_memory import process_peak_bytes, weights_by_kind
 
@@ -441,7 +443,7 @@ def _training_fit(
 def _memory_graph(model: ModelProto, device: Device) -> Any:
     """The graph whose execution order the memory estimate follows: onnxruntime's optimized graph on a calibrated
     host, the model as stored elsewhere."""
-    if device.engine == "onnxruntime":
+    if named_profile(device) is not None:
         from onnxroof.ort.optimized import engine_graph
 
         return engine_graph(model, device)

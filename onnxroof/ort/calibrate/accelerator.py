@@ -35,6 +35,7 @@ from onnxroof.ort.calibrate.jobs import Chain, Flush, Job, Reference, Runner, ti
 from onnxroof.ort.calibrate.suite import SUITE
 from onnxroof.ort.measure import fast_estimate
 from onnxroof.ort.session_spec import SessionSpec, provider_name
+from onnxroof.predict.profiles import ONNXRUNTIME
 
 __all__ = ["GPU", "TINY", "RooflineSuite", "calibrate_roofline", "product_rate", "stream_rate"]
 
@@ -229,7 +230,7 @@ def _device(jobs: _Jobs, suite: RooflineSuite, provider: str, threads: int, pass
             f"calibrated: slope of session.run time over {jobs.launch.label}, {jobs.launch.lo} and "
             f"{jobs.launch.hi} long; {how}",
         ),
-        engine="onnxruntime",
+        engine=ONNXRUNTIME,
         run_overhead=Sourced(run_overhead, f"calibrated: session.run time of a one-node graph minus one node; {how}"),
         calibration=Calibration(
             provider=provider,

@@ -17,6 +17,7 @@ from onnxroof.devices import Device, load_device
 from onnxroof.errors import UserError
 from onnxroof.ort import sessions
 from onnxroof.ort.proc import cpu_fields, cpu_ticks
+from onnxroof.predict.profiles import ONNXRUNTIME
 from onnxroof.units import kernel_bytes
 
 __all__ = [
@@ -209,7 +210,7 @@ def cached_profile(path: Path, suite: int) -> Device | None:
         device = load_device(path)
     except UserError:
         return None
-    if device.engine == "onnxruntime" and device.calibration is not None and device.calibration.suite >= suite:
+    if device.engine == ONNXRUNTIME and device.calibration is not None and device.calibration.suite >= suite:
         return device
     return None
 

@@ -28,6 +28,7 @@ from onnxroof.ort.calibrate.jobs import Flush, Runner, time_passes
 from onnxroof.ort.calibrate.probes import Probe, Reading, Run, Setting, fold, set_up
 from onnxroof.ort.calibrate.suite import FULL, QUICK
 from onnxroof.ort.session_spec import provider_name
+from onnxroof.predict.profiles import ONNXRUNTIME
 
 __all__ = ["calibrate", "host_probes", "run_probes"]
 
@@ -118,7 +119,7 @@ def _blank(run: Run) -> Device:
         memory_bandwidth=Sourced(0.0, "not calibrated"),
         memory_capacity=None,
         launch_overhead=Sourced(0.0, "not calibrated"),
-        engine="onnxruntime",
+        engine=ONNXRUNTIME,
     )
 
 
