@@ -54,6 +54,8 @@ from onnxroof.protos import TensorProto
 
 __all__ = [
     "ENGINE_CLASSES",
+    "FUSED_ANCHOR",
+    "FUSED_BODY",
     "OTHER",
     "SHAPE",
     "BackwardFn",
@@ -90,6 +92,7 @@ class NodeView:
     attrs: Mapping[str, Any] = field(default_factory=dict)
     constants: Mapping[int, np.ndarray] = field(default_factory=dict)
     cost_subgraph: Callable[[str], Cost] | None = None
+    anchor: NodeView | None = None  # a fused kernel's: the view of the node it is built around (FUSED_ANCHOR)
 
     def input(self, i: int) -> Tensor | None:
         """The i-th input, or None when it is absent or omitted."""
@@ -137,7 +140,23 @@ def node_view(
     constants = {i: graph.constants[name] for i, name in enumerate(node.inputs) if name in graph.constants}
     ins = tuple(map(graph.tensor, node.inputs)) if inputs is None else inputs
     outs = tuple(map(graph.tensor, node.outputs)) if outputs is None else outputs
-    return NodeView(node.name, node.op_type, node.domain, ins, outs, node.attrs, constants, cost_subgraph)
+    anchor = _anchor_view(node)
+    return NodeView(node.name, node.op_type, node.domain, ins, outs, node.attrs, constants, cost_subgraph, anchor)
+
+
+# A fused kernel (``onnxroof::FusedKernel``, built by ``onnxroof.predict.fusion``) holds its nodes in this
+# subgraph, and names the node it is built around (its convolution or product) in this attribute.
+FUSED_BODY, FUSED_ANCHOR = "body", "anchor"
+
+
+def _anchor_view(node: Node) -> NodeView | None:
+    """A fused kernel's anchor node as a view of its body; None for any other node, or a kernel without one."""
+    body = node.subgraphs.get(FUSED_BODY) if node.subgraphs else None
+    name = node.attrs.get(FUSED_ANCHOR) if body is not None else None
+    if body is None or not name:
+        return None
+    anchor = next((n for n in body.nodes if n.name == name), None)
+    return node_view(anchor, body) if anchor is not None else None
 
 
 def as_text(value: object, default: str = "") -> str:

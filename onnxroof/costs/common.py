@@ -9,7 +9,7 @@ family alone uses stays in that family.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from math import ceil, floor, prod
 
@@ -105,6 +105,13 @@ def activation_flops(name: str) -> tuple[float, str]:
     if name in ACTIVATION_FLOPS:
         return float(ACTIVATION_FLOPS[name]), ""
     return 1.0, f"activation {name!r} has no stated cost; counted as 1 FLOP per element"
+
+
+def subgraph_coster(node: NodeView) -> Callable[[str], Cost]:
+    """The node's subgraph coster; without one the subgraphs it runs cannot be costed, which is an error, not 0."""
+    if node.cost_subgraph is None:
+        raise UnknownShape(f"{node.name}: {node.op_type} needs its subgraphs costed, and no subgraph coster was given")
+    return node.cost_subgraph
 
 
 # ---------------------------------------------------------------------------------------------------------

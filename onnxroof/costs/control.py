@@ -13,22 +13,13 @@ subgraph runs and says so in the Cost's note whenever it had to choose or guess:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from onnxroof.costs import OTHER, Cost, NodeView, register
-from onnxroof.costs.common import UNKNOWN_TRIPS_NOTE
+from onnxroof.costs.common import UNKNOWN_TRIPS_NOTE, subgraph_coster
 from onnxroof.ir import UnknownShape
 
 __all__ = ["if_", "loop", "scan"]
-
-
-def _subgraph_coster(node: NodeView) -> Callable[[str], Cost]:
-    """The node's subgraph coster; without one a control-flow node cannot be costed, which is an error, not 0."""
-    if node.cost_subgraph is None:
-        raise UnknownShape(f"{node.name}: {node.op_type} needs its subgraphs costed, and no subgraph coster was given")
-    return node.cost_subgraph
 
 
 def _scalar(value: np.ndarray | None) -> float | None:
@@ -42,7 +33,7 @@ def _scalar(value: np.ndarray | None) -> float | None:
 def if_(node: NodeView) -> Cost:
     """If: the branch a constant condition selects, else the costlier of then_branch and else_branch, compared
     by FLOPs and then by bytes. The note says which branch was counted and why."""
-    cost_subgraph = _subgraph_coster(node)
+    cost_subgraph = subgraph_coster(node)
     cond = _scalar(node.constant(0))
     if cond is not None:
         branch = "then_branch" if cond else "else_branch"
@@ -62,7 +53,7 @@ def loop(node: NodeView) -> Cost:
     earlier: M is then an upper bound and the note says so. When M is absent or not a constant, one iteration is
     counted and the note says ``trip count unknown: one iteration counted``.
     """
-    cost_subgraph = _subgraph_coster(node)
+    cost_subgraph = subgraph_coster(node)
     body = cost_subgraph("body")
     cond_known = _scalar(node.constant(1))
     if cond_known is not None and not cond_known:
@@ -82,7 +73,7 @@ def scan(node: NodeView) -> Cost:
     """Scan (opset 9 and later): the body's cost x the sequence length, the size of the first scan input along
     its scan axis (``scan_input_axes[0]``, default 0). The scan inputs are the last ``num_scan_inputs`` inputs.
     When that length is unknown, one iteration is counted and the note says so."""
-    cost_subgraph = _subgraph_coster(node)
+    cost_subgraph = subgraph_coster(node)
     body = cost_subgraph("body")
     num_scan_inputs = int(node.attr("num_scan_inputs", 0))
     if num_scan_inputs <= 0 or num_scan_inputs > len(node.inputs):

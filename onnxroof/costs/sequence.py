@@ -25,11 +25,11 @@ stated unit, since the real work grows with string lengths that onnxroof does no
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from math import prod
 
 from onnxroof.costs import OTHER, Cost, NodeView, distinct_tensors, register, weight_params
-from onnxroof.costs.common import UNKNOWN_TRIPS_NOTE, broadcast_shape
+from onnxroof.costs.common import UNKNOWN_TRIPS_NOTE, broadcast_shape, subgraph_coster
 from onnxroof.ir import Tensor, UnknownShape
 from onnxroof.protos import TensorProto
 
@@ -199,20 +199,13 @@ def sequence_metadata(node: NodeView) -> Cost:
     return Cost()
 
 
-def _subgraph_coster(node: NodeView) -> Callable[[str], Cost]:
-    """The node's subgraph coster; without one its body cannot be costed, which is an error, not 0."""
-    if node.cost_subgraph is None:
-        raise UnknownShape(f"{node.name}: {node.op_type} needs its body costed, and no subgraph coster was given")
-    return node.cost_subgraph
-
-
 @register("SequenceMap", engine=OTHER)
 def sequence_map(node: NodeView) -> Cost:
     """SequenceMap: the ``body`` subgraph's cost once per element of the input sequence. A cost function sees
     only its own node, and a sequence's length is not part of what onnxroof tracks, so one iteration is counted
     and the note says ``trip count unknown: one iteration counted``. The copies of each element out of the input
     sequences and into the output sequences are of unknown size, so they are not counted either (noted)."""
-    body = _subgraph_coster(node)("body")
+    body = subgraph_coster(node)("body")
     return body.with_note(
         f"number of sequence elements unknown: {UNKNOWN_TRIPS_NOTE}; element copies into and out of the "
         "sequences not counted"

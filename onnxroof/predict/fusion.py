@@ -1,0 +1,291 @@
+"""The kernels an engine runs: which nodes of a graph it fuses into one kernel, as a graph of those kernels.
+
+An engine that fuses (TensorRT; onnxruntime's optimizer for the ops it rewrites) runs a convolution with the
+batch normalization, activation and residual add after it as one kernel, a chain of elementwise ops as one, and
+attention's two products with the softmax between them as one: the intermediates stay in registers or shared
+memory and never reach memory. :func:`fuse` groups a graph's nodes by an engine's :class:`FusionRules` and returns
+the graph with each group of several nodes as one ``onnxroof::FusedKernel`` node (``costs/fused.py`` costs it:
+its nodes' arithmetic, its own inputs' and outputs' bytes, one kernel), holding its nodes as its body and naming
+the node it is built around, whose op class it takes.
+
+Grouping walks the nodes in order. A node joins the group that wrote its data input when its rules let that
+group take it, that input is read by no other node or only by nodes that may join too (an intermediate read by
+another kernel must be written anyway), and
+its other inputs do not depend on the group (the fused kernel could not start otherwise). A quantize or
+dequantize node read only by a product joins the product's kernel, as TensorRT folds Q/DQ pairs into the
+kernels beside them.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from onnxroof.costs import FUSED_ANCHOR, FUSED_BODY, SHAPE, engine_class
+from onnxroof.ir import Graph, Node
+
+__all__ = ["FUSED_OP", "FusionRules", "fuse", "kernel_members"]
+
+FUSED_OP = ("onnxroof", "FusedKernel")
+
+# The base classes (as the cost functions register them) of each part a fusion rule names.
+ANCHOR_CLASSES = frozenset({"conv", "gemm", "matmul", "qconv", "conv_integer"})
+POINTWISE_CLASSES = frozenset({"elementwise", "activation", "batchnorm", "cast", "quantize", "epilogue"})
+NORMALIZATION_CLASSES = frozenset({"softmax", "layernorm", "skip_layernorm", "instancenorm"})
+LAYOUT_CLASSES = frozenset({"transpose", SHAPE})
+QUANTIZE_OPS = frozenset({"QuantizeLinear", "DequantizeLinear"})
+
+
+@dataclass(frozen=True)
+class FusionRules:
+    """What an engine fuses: ``epilogue``, whether a product (convolution, Gemm, MatMul) takes the pointwise ops
+    after it (batch normalization, bias, activation, a residual add); ``pointwise``, whether pointwise ops fuse
+    with each other; ``normalization``, whether a softmax or normalization takes the pointwise ops after it;
+    ``attention``, whether MatMul -> pointwise -> Softmax -> MatMul is one kernel; ``quantize``, whether Q/DQ nodes
+    fold into the product they feed; ``transposes``, whether a transpose or a split (and the reshapes beside them)
+    is written by the kernel before it, in the layout the next one reads. ``source``: where the engine says so."""
+
+    name: str
+    epilogue: bool
+    pointwise: bool
+    normalization: bool
+    attention: bool
+    quantize: bool
+    transposes: bool
+    source: str
+    doc: str = field(default="", compare=False)
+
+
+def fuse(graph: Graph, rules: FusionRules) -> Graph:
+    """``graph`` with each group of nodes ``rules`` fuse replaced by one FusedKernel node (see the module)."""
+    runtime = [n for n in graph.nodes if not n.folded]
+    groups = _Groups(graph, runtime, rules)
+    for node in runtime:
+        groups.place(node)
+    kernels = [_kernel(graph, groups.members[g], groups) for g in groups.in_order()]
+    return replace(graph, nodes=(*(n for n in graph.nodes if n.folded), *kernels))
+
+
+def kernel_members(node: Node) -> tuple[str, ...]:
+    """The names of the graph nodes a node of a fused graph runs: its body's for a fused kernel, else its own."""
+    body = node.subgraphs.get(FUSED_BODY) if node.subgraphs else None
+    if body is None or (node.domain, node.op_type) != FUSED_OP:
+        return (node.name,)
+    return tuple(n.name for n in body.nodes)
+
+
+def _base(node: Node) -> str:
+    return engine_class(node.domain, node.op_type) or ""
+
+
+class _Groups:
+    """The groups so far: each group's nodes, the group that wrote each tensor, what each group reads."""
+
+    def __init__(self, graph: Graph, runtime: Sequence[Node], rules: FusionRules) -> None:
+        self.rules = rules
+        self.weights = {name for name, t in graph.tensors.items() if t.is_weight} | set(graph.constants)
+        self.readers: dict[str, int] = {}
+        self.readers_of: dict[str, list[Node]] = {}
+        for node in runtime:
+            for name in set(node.inputs):
+                self.readers[name] = self.readers.get(name, 0) + 1
+                self.readers_of.setdefault(name, []).append(node)
+        for name in graph.outputs:  # a graph output is read outside: always written
+            self.readers[name] = self.readers.get(name, 0) + 1
+        self.members: list[list[Node]] = []
+        self.kind: list[str] = []  # "anchor", "pointwise", "normalization", "attention" or "single"
+        self.writer: dict[str, int] = {}
+        self.reads: list[set[int]] = []  # the groups each group reads from
+        self.preset = _attention_groups(runtime, self.readers) if rules.attention else {}
+
+    def place(self, node: Node) -> None:
+        """Add ``node`` to the group it fuses into, or to a new one."""
+        target = self._target(node)
+        if target is None:
+            target = self._open(node)
+        else:
+            self.members[target].append(node)
+        for name in node.outputs:
+            self.writer[name] = target
+        self.reads[target] |= {self.writer[n] for n in node.inputs if n in self.writer} - {target}
+
+    def in_order(self) -> list[int]:
+        """The non-empty groups in an order that runs each after the groups it reads (a group can read one opened
+        after it: a residual add joins its convolution's kernel and reads a branch computed later), otherwise in
+        the order they were opened."""
+        pending = {g: set(self.reads[g]) for g, members in enumerate(self.members) if members}
+        readers: dict[int, list[int]] = {}
+        for g, reads in pending.items():
+            for r in reads:
+                readers.setdefault(r, []).append(g)
+        ready = [g for g, reads in pending.items() if not reads]
+        heapq.heapify(ready)
+        order = []
+        while ready:
+            g = heapq.heappop(ready)
+            order.append(g)
+            for reader in readers.get(g, ()):
+                pending[reader].discard(g)
+                if not pending[reader]:
+                    heapq.heappush(ready, reader)
+        return order
+
+    def _open(self, node: Node) -> int:
+        base = _base(node)
+        kind = "single"
+        if base in ANCHOR_CLASSES:
+            kind = "anchor"
+        elif base in POINTWISE_CLASSES:
+            kind = "pointwise"
+        elif base in NORMALIZATION_CLASSES:
+            kind = "normalization"
+        self.members.append([node])
+        self.kind.append(kind)
+        self.reads.append(set())
+        index = len(self.members) - 1
+        if kind == "anchor" and self.rules.quantize:
+            self._take_quantizers(node, index)
+        return index
+
+    def _target(self, node: Node) -> int | None:
+        """The group ``node`` joins, or None for a group of its own."""
+        preset = self.preset.get(node.name)
+        if preset is not None:
+            first = self.writer.get(preset)
+            if first is not None:
+                return first
+            return None
+        if not self._joins(node):
+            return None
+        data = [name for name in node.inputs if name and name not in self.weights]
+        for name in data:
+            group = self.writer.get(name)
+            if group is None or not self._private(name) or not self._takes(self.kind[group]):
+                continue
+            others = {self.writer[n] for n in data if n in self.writer} - {group}
+            if not any(self._depends_on(other, group) for other in others):
+                return group
+        return None
+
+    def _private(self, name: str) -> bool:
+        """Whether a kernel can keep the tensor to itself: no node but the one reading it reads it, or every node
+        that reads it may join a kernel (an erf GELU's x, read by its division and its product, as TensorRT keeps
+        the whole GELU in its product's epilogue); never a graph output."""
+        readers = self.readers_of.get(name, [])
+        if self.readers.get(name, 0) != len(readers):  # a graph output, counted as read outside
+            return False
+        return len(readers) == 1 or all(self._joins(reader) for reader in readers)
+
+    def _joins(self, node: Node) -> bool:
+        """Whether ``node`` may join the kernel that wrote its input, by its kind."""
+        base = _base(node)
+        layout = base in LAYOUT_CLASSES or (node.op_type == "Split" and node.domain in ("", "ai.onnx"))
+        return base in POINTWISE_CLASSES or (self.rules.transposes and layout)
+
+    def _takes(self, kind: str) -> bool:
+        rules = self.rules
+        return {
+            "anchor": rules.epilogue,
+            "pointwise": rules.pointwise,
+            "normalization": rules.normalization,
+            "attention": rules.epilogue,
+        }.get(kind, False)
+
+    def _depends_on(self, group: int, ancestor: int) -> bool:
+        """Whether ``group`` reads, directly or through other groups, what ``ancestor`` writes."""
+        stack, seen = [group], set()
+        while stack:
+            g = stack.pop()
+            if g == ancestor:
+                return True
+            if g in seen or g < ancestor:  # a group opened before ``ancestor`` cannot read it
+                continue
+            seen.add(g)
+            stack.extend(self.reads[g])
+        return False
+
+    def _take_quantizers(self, anchor: Node, index: int) -> None:
+        """Move the Q/DQ nodes read only by ``anchor``, each a group of its own, into its kernel."""
+        for name in anchor.inputs:
+            group = self.writer.get(name)
+            if group is None or self.readers.get(name, 0) != 1 or len(self.members[group]) != 1:
+                continue
+            quantizer = self.members[group][0]
+            if quantizer.op_type not in QUANTIZE_OPS or quantizer.domain not in ("", "ai.onnx"):
+                continue
+            self.members[index].insert(0, quantizer)
+            self.members[group] = []
+            self.reads[index] |= self.reads[group]
+            for out in quantizer.outputs:
+                self.writer[out] = index
+
+
+def _attention_groups(runtime: Sequence[Node], readers: Mapping[str, int]) -> dict[str, str]:
+    """For each node of an attention block (MatMul, pointwise ops, Softmax, MatMul, each the only reader of the
+    one before), the first MatMul's output name, by which the block's group is found once it is open."""
+    writer = {name: n for n in runtime for name in n.outputs}
+    readers_of: dict[str, list[Node]] = {}
+    for n in runtime:
+        for name in n.inputs:
+            readers_of.setdefault(name, []).append(n)
+    preset: dict[str, str] = {}
+    for softmax in runtime:
+        if softmax.op_type != "Softmax" or softmax.domain not in ("", "ai.onnx"):
+            continue
+        chain = _back_to_product(softmax, writer, readers)
+        after = readers_of.get(softmax.outputs[0], [])
+        if chain is None or len(after) != 1 or after[0].op_type != "MatMul" or after[0].inputs[0] != softmax.outputs[0]:
+            continue
+        first = chain[0].outputs[0]
+        for member in (*chain[1:], softmax, after[0]):
+            preset[member.name] = first
+    return preset
+
+
+def _back_to_product(softmax: Node, writer: Mapping[str, Node], readers: Mapping[str, int]) -> list[Node] | None:
+    """The MatMul and pointwise nodes from which the softmax's input comes, each read only by the next; None when
+    the chain reaches anything else first."""
+    chain: list[Node] = []
+    name = softmax.inputs[0]
+    while True:
+        node = writer.get(name)
+        if node is None or readers.get(name, 0) != 1:
+            return None
+        chain.insert(0, node)
+        if node.op_type == "MatMul" and node.domain in ("", "ai.onnx"):
+            return chain
+        if _base(node) not in POINTWISE_CLASSES or len(chain) > 4:
+            return None
+        name = node.inputs[0]
+
+
+def _kernel(graph: Graph, members: Sequence[Node], groups: _Groups) -> Node:
+    """One group as a node: the node itself when alone, else a FusedKernel over its members."""
+    if len(members) == 1:
+        return members[0]
+    inside = {name for n in members for name in n.outputs}
+    inputs = _distinct(name for n in members for name in n.inputs if name and name not in inside)
+    outputs = _distinct(name for n in members for name in n.outputs if _read_outside(name, members, groups))
+    anchor = next((n for n in members if _base(n) in ANCHOR_CLASSES), members[0])
+    body = replace(graph, name=f"{anchor.name}/kernel", nodes=tuple(members), inputs=inputs, outputs=outputs)
+    return Node(
+        f"{anchor.name}+{len(members) - 1}",
+        FUSED_OP[1],
+        FUSED_OP[0],
+        inputs,
+        outputs,
+        {FUSED_ANCHOR: anchor.name},
+        False,
+        {FUSED_BODY: body},
+    )
+
+
+def _read_outside(name: str, members: Sequence[Node], groups: _Groups) -> bool:
+    """Whether a tensor a group writes is read by a node outside it, or is a graph output."""
+    inside = sum(name in n.inputs for n in members)
+    return groups.readers.get(name, 0) > inside
+
+
+def _distinct(names: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(names))
