@@ -18,6 +18,9 @@ parser, :func:`device_from_dict`. A device file holds ONE device; its top-level 
     value = 4.2e-6                 # seconds per kernel
     source = "paper 001: 4.2 us measured kernel launch latency on V100"
     # optional: [memory_capacity] (bytes), [[caches]] (level, size in bytes, scope, optional bandwidth), engine
+    # optional on a GPU: [gpu.sm_count], [gpu.boost_clock], [gpu.sustained_clock] (Hz), [gpu.dram_achievable],
+    #   [gpu.l2_bandwidth] (bytes/s), [gpu.shortest_kernel] (s), [gpu.gemm_achievable.fp16] (FLOP/s per precision):
+    #   published microbenchmarks' figures, each with value and source (onnxroof.devices.GpuFigures)
 
 A calibrated host profile (``onnxroof.ort.calibrate``) adds what an engine-aware prediction
 (``onnxroof.predict.engine``) needs on top of the roofline: the engine's fixed cost per run, how it was measured,
@@ -93,6 +96,7 @@ from onnxroof.devices.schema import (
     CACHE_SCOPES,
     CEILING_NAMES,
     FALLBACK,
+    GPU_FIGURES,
     KINDS,
     OP_CLASSES,
     OVERLAPS,
@@ -104,6 +108,7 @@ from onnxroof.devices.schema import (
     Ceiling,
     Device,
     FrozenMap,
+    GpuFigures,
     Peak,
     Sourced,
     WeightReuse,
@@ -116,6 +121,7 @@ __all__ = [
     "CACHE_SCOPES",
     "CEILING_NAMES",
     "FALLBACK",
+    "GPU_FIGURES",
     "KINDS",
     "OP_CLASSES",
     "OVERLAPS",
@@ -127,6 +133,7 @@ __all__ = [
     "Ceiling",
     "Device",
     "FrozenMap",
+    "GpuFigures",
     "Peak",
     "Sourced",
     "WeightReuse",

@@ -23,6 +23,7 @@ from onnxroof import atomic
 from onnxroof.devices.schema import (
     CACHE_SCOPES,
     CEILING_NAMES,
+    GPU_FIGURES,
     KINDS,
     OVERLAPS,
     PRECISIONS,
@@ -32,6 +33,7 @@ from onnxroof.devices.schema import (
     Ceiling,
     Device,
     FrozenMap,
+    GpuFigures,
     Peak,
     Sourced,
     WeightReuse,
@@ -61,6 +63,7 @@ _OPTIONAL = (
     "branch_overhead",
     "load_limit",
     "flop_limit",
+    "gpu",
 )
 _FIELDS = _REQUIRED + _OPTIONAL
 _INPUT_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -366,6 +369,7 @@ def device_from_dict(key: str, data: Mapping[str, Any], *, origin: str | None = 
         else None,
         load_limit=_sourced(data, "load_limit", where) if "load_limit" in data else None,
         flop_limit=_sourced(data, "flop_limit", where) if "flop_limit" in data else None,
+        gpu=_gpu(data["gpu"], where) if "gpu" in data else None,
     )
     beyond = limit_violations(device)
     if beyond:
@@ -375,6 +379,21 @@ def device_from_dict(key: str, data: Mapping[str, Any], *, origin: str | None = 
             "calibrate again: onnxroof calibrate --threads N",
         )
     return device
+
+
+def _gpu(table: Any, where: str) -> GpuFigures:
+    """A GPU's published figures (GpuFigures): each a sourced number, gemm_achievable one per precision."""
+    here = f"{where}, gpu"
+    if not isinstance(table, Mapping):
+        raise _fail(here, f"must be a table of sourced figures ([gpu.sm_count], ...), got {table!r}")
+    _check_keys(table, (*GPU_FIGURES, "gemm_achievable"), here)
+    gemm = table.get("gemm_achievable", {})
+    if not isinstance(gemm, Mapping):
+        raise _fail(f"{here}.gemm_achievable", "must be a table of precisions ([gpu.gemm_achievable.fp16], ...)")
+    _check_keys(gemm, PRECISIONS, f"{here}.gemm_achievable")
+    figures = {name: _sourced(table, name, here) for name in GPU_FIGURES if name in table}
+    achievable = {prec: _sourced(gemm, prec, f"{here}.gemm_achievable") for prec in PRECISIONS if prec in gemm}
+    return GpuFigures(**figures, gemm_achievable=FrozenMap(achievable))
 
 
 def _share(data: Mapping[str, Any], name: str, where: str) -> Sourced:
@@ -388,11 +407,21 @@ def _share(data: Mapping[str, Any], name: str, where: str) -> Sourced:
 # ---------------------------------------------------------------------------------------------------- loading
 
 
+# The bundled GPUs' published microbenchmark figures, by catalog key: the ``gpu`` table of each (GpuFigures), kept
+# apart from the datasheets' catalog.toml because they come from other publications.
+GPU_FIGURES_FILE = "gpu_figures.toml"
+
+
 @functools.cache
 def _bundled() -> Mapping[str, Device]:
-    text = resources.files("onnxroof.devices").joinpath("catalog.toml").read_text(encoding="utf-8")
-    data = tomllib.loads(text)
-    return FrozenMap({key: device_from_dict(key, entry, origin="the bundled catalog") for key, entry in data.items()})
+    folder = resources.files("onnxroof.devices")
+    data = tomllib.loads(folder.joinpath("catalog.toml").read_text(encoding="utf-8"))
+    figures = tomllib.loads(folder.joinpath(GPU_FIGURES_FILE).read_text(encoding="utf-8"))
+    unknown = sorted(set(figures) - set(data))
+    if unknown:
+        raise UserError(f"the bundled {GPU_FIGURES_FILE} names devices the catalog lacks: {', '.join(unknown)}")
+    merged = {key: {**entry, "gpu": figures[key]} if key in figures else entry for key, entry in data.items()}
+    return FrozenMap({key: device_from_dict(key, entry, origin="the bundled catalog") for key, entry in merged.items()})
 
 
 def catalog() -> dict[str, Device]:

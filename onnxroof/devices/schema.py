@@ -276,6 +276,47 @@ def normalize_precision(precision: str) -> str:
     )
 
 
+# The GPU figures a device table may hold under ``gpu`` (see GpuFigures), each a sourced number.
+GPU_FIGURES = (
+    "sm_count",
+    "boost_clock",
+    "sustained_clock",
+    "dram_achievable",
+    "l2_bandwidth",
+    "shortest_kernel",
+)
+
+
+@dataclass(frozen=True)
+class GpuFigures:
+    """What a GPU's structure and published microbenchmarks say beyond its datasheet peaks, each with its source:
+    ``sm_count`` (streaming multiprocessors, or compute units), ``boost_clock`` (Hz: the clock the datasheet's
+    peaks assume) and ``sustained_clock`` (Hz: the clock a published run held under sustained load),
+    ``gemm_achievable`` (FLOP/s per precision: the most a published large matrix-product benchmark reached),
+    ``dram_achievable`` (bytes/s: a published streaming benchmark's), ``l2_bandwidth`` (bytes/s) and
+    ``shortest_kernel`` (seconds: the least time a kernel holds the stream when kernels run back to back). A figure
+    no publication gives is absent, or its source says "assumed"."""
+
+    sm_count: Sourced | None = None
+    boost_clock: Sourced | None = None
+    sustained_clock: Sourced | None = None
+    gemm_achievable: Mapping[str, Sourced] = dataclasses.field(default_factory=FrozenMap)
+    dram_achievable: Sourced | None = None
+    l2_bandwidth: Sourced | None = None
+    shortest_kernel: Sourced | None = None
+
+    def to_toml_lines(self) -> list[str]:
+        """The figures as ``[gpu.NAME]`` tables of a device file."""
+        lines: list[str] = []
+        named = [(f"gpu.{name}", getattr(self, name)) for name in GPU_FIGURES]
+        named += [(f"gpu.gemm_achievable.{prec}", item) for prec, item in self.gemm_achievable.items()]
+        for table, item in named:
+            if item is not None:
+                lines += ["", f"[{table}]", f"value = {_toml_num(item.value)}", f"source = {_toml_str(item.source)}"]
+                lines += _toml_inputs(item.inputs)
+        return lines
+
+
 @dataclass(frozen=True)
 class Device:
     """A roofline target: peaks per precision, DRAM bandwidth, per-kernel overhead and how they combine.
@@ -298,7 +339,8 @@ class Device:
     ``branch_overhead``: seconds an If adds to the nodes of the branch it runs (the branch's own execution; absent:
     none), and ``load_limit`` and ``flop_limit``: the most the calibrated threads' cores can load and store (bytes/s)
     and compute (fp32 FLOP/s) by their clock, vector width and ports, which no calibrated bandwidth or peak may
-    exceed (:func:`limit_violations`); datasheet devices have none of them.
+    exceed (:func:`limit_violations`); datasheet devices have none of them. A GPU's ``gpu`` holds its structure
+    and the published microbenchmarks' figures (:class:`GpuFigures`) that the GPU engines' prediction reads.
     """
 
     key: str
@@ -323,6 +365,7 @@ class Device:
     branch_overhead: Sourced | None = None
     load_limit: Sourced | None = None
     flop_limit: Sourced | None = None
+    gpu: GpuFigures | None = None
 
     def label(self) -> str:
         """The device as every renderer names it: a calibrated profile by what it was measured on and when, 'host
@@ -458,6 +501,8 @@ class Device:
             if curve is not None:
                 points = ", ".join(f"[{_toml_num(f)}, {_toml_num(x)}]" for f, x in curve.points)
                 lines += ["", f"[{name}]", f"points = [{points}]", f"source = {_toml_str(curve.source)}"]
+        if self.gpu is not None:
+            lines += self.gpu.to_toml_lines()
         for name, ceiling in self.ceilings.items():
             lines += ["", f"[ceilings.{name}]"]
             for table in ("compute", "memory"):
