@@ -11,7 +11,8 @@ import os
 from collections.abc import Callable, Mapping
 
 from onnxroof.devices import Device
-from onnxroof.devices.resolve import resolve_device
+from onnxroof.devices.engines import with_engine
+from onnxroof.devices.resolve import DEFAULT_DEVICE, resolve_device
 from onnxroof.ir import Graph
 from onnxroof.load import load_graph
 from onnxroof.load.fill_from_run import ShapeRequest
@@ -24,24 +25,26 @@ from onnxroof.protos import ModelProto
 
 __all__ = ["DEFAULT_DEVICE", "analyze", "get_device"]
 
-DEFAULT_DEVICE = "v100-sxm2"
-
 
 def get_device(
     spec: str | os.PathLike | Device,
     threads: int = 1,
     provider: str = "cpu",
     progress: Callable[[int, int], None] | None = None,
+    engine: str | None = None,
 ) -> Device:
     """A Device from a catalog key, a device file or ``host``: this machine's cached calibrated profile for the
-    thread count and provider, calibrated first when none is cached."""
+    thread count and provider, calibrated first when none is cached. ``engine`` (one of
+    ``predict.profiles.ENGINES``) says what runs the model there: the device's own (its ``engine`` field) when
+    None."""
 
     def host() -> Device:
         from onnxroof.ort.calibrate import host_device
 
         return host_device(threads=threads, provider=provider, progress=progress)
 
-    return resolve_device(spec, host=host)
+    device = resolve_device(spec, host=host)
+    return device if engine is None else with_engine(device, engine)
 
 
 def analyze(
@@ -55,6 +58,7 @@ def analyze(
     optimized: bool = False,
     threads: int = 1,
     values: Mapping[str, Value] | None = None,
+    engine: str | None = None,
 ) -> Analysis:
     """Cost every node of a model and place it on a device's roofline.
 
@@ -80,13 +84,13 @@ def analyze(
     nodes' notes and one warning say so.
     """
     check_precision(precision)
-    dev = get_device(device, threads, progress=progress)
-    engine = named_profile(dev) is not None and not as_exported  # the device names an engine profile
+    dev = get_device(device, threads, progress=progress, engine=engine)
+    profiled = named_profile(dev) is not None and not as_exported  # the device names an engine profile
     with collection_paused():
         graph: Graph
         if isinstance(model, Graph):
             graph = model
-        elif engine and not optimized:
+        elif profiled and not optimized:
             from onnxroof.ort.optimized import engine_graph
 
             graph = engine_graph(ModelSpec.of(model, inputs, dims, values), dev)
@@ -94,7 +98,7 @@ def analyze(
             graph = load_graph(
                 model, inputs=inputs, dims=dims, shape_run=_shapes_from_run, reshape=_at_input_shapes, values=values
             )
-        analysis = analyze_graph(graph, dev, precision=precision, engine=engine, progress=progress)
+        analysis = analyze_graph(graph, dev, precision=precision, engine=profiled, progress=progress)
         # Dropped before the collector resumes: its first pass would otherwise walk every object of the graph.
         del graph
     return analysis

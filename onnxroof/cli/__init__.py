@@ -101,8 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
 def check_early(args: argparse.Namespace) -> None:
     """The errors a command's arguments hold that need no model, raised before the command imports onnx or
     numpy: a model file that is not there (or is a folder), a device that is neither ``host``, a catalog key nor
-    a device file, and a bad ``--dim``, ``--input`` shape or ``--precision``."""
-    from onnxroof.cli.common import dims
+    a device file (or one an --engine does not run on), and a bad ``--dim``, ``--input`` shape or ``--precision``."""
+    from onnxroof.cli.common import apply_engine, dims
+    from onnxroof.devices.engines import split_engine
     from onnxroof.devices.resolve import HOST, resolve_device
     from onnxroof.load.source import model_path
 
@@ -110,8 +111,9 @@ def check_early(args: argparse.Namespace) -> None:
         spec = getattr(args, name, None)
         if isinstance(spec, str):
             model_path(spec)
+    apply_engine(args)
     for spec in _listed(getattr(args, "device", None)):
-        if spec != HOST:
+        if split_engine(spec)[0] != HOST:
             resolve_device(spec)
     if hasattr(args, "dim"):
         dims(args)

@@ -7,6 +7,7 @@ import warnings
 
 from onnxroof.cli.common import (
     Progress,
+    add_engine_option,
     add_output_options,
     add_shape_options,
     add_what_if_options,
@@ -45,6 +46,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="catalog key (see 'onnxroof devices') or a device .toml file; default v100-sxm2",
     )
+    add_engine_option(parser)
     add_shape_options(parser)
     add_what_if_options(parser)
     parser.add_argument(

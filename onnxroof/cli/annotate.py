@@ -9,6 +9,7 @@ from pathlib import Path
 
 from onnxroof.cli.common import (
     Progress,
+    add_engine_option,
     add_shape_options,
     add_what_if_options,
     check_output,
@@ -59,6 +60,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="catalog key (see 'onnxroof devices'), a device .toml file or host; default v100-sxm2",
     )
+    add_engine_option(parser)
     add_what_if_options(parser)
     add_shape_options(parser)
     parser.add_argument(

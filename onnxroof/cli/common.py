@@ -18,9 +18,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Progress",
+    "add_engine_option",
     "add_session_options",
     "add_shape_options",
     "add_what_if_options",
+    "apply_engine",
     "check_output",
     "dims",
     "emit",
@@ -138,8 +140,42 @@ def session_spec(args: argparse.Namespace) -> SessionSpec:
 
 
 def add_devices_option(parser: argparse.ArgumentParser, help: str) -> None:
-    """-d/--device for the commands that take several devices: repeatable and comma-separated (see split_list)."""
+    """-d/--device for the commands that take several devices: repeatable and comma-separated (see split_list),
+    and --engine for what runs the model on them (several to compare engines)."""
     parser.add_argument("-d", "--device", action="append", default=None, metavar="D", help=help)
+    add_engine_option(parser, several=True)
+
+
+ENGINE_HELP = (
+    "what runs the model on the device: roofline (the plain roofline of the graph as exported), onnxruntime (a "
+    "calibrated host), onnxruntime-cuda, tensorrt, pytorch-eager (GPUs: each engine's kernels, fusions and host "
+    "costs); default: the device's own (a calibrated host's onnxruntime, else roofline). -d DEVICE@ENGINE names one "
+    "per device"
+)
+
+
+def add_engine_option(parser: argparse.ArgumentParser, several: bool = False) -> None:
+    """--engine: one engine, or (``several``) a comma-separated list whose every engine runs on every device."""
+    more = "; comma-separated to compare engines" if several else ""
+    parser.add_argument("--engine", default=None, metavar="E", help=ENGINE_HELP + more)
+    parser.set_defaults(several_engines=several)
+
+
+def apply_engine(args: argparse.Namespace) -> None:
+    """``args.device`` with --engine's engines as ``DEVICE@ENGINE``: every device with every engine; a UserError for
+    several engines where the command predicts for one device."""
+    from onnxroof.devices.resolve import DEFAULT_DEVICE
+
+    engines = split_list([args.engine]) if getattr(args, "engine", None) else []
+    if not engines:
+        return
+    if not args.several_engines:
+        if len(engines) > 1:
+            raise UserError(f"--engine {args.engine}: this command predicts for one engine", "compare takes several")
+        args.device = f"{args.device or DEFAULT_DEVICE}@{engines[0]}"
+        return
+    named = split_list(args.device) or [DEFAULT_DEVICE]
+    args.device = [f"{device}@{engine}" for device in named for engine in engines]
 
 
 def split_list(values: list[str] | None) -> list[str]:

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from onnxroof.cli.common import Progress, add_output_options, check_output_option, emit, resolve_devices, split_list
+from onnxroof.cli.common import (
+    Progress,
+    add_engine_option,
+    add_output_options,
+    check_output_option,
+    emit,
+    resolve_devices,
+    split_list,
+)
 
 HELP = "the rewrites that apply to a model, ranked by predicted speedup on a device"
 DESCRIPTION = """Try every rewrite onnxroof has on a model (separable convolutions, the LWU-Net strides, fp16,
@@ -23,6 +31,7 @@ examples:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="an .onnx file or zoo:NAME")
     parser.add_argument("-d", "--device", default=None, help="catalog key, device file or host (default v100-sxm2)")
+    add_engine_option(parser)
     parser.add_argument("--measure", type=int, default=0, metavar="N", help="time the N best rewrites here")
     parser.add_argument("--only", action="append", default=None, metavar="R", help="try only these rewrites")
     parser.add_argument("--threads", type=int, default=1, metavar="N", help="threads to measure and predict at")

@@ -10,8 +10,10 @@ come from a run for shapes (run_for_shapes.py).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import tempfile
+from collections.abc import Callable
 from math import prod
 
 import onnx
@@ -24,7 +26,9 @@ from onnxroof.load.model_spec import ModelSpec, Source
 from onnxroof.ort.relax import declare_inputs
 from onnxroof.ort.run_for_shapes import shapes_from_run
 from onnxroof.ort.session_spec import SessionSpec
-from onnxroof.ort.sessions import make_session, runnable_model
+from onnxroof.ort.sessions import RunnableModel, make_session, runnable_model
+from onnxroof.predict.fusion import fuse
+from onnxroof.predict.profiles import EXPORTED_GRAPH, ONNXRUNTIME_CUDA_GRAPH, engine_profile
 
 # The largest constant whose values are read back from an optimized graph's side file for its masks (64 MiB of
 # float32): an attention mask is a few hundred thousand elements, a weight larger than this is no mask.
@@ -68,16 +72,60 @@ def with_softmax_masks(graph: Graph, model: ModelProto) -> Graph:
 
 
 def engine_graph(model: ModelSpec | Source, device: Device) -> Graph:
-    """The graph onnxruntime runs for ``model`` on this machine, in the session the device profile was calibrated
-    with (weights absent from disk are filled at random only to let onnxruntime build it). The constant masks
-    added to a Softmax's input keep their values (``onnxroof.predict.subnormal``): where they send exp below the
-    normal float range, the Softmax and the product after it run on subnormal floats."""
+    """The graph the device's engine runs for ``model`` (``predict.profiles.engine_profile``): onnxruntime's
+    optimizer's output, in the session the device profile was calibrated with or, for its CUDA provider, at the
+    extended level (its fusions without the CPU's layout); or the graph as exported; then the kernels the engine
+    fuses its nodes into (``predict.fusion``). Weights absent from disk are filled at random only to let
+    onnxruntime build it. The constant masks added to a Softmax's input keep their values
+    (``onnxroof.predict.subnormal``): where they send exp below the normal float range, the Softmax and the product
+    after it run on subnormal floats."""
+    profile = engine_profile(device)
     runnable = runnable_model(model)
+    if profile.graph == EXPORTED_GRAPH:
+        graph = load_graph(runnable.model, shape_run=shapes_from_run, values=runnable.values)
+    elif profile.graph == ONNXRUNTIME_CUDA_GRAPH:
+        graph = _optimized(runnable, BASIC_SESSION, transformer_fusions)
+    else:
+        graph = _optimized(runnable, calibrated_session(device))
+    if profile.fusion is not None:
+        graph = fuse(graph, profile.fusion)
+    return dataclasses.replace(graph, name=runnable.name)
+
+
+# onnxruntime's optimizer at its basic level, on one CPU thread: the rewrites it makes for every provider (constants
+# folded, batch normalization and scales folded into convolutions, MatMul + Add as Gemm); the fusions it makes at
+# the levels above are each for a list of providers, the CPU's layout among them.
+BASIC_SESSION = SessionSpec("cpu", 1, "basic", allow_fallback=True)
+
+
+def transformer_fusions(model: ModelProto) -> ModelProto:
+    """``model`` through onnxruntime's transformer optimizer for the GPU (``onnxruntime.transformers.optimizer``,
+    in Python, without a session): attention, LayerNorm, SkipLayerNorm, Gelu and bias fusions as its CUDA provider
+    runs them. A model with no Softmax and no normalization has nothing for it and is returned as it is."""
+    ops = {n.op_type for n in model.graph.node}
+    if not ops & {"Softmax", "LayerNormalization", "ReduceMean"}:
+        return model
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    quiet = logging.getLogger("onnxruntime.transformers")
+    level, quiet.level = quiet.level, logging.ERROR
+    try:
+        return optimize_model(model, model_type="bert", opt_level=0, use_gpu=True).model
+    finally:
+        quiet.setLevel(level)
+
+
+def _optimized(
+    runnable: RunnableModel, session: SessionSpec, then: Callable[[ModelProto], ModelProto] | None = None
+) -> Graph:
+    """The graph onnxruntime's optimizer hands back for ``runnable`` in ``session`` (and ``then`` rewrites), with
+    its masks' values."""
     with tempfile.TemporaryDirectory(prefix="onnxroof-opt-") as tmp:
         path = os.path.join(tmp, "optimized.onnx")  # its large weights in a side file beside it
-        make_session(runnable.model, calibrated_session(device), optimized_path=path)
-        optimized = onnx.load(path, load_external_data=False)
+        make_session(runnable.model, session, optimized_path=path)
+        optimized = onnx.load(path, load_external_data=then is None)
+        if then is not None:
+            optimized = then(optimized)
         declare_inputs(optimized, runnable.inputs)  # a load with the inputs left open saves them open
         inline_added_constants(optimized, tmp)
-    graph = with_softmax_masks(load_graph(optimized, shape_run=shapes_from_run, values=runnable.values), optimized)
-    return dataclasses.replace(graph, name=runnable.name)
+    return with_softmax_masks(load_graph(optimized, shape_run=shapes_from_run, values=runnable.values), optimized)

@@ -23,11 +23,21 @@ from onnxroof.devices import Device
 from onnxroof.ir import Graph, InvalidNode, Node, Tensor, UnknownShape
 from onnxroof.predict import roofline
 from onnxroof.predict.control import node_engine
+from onnxroof.predict.fusion import FUSED_OP, kernel_members
 from onnxroof.predict.levels import memory_level
 from onnxroof.predict.memory import bytes_moved, read_distances
+from onnxroof.predict.pipeline import streamed
 from onnxroof.predict.precision import PRECISION_DTYPE, check_precision
-from onnxroof.predict.profiles import EngineProfile, engine_profile
-from onnxroof.predict.results import Analysis, NodeResult, OpTypeTotals, Totals, Uncounted, Unsupported
+from onnxroof.predict.profiles import EngineProfile, HostCost, engine_profile
+from onnxroof.predict.results import (
+    ROOFLINE_INCLUDES,
+    Analysis,
+    NodeResult,
+    OpTypeTotals,
+    Totals,
+    Uncounted,
+    Unsupported,
+)
 from onnxroof.predict.subnormal import SubnormalWork, subnormal_work
 from onnxroof.predict.terms import InModel
 from onnxroof.protos import TensorProto
@@ -380,6 +390,8 @@ def _analysis(walk: _Walk, runtime: Sequence[Node], results: list[NodeResult]) -
     run_overhead = dev.run_overhead.value if walk.profile is not None and dev.run_overhead is not None else 0.0
     params = weight_params(itertools.chain(_read_weights(runtime, graph.tensors), walk.subgraph_weights))
     totals = replace(_totals(weighted, params, dev, main_precision, run_overhead), uncounted=len(coster.uncounted))
+    if walk.profile is not None and walk.profile.host is not None:
+        totals = _issued(totals, results, walk.profile.host)
     unsupported = tuple(
         Unsupported(op, domain, count, reason) for (domain, op, reason), count in sorted(coster.unsupported.items())
     )
@@ -405,6 +417,8 @@ def _analysis(walk: _Walk, runtime: Sequence[Node], results: list[NodeResult]) -
         warnings=tuple(messages),
         graph=walk.profile.graph if walk.profile is not None else "as-exported",
         uncounted=tuple(coster.uncounted),
+        includes=walk.profile.includes if walk.profile is not None else ROOFLINE_INCLUDES,
+        fused={n.name: kernel_members(n) for n in runtime if (n.domain, n.op_type) == FUSED_OP},
     )
 
 
@@ -474,6 +488,25 @@ def _totals(groups: Weighted, params: int, device: Device, precision: str, run_o
             predicted_time_s=prediction.predicted_time_s + run_overhead_s,
         )
     return Totals(flops, macs, bytes_read, bytes_written, params, kernels, prediction, by_bound)
+
+
+def _issued(totals: Totals, results: Sequence[NodeResult], host: HostCost) -> Totals:
+    """``totals`` with the host's issuing of the kernels (``pipeline.streamed``): the part of the run the GPU waits
+    for the host counts as overhead."""
+    steps = [(_host_seconds(r, host), r.prediction.predicted_time_s) for r in results]
+    device_s = sum(gpu_s for _, gpu_s in steps)
+    waited = max(streamed(steps) - device_s, 0.0)
+    if waited == 0.0:
+        return totals
+    p = totals.prediction
+    prediction = replace(p, overhead_time_s=p.overhead_time_s + waited, predicted_time_s=p.predicted_time_s + waited)
+    by_bound = {**totals.time_by_bound, "overhead": totals.time_by_bound.get("overhead", 0.0) + waited}
+    return replace(totals, prediction=prediction, time_by_bound=by_bound)
+
+
+def _host_seconds(result: NodeResult, host: HostCost) -> float:
+    """What the host spends issuing one node: every node, or each that launches a kernel, as ``host.per`` says."""
+    return host.seconds if host.per == "node" or result.cost.kernels > 0 else 0.0
 
 
 def _by_op_type(groups: Weighted) -> tuple[OpTypeTotals, ...]:

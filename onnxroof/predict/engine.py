@@ -42,6 +42,7 @@ from typing import Any
 
 from onnxroof.costs import SHAPE, Cost, NodeView
 from onnxroof.devices import Device, FrozenMap
+from onnxroof.devices.classes import CLASSES
 from onnxroof.predict import roofline
 from onnxroof.predict.class_work import ceiling_work, repeats
 from onnxroof.predict.levels import memory_level, weight_bytes, working_set
@@ -189,7 +190,19 @@ def node_context(
         speedup=speedup,
         reuse=reuse,
         around=around,
+        product_precision=product_precision(profile, cls, precision, device),
     )
+
+
+def product_precision(profile: EngineProfile, cls: str, precision: str, device: Device) -> str:
+    """The precision a node's product runs at on the engine: TF32 for an fp32 product of a class the engine runs
+    in TF32 by default, on a device with a TF32 rate; ``precision`` otherwise."""
+    op_class = CLASSES.get(cls)
+    if precision != "fp32" or op_class is None or op_class.base not in profile.tf32_products:
+        return precision
+    gpu = device.gpu
+    has_tf32 = "tf32" in device.peak_flops or (gpu is not None and "tf32" in gpu.gemm_achievable)
+    return "tf32" if has_tf32 else precision
 
 
 def predict_engine(

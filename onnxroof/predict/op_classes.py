@@ -369,7 +369,11 @@ def classify(view: NodeView) -> Classification:
     size, integer convolutions into depthwise ones and the rest, matrix products by their second operand and rows,
     activations by their function (Pow by its exponent), pooling windows by layout, elementwise ops by whether they
     broadcast along the innermost axis, transposes by the axes they move, NCHWc output reorders by the size of the
-    planes they write, and resizes by whether they interpolate and in which layout."""
+    planes they write, and resizes by whether they interpolate and in which layout. A fused kernel takes the class
+    of the node it is built around."""
+    if view.anchor is not None:
+        inner = classify(view.anchor)
+        return Classification(inner.cls, f"fused kernel around {view.anchor.op_type}: {inner.reason}")
     base = engine_class(view.domain, view.op_type)
     if base is None:
         return Classification(OTHER, f"no cost function for {view.op_type}: the plain roofline")
@@ -385,6 +389,8 @@ def classify(view: NodeView) -> Classification:
 
 def op_class(view: NodeView) -> str:
     """A node's ceiling class alone (:func:`classify` without formatting its reason)."""
+    if view.anchor is not None:
+        return op_class(view.anchor)
     base = engine_class(view.domain, view.op_type) or OTHER
     refinement = REFINEMENTS.get(base)
     return base if refinement is None else refinement.op_class(view)

@@ -17,6 +17,8 @@ import functools
 from dataclasses import dataclass
 
 from onnxroof.devices import OP_CLASSES, Device
+from onnxroof.devices.engines import ENGINES
+from onnxroof.predict.fusion import FusionRules
 from onnxroof.predict.terms import TERMS, Term
 
 __all__ = [
@@ -50,9 +52,86 @@ class EngineProfile:
     # Whether the engine's process peak is this host's calibrated session and arena factors over the graph's need
     # (ort.memory_calibration): onnxruntime's CPU executor on the host it runs on.
     host_memory: bool = False
+    # The kernels it runs: which nodes of its graph it fuses into one (None: each node its own kernel).
+    fusion: FusionRules | None = None
+    # What the host spends issuing each kernel (None: nothing apart from the device's own terms). The GPU runs a
+    # kernel once the host has issued it and the one before has ended (``pipeline.streamed``).
+    host: HostCost | None = None
+    # The base classes whose fp32 products run as TF32 on a device with a TF32 rate (the engine's default).
+    tf32_products: frozenset[str] = frozenset()
+    # What its predicted time holds, as a report says it.
+    includes: str = "the nodes' kernels and the engine's cost per run"
+
+
+@dataclass(frozen=True)
+class HostCost:
+    """Seconds the host spends on each ``per`` ("kernel": each node that launches one; "node": every node the
+    engine runs, shape-only ones too), with its source."""
+
+    seconds: float
+    per: str
+    source: str
 
 
 _EVERY_TERM = tuple(t.name for t in TERMS)
+ONNXRUNTIME_CUDA, TENSORRT, PYTORCH_EAGER = "onnxruntime-cuda", "tensorrt", "pytorch-eager"
+# The graph onnxruntime runs on its CUDA provider (its basic rewrites, then its transformer optimizer's GPU
+# fusions), and the graph as exported (an eager framework's ops one by one; TensorRT's fusions applied to it).
+ONNXRUNTIME_CUDA_GRAPH, EXPORTED_GRAPH = "onnxruntime-cuda-optimized", "as-exported"
+_GPU_INCLUDES = "the kernels' time on the GPU and the host's issuing them; not host-device copies or data loading"
+# onnxroof's calibrated CPU executor's terms: read against a calibrated host's ceilings.
+_HOST_TERMS = (
+    "arithmetic",
+    "projection",
+    "activations",
+    "weights",
+    "distant_reads",
+    "write_allocate",
+    "bias_pass",
+    "epilogue",
+    "exposed_dram",
+    "weight_wait",
+    "output_write",
+    "subnormal",
+    "dispatch",
+)
+# A GPU engine's terms: the hardware's structure and published microbenchmarks (predict/gpu_times.py).
+_GPU_TERMS = ("tensor_arithmetic", "vector_arithmetic", "streamed_bytes", "kernel_floor")
+
+# TensorRT's layer fusions (TensorRT developer guide, "Types of Fusions"): a convolution or matrix product with the
+# bias, scale, activation and elementwise sum after it; pointwise layers with each other; a softmax or normalization
+# with the pointwise layers after it; multi-head attention (its two products and the softmax) as one kernel;
+# shuffles (transposes, reshapes) folded into the layers beside them; Q/DQ pairs folded into the products.
+TENSORRT_FUSION = FusionRules(
+    name=TENSORRT,
+    epilogue=True,
+    pointwise=True,
+    normalization=True,
+    attention=True,
+    quantize=True,
+    transposes=True,
+    source="TensorRT's documentation, 'Layer Fusion Catalog' and 'Fused Attention' (docs.nvidia.com)",
+)
+# What the host spends launching one CUDA kernel: "nop_triton_direct_culaunch | 3.0us | 3.3us | cuLaunchKernel
+# (raw CUDA driver)" (meta-pytorch/tritonbench, pull request 1017, on a GB200's host).
+_LAUNCH_S = 3.0e-6
+_LAUNCH = "cuLaunchKernel 3.0 us on the host (meta-pytorch/tritonbench pull request 1017)"
+TENSORRT_HOST = HostCost(_LAUNCH_S, "kernel", f"one launch per kernel of the engine: {_LAUNCH}")
+ORT_CUDA_HOST = HostCost(
+    _LAUNCH_S + 2.0e-6,
+    "node",
+    f"assumed: {_LAUNCH}, plus 2 us of onnxruntime's executor per node, which no publication gives",
+)
+# PyTorch dispatches about 280 thousand operations per second ("Making Deep Learning Go Brrrr From First
+# Principles", H. He, overhead section): 3.6 us an op before its kernel's launch.
+EAGER_HOST = HostCost(
+    1 / 280e3 + _LAUNCH_S,
+    "node",
+    f"derived: 1 / 280e3 ops/s of PyTorch's dispatch (H. He, 'Making Deep Learning Go Brrrr') + {_LAUNCH}",
+)
+# onnxruntime's CUDA provider computes fp32 products in TF32 by default: "By default, enable TF32 to speed up float
+# GEMM/MatMul or cuDNN convolution of float matrices. bool use_tf32{true};" (cuda_execution_provider_info.h).
+ORT_CUDA_TF32 = frozenset({"conv", "gemm", "matmul"})
 
 PROFILES: tuple[EngineProfile, ...] = (
     EngineProfile(
@@ -62,7 +141,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         graph=ONNXRUNTIME_GRAPH,
         overlap=None,
         classes=frozenset(OP_CLASSES),
-        terms=_EVERY_TERM,
+        terms=_HOST_TERMS,
         doc="onnxruntime's CPU executor: one node after the other, each its kernel's time plus its dispatch",
         host_memory=True,
     ),
@@ -74,8 +153,51 @@ PROFILES: tuple[EngineProfile, ...] = (
         overlap=None,
         classes=frozenset(OP_CLASSES),
         # An accelerator streams a kernel's weights while it computes, and its Gemm adds C inside the kernel.
-        terms=tuple(name for name in _EVERY_TERM if name not in ("weight_wait", "bias_pass")),
+        terms=tuple(name for name in _HOST_TERMS if name not in ("weight_wait", "bias_pass")),
         doc="onnxruntime on an accelerator (the CUDA provider): launches overlap the kernels before them",
+    ),
+    EngineProfile(
+        name=ONNXRUNTIME_CUDA,
+        engine=ONNXRUNTIME_CUDA,
+        kinds=ENGINES[ONNXRUNTIME_CUDA].kinds,
+        graph=ONNXRUNTIME_CUDA_GRAPH,
+        overlap="max",
+        classes=frozenset(),
+        terms=_GPU_TERMS,
+        doc="onnxruntime's CUDA provider: the graph its optimizer hands back, one kernel per node",
+        host=ORT_CUDA_HOST,
+        tf32_products=ORT_CUDA_TF32,
+        includes=_GPU_INCLUDES,
+    ),
+    EngineProfile(
+        name=TENSORRT,
+        engine=TENSORRT,
+        kinds=ENGINES[TENSORRT].kinds,
+        graph=EXPORTED_GRAPH,
+        overlap="max",
+        classes=frozenset(),
+        terms=_GPU_TERMS,
+        doc="TensorRT: products with their pointwise epilogues, pointwise chains and attention as one kernel each",
+        fusion=TENSORRT_FUSION,
+        host=TENSORRT_HOST,
+        # BuilderFlag::kTF32: "Enabled by default" (NvInfer.h).
+        tf32_products=frozenset({"conv", "gemm", "matmul"}),
+        includes=_GPU_INCLUDES,
+    ),
+    EngineProfile(
+        name=PYTORCH_EAGER,
+        engine=PYTORCH_EAGER,
+        kinds=ENGINES[PYTORCH_EAGER].kinds,
+        graph=EXPORTED_GRAPH,
+        overlap="max",
+        classes=frozenset(),
+        terms=_GPU_TERMS,
+        doc="PyTorch in eager mode: every op its own kernel, each dispatched from Python",
+        host=EAGER_HOST,
+        # torch.backends.cudnn.allow_tf32 "defaults to True"; matmul's allow_tf32 "False in PyTorch 1.12 and
+        # later" (PyTorch docs, notes/cuda.rst, "TensorFloat-32 (TF32) on Ampere (and later) devices").
+        tf32_products=frozenset({"conv"}),
+        includes=_GPU_INCLUDES,
     ),
 )
 _BY_NAME = {p.name: p for p in PROFILES}

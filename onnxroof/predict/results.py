@@ -171,6 +171,9 @@ class Uncounted:
         return dict(self.__dict__)
 
 
+ROOFLINE_INCLUDES = "each node's roofline time on the device's figures, summed"
+
+
 @dataclass(frozen=True)
 class Analysis:
     """Everything ``onnxroof analyze`` reports; ``to_dict`` is the JSON contract."""
@@ -186,6 +189,8 @@ class Analysis:
     warnings: tuple[str, ...] = field(default_factory=tuple)
     graph: str = "as-exported"  # or "onnxruntime-optimized": the graph the engine runs, after its fusions
     uncounted: tuple[Uncounted, ...] = ()  # the nodes behind totals.uncounted, in graph order
+    includes: str = ROOFLINE_INCLUDES  # what the predicted time holds, as the engine's profile says
+    fused: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # a fused kernel's name -> its graph nodes
 
     @property
     def complete(self) -> bool:
@@ -207,6 +212,7 @@ class Analysis:
                 "engine": self.device.engine,
                 "overlap": self.device.overlap,
             },
+            "includes": self.includes,
             "precision": self.precision,
             "totals": self.totals.to_dict(),
             "nodes": [n.to_dict() for n in self.nodes],
@@ -214,5 +220,6 @@ class Analysis:
             "unsupported": [u.to_dict() for u in self.unsupported],
             "uncounted_nodes": [u.to_dict() for u in self.uncounted],
             "folded_nodes": self.folded_nodes,
+            "fused_kernels": {name: list(nodes) for name, nodes in self.fused.items()},
             "warnings": list(self.warnings),
         }

@@ -29,6 +29,15 @@ from onnxroof.costs import Cost, NodeView
 from onnxroof.devices import OP_CLASSES, Device, FrozenMap
 from onnxroof.predict import roofline
 from onnxroof.predict.class_work import input_projection, stepped_flops
+from onnxroof.predict.gpu_times import (
+    PRODUCT_CLASSES,
+    achievable_rate,
+    product_shape,
+    shortest_kernel,
+    streamed_time,
+    tile_efficiency,
+    vector_rate,
+)
 from onnxroof.predict.subnormal import SubnormalWork, subnormal_time
 from onnxroof.predict.term_times import (
     DRAM_OVERLAP_CLASSES,
@@ -110,6 +119,7 @@ class NodeContext(NamedTuple):
     speedup: float
     reuse: float
     around: InModel
+    product_precision: str = ""  # the precision its product runs at on the engine (tf32 for fp32 where it does)
 
     @property
     def weight_read_s(self) -> float:
@@ -198,6 +208,24 @@ def _dispatch(n: NodeContext, d: Device, _: float) -> float:
     return d.launch_overhead.value
 
 
+def _tensor_arithmetic(n: NodeContext, d: Device, _: float) -> float:
+    rate = achievable_rate(d, n.product_precision or n.precision)
+    sms = d.gpu.sm_count.value if d.gpu is not None and d.gpu.sm_count is not None else None
+    return n.cost.flops / (rate * tile_efficiency(product_shape(n.view), int(sms) if sms else None))
+
+
+def _vector_arithmetic(n: NodeContext, d: Device, _: float) -> float:
+    return 0.0 if n.op_class in PRODUCT_CLASSES else n.cost.flops / vector_rate(d)
+
+
+def _streamed(n: NodeContext, d: Device, _: float) -> float:
+    return streamed_time(n.cost, n.weights, d)
+
+
+def _kernel_floor(n: NodeContext, d: Device, _: float) -> float:
+    return shortest_kernel(d) if n.cost.kernels > 0 else 0.0
+
+
 _NOT_HIDDEN = "; {us:.3g} us of memory traffic not hidden by compute"
 
 # Every term, in the order each side sums them and a node's explanation shows them; the compute and memory sides'
@@ -211,6 +239,20 @@ TERMS: tuple[Term, ...] = (
         "a recurrent op's input projection, one product at its product class's ceiling (term_times.projection_time)",
         RECURRENT_CLASSES,
         "; input projection {us:,.0f} us as one product",
+    ),
+    Term(
+        "tensor_arithmetic",
+        COMPUTE,
+        _tensor_arithmetic,
+        "a product on the tensor cores: its FLOPs at the published large-product rate over its tiles' waves "
+        "(gpu_times.tile_efficiency)",
+        PRODUCT_CLASSES,
+    ),
+    Term(
+        "vector_arithmetic",
+        COMPUTE,
+        _vector_arithmetic,
+        "any other kernel's FLOPs on the CUDA cores at the fp32 peak and sustained clock (gpu_times.vector_rate)",
     ),
     Term("activations", MEMORY, _activations, "the activations at their level's bandwidth and the class's efficiency"),
     Term("weights", MEMORY, _weights, "the weights at DRAM's bandwidth times their reuse between runs"),
@@ -229,6 +271,12 @@ TERMS: tuple[Term, ...] = (
         "a streaming kernel's output lines the node before pushed out of its level (term_times.write_allocate_time)",
         STREAMING_CLASSES,
         "; {us:.3g} us writing over lines the node before pushed out of {note.level}",
+    ),
+    Term(
+        "streamed_bytes",
+        MEMORY,
+        _streamed,
+        "activations from L2 where they fit, else DRAM; weights from DRAM; at achievable rates (gpu_times)",
     ),
     Term(
         "bias_pass",
@@ -279,6 +327,12 @@ TERMS: tuple[Term, ...] = (
         "; {us:,.0f} us on subnormal floats (masked attention)",
     ),
     Term("dispatch", OVERHEAD, _dispatch, "what the executor spends dispatching one node (device.launch_overhead)"),
+    Term(
+        "kernel_floor",
+        OVERHEAD,
+        _kernel_floor,
+        "the least time a kernel holds the GPU's stream (gpu_times.shortest_kernel)",
+    ),
 )
 _BY_NAME: dict[str, Term] = {t.name: t for t in TERMS}
 _KIND_OF: dict[str, str] = {t.name: t.kind for t in TERMS}

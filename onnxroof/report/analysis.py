@@ -33,6 +33,7 @@ def _header(a: Analysis) -> list[str]:
         f"{a.model} on {d.label()} [{d.key}], precision {precision}",
         f"device: {si(p.peak_flops_s, 'FLOP/s')} {p.precision}, {si(d.memory_bandwidth.value, 'B/s')}, "
         f"ridge {si(p.ridge_point)} FLOP/B, launch {seconds(d.launch_overhead.value)} ({d.overlap} overlap)",
+        f"engine: {d.engine or 'roofline'}: {a.includes}",
         "",
         *_incomplete(a),
         f"  FLOPs {least}{si(t.flops)}   MACs {least}{si(t.macs)}   params {si(t.params)}   "
@@ -166,6 +167,11 @@ def to_table(
         lines += ["", f"All {len(indexed)} nodes in graph order"]
     prose = [line for text in lines for line in wrap(text, width)]
     prose += _node_rows(a, chosen, width, classes)
+    listed = [(i, r.name) for i, r in chosen if r.name in a.fused]
+    if listed:
+        prose += ["", "Fused kernels listed above, with the graph nodes each runs:"]
+        for i, name in listed:
+            prose += wrap(f"  {i:>3} {name}: {', '.join(a.fused[name])}", width)
     if by_op_type:
         prose += ["", "By op type", *_op_rows(a, width)]
     if a.unsupported:

@@ -97,6 +97,7 @@ def reference(a: Analysis) -> str:
             "engine": d.engine,
             "overlap": d.overlap,
         },
+        "includes": a.includes,
         "precision": a.precision,
         "totals": {
             "flops": t.flops,
@@ -123,6 +124,7 @@ def reference(a: Analysis) -> str:
         "unsupported": [dataclasses.asdict(u) for u in a.unsupported],
         "uncounted_nodes": [dataclasses.asdict(u) for u in a.uncounted],
         "folded_nodes": a.folded_nodes,
+        "fused_kernels": {name: list(nodes) for name, nodes in a.fused.items()},
         "warnings": list(a.warnings),
     }
     return json.dumps(document, indent=2) + "\n"
