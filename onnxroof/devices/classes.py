@@ -140,7 +140,6 @@ TABLE: tuple[OpClass, ...] = (
     _c("transpose_batched", "transpose", "transpose_inner", _M, "one that moves it in each matrix", "matrix", _STREAM),
     _c("transpose_generic", "transpose", "transpose", _M, "a Transpose that moves more than one axis", "node", _STREAM),
     _c("reorder", "reorder", "movement", _M, "onnxruntime's NCHW <-> NCHWc layout conversions", "node", _STREAM),
-    _c("reorder_short", "reorder", "reorder", _M, "NCHWc -> NCHW onto planes under 20x20 positions", "node", _STREAM),
     _c("resize", "resize", "movement", _M, "nearest-neighbour Resize and Upsample, GridSample, AffineGrid"),
     # an interpolating resize is a compute class: its time per output element holds at every size, as its FLOPs
     # per element do

@@ -234,30 +234,6 @@ ELEMENTWISE: Refinement[bool] = Refinement(
 )
 
 
-def _reorder_plane(view: NodeView) -> int | None:
-    """The positions of each plane an NCHWc -> NCHW reorder writes; None for any other reorder (NCHW -> NCHWc, a
-    channels-last output) and where the output's shape is unknown."""
-    out = known_shape(view.output(0))
-    if view.op_type != "ReorderOutput" or out is None or len(out) < 3 or int(view.attr("channels_last", 0) or 0):
-        return None
-    return prod(out[2:])
-
-
-# An NCHWc -> NCHW reorder onto short planes writes each channel's plane on its own, at a lower bandwidth than
-# along long rows.
-REORDER: Refinement[int | None] = Refinement(
-    _reorder_plane,
-    (
-        Rule(
-            "reorder_short",
-            lambda plane: plane is not None and plane < MID_CONV_POSITIONS,
-            f"NCHWc -> NCHW onto planes of {{f}} positions, under {MID_CONV_POSITIONS}",
-        ),
-        Rule("reorder", always, f"to NCHWc, channels-last, or onto planes of {MID_CONV_POSITIONS} or more positions"),
-    ),
-)
-
-
 class ResizeFacts(NamedTuple):
     op_type: str
     mode: str  # a Resize's or Upsample's interpolation mode; "" for any other op
@@ -355,7 +331,6 @@ REFINEMENTS: Mapping[str, Refinement[Any]] = {
     "activation": ACTIVATION,
     "pool": POOL,
     "elementwise": ELEMENTWISE,
-    "reorder": REORDER,
     "transpose": TRANSPOSE,
     "resize": RESIZE,
 }
