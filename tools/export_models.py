@@ -18,7 +18,7 @@ others go on.
 This script runs only in an environment with torch (and timm, transformers, onnx, onnxscript for the dynamo
 exporter); the project itself never needs them.
 
-usage: python tools/export_models.py [--out DIR] [--only NAME,NAME] [--list]
+usage: python tools/export_models.py [--set benchmark|published] [--out DIR] [--only NAME,NAME] [--list]
 """
 
 from __future__ import annotations
@@ -53,12 +53,13 @@ class Spec:
     opset: int | None = None  # None: 17 for the TorchScript exporter, 18 for the dynamo one
 
 
-def default_dir() -> Path:
-    """The set's folder: ``benchmark-models/`` in onnxroof's cache folder."""
+def default_dir(which: str = "benchmark") -> Path:
+    """The set's folder: ``benchmark-models/`` (``published-models/`` for the published set) in onnxroof's cache
+    folder."""
     sys.path.insert(0, str(ROOT))
     from onnxroof.ort.calibrate.host import cache_dir
 
-    return cache_dir() / "benchmark-models"
+    return cache_dir() / f"{which}-models"
 
 
 # ------------------------------------------------------------------------------------------------ inputs
@@ -121,6 +122,34 @@ def _timm(name: str) -> Callable[[], tuple[Any, tuple[Any, ...], list[str]]]:
         import timm
 
         return timm.create_model(name, pretrained=False), (_image(),), ["input"]
+
+    return build
+
+
+def _torchvision_at(name: str, size: int) -> Callable[[], tuple[Any, tuple[Any, ...], list[str]]]:
+    def build() -> tuple[Any, tuple[Any, ...], list[str]]:
+        import torchvision
+
+        return getattr(torchvision.models, name)(weights=None), (_image(size),), ["input"]
+
+    return build
+
+
+def _bert_head(head: str, length: int, **sizes: int) -> Callable[[], tuple[Any, tuple[Any, ...], list[str]]]:
+    """A transformers BERT (RoBERTa for ``head`` "roberta-classifier") with a task head, ``length`` tokens."""
+
+    def build() -> tuple[Any, tuple[Any, ...], list[str]]:
+        import transformers as tf
+
+        if head == "roberta-classifier":
+            config = tf.RobertaConfig(vocab_size=50265, max_position_embeddings=514, num_labels=3)
+            model = tf.RobertaForSequenceClassification(config)
+        else:
+            config = tf.BertConfig(**sizes)
+            model = {"qa": tf.BertForQuestionAnswering, "mlm": tf.BertForMaskedLM}[head](config)
+        model.config._attn_implementation = "eager"
+        names = ["input_ids", "attention_mask"]
+        return _hidden_state(model, names), (_tokens(length), _mask(length)), names
 
     return build
 
@@ -559,6 +588,33 @@ SET: list[Spec] = [
 # ------------------------------------------------------------------------------------------------ export
 
 
+_LARGE = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096}
+# The models of tools/published.toml's measurements, at the sizes they were measured at (batch 1: the measurements'
+# batches are set when they are predicted). tools/published.py predicts them; no CPU benchmark runs them.
+PUBLISHED: list[Spec] = [
+    Spec("efficientnet_b0", "published", "torchscript", _torchvision("efficientnet_b0"), "EfficientNet-B0, 224x224"),
+    Spec("efficientnet_b4", "published", "torchscript", _torchvision_at("efficientnet_b4", 380), "EfficientNet-B4, 380"),
+    Spec("bert_large_qa_384", "published", "torchscript", _bert_head("qa", 384, **_LARGE), "BERT-large QA, 384"),
+    Spec("bert_base_qa_128", "published", "torchscript", _bert_head("qa", 128), "BERT-base QA head, 128 tokens"),
+    Spec("bert_base_mlm_128", "published", "torchscript", _bert_head("mlm", 128), "BERT-base masked LM, 128 tokens"),
+    Spec(
+        "bert_6l_qa_384",
+        "published",
+        "torchscript",
+        _bert_head("qa", 384, num_hidden_layers=6),
+        "BERT, 6 layers of width 768, QA head, 384 tokens",
+    ),
+    Spec(
+        "roberta_base_cls_384",
+        "published",
+        "torchscript",
+        _bert_head("roberta-classifier", 384),
+        "RoBERTa-base, 3-class head, 384 tokens",
+    ),
+]
+SETS = {"benchmark": SET, "published": PUBLISHED}
+
+
 def export(spec: Spec, path: Path) -> list[dict[str, Any]]:
     """Export one model to ``path``; its inputs as the manifest lists them."""
     import onnx
@@ -606,12 +662,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="folder (default: benchmark-models/ in the cache)")
     parser.add_argument("--only", default=None, help="comma-separated names to export (the others are kept)")
     parser.add_argument("--list", action="store_true", help="list the set and exit")
+    parser.add_argument(
+        "--set", default="benchmark", choices=tuple(SETS), help="the benchmark set, or tools/published.py's models"
+    )
     args = parser.parse_args(argv)
+    chosen = SETS[args.set]
     if args.list:
-        for spec in SET:
+        for spec in chosen:
             print(f"{spec.name:<24} {spec.family:<20} {spec.exporter:<12} {spec.description}")
         return 0
-    out: Path = args.out or default_dir()
+    out: Path = args.out or default_dir(args.set)
     out.mkdir(parents=True, exist_ok=True)
     manifest_path = out / "manifest.json"
     entries: dict[str, dict[str, Any]] = {}
@@ -620,12 +680,12 @@ def main(argv: list[str] | None = None) -> int:
         for entry in entries.values():  # written before entries carried their opset
             if "opset" not in entry and (out / entry["file"]).exists():
                 entry["opset"] = onnx_opset(out / entry["file"])
-    wanted = set(args.only.split(",")) if args.only else {s.name for s in SET}
-    unknown = wanted - {s.name for s in SET}
+    wanted = set(args.only.split(",")) if args.only else {s.name for s in chosen}
+    unknown = wanted - {s.name for s in chosen}
     if unknown:
         parser.error(f"not in the set: {', '.join(sorted(unknown))}")
     failed: list[tuple[str, str]] = []
-    for spec in SET:
+    for spec in chosen:
         if spec.name not in wanted:
             continue
         path = out / f"{spec.name}.onnx"
@@ -653,7 +713,7 @@ def main(argv: list[str] | None = None) -> int:
             "inputs": inputs,
             "description": spec.description,
         }
-        order = {s.name: i for i, s in enumerate(SET)}
+        order = {s.name: i for i, s in enumerate(chosen)}
         models = sorted(entries.values(), key=lambda e: order.get(e["name"], len(order)))
         manifest_path.write_text(json.dumps({"models": models}, indent=1) + "\n")
     if failed:

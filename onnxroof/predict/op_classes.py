@@ -26,7 +26,6 @@ from onnxroof.predict.conv_classes import (
     BORDER_CONV_SHARE,
     CONV,
     CONV_INTEGER,
-    MID_CONV_POSITIONS,
     NARROW_GROUP_CHANNELS,
     QCONV,
 )
