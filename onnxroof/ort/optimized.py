@@ -123,8 +123,9 @@ def _optimized(
     with tempfile.TemporaryDirectory(prefix="onnxroof-opt-") as tmp:
         path = os.path.join(tmp, "optimized.onnx")  # its large weights in a side file beside it
         make_session(runnable.model, session, optimized_path=path)
-        optimized = onnx.load(path, load_external_data=then is None)
-        if then is not None:
+        optimized = onnx.load(path, load_external_data=False)
+        if then is not None:  # a rewrite reads the weights' values: every one of them is read back first
+            onnx.external_data_helper.load_external_data_for_model(optimized, tmp)
             optimized = then(optimized)
         declare_inputs(optimized, runnable.inputs)  # a load with the inputs left open saves them open
         inline_added_constants(optimized, tmp)
