@@ -593,7 +593,9 @@ _LARGE = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 1
 # batches are set when they are predicted). tools/published.py predicts them; no CPU benchmark runs them.
 PUBLISHED: list[Spec] = [
     Spec("efficientnet_b0", "published", "torchscript", _torchvision("efficientnet_b0"), "EfficientNet-B0, 224x224"),
-    Spec("efficientnet_b4", "published", "torchscript", _torchvision_at("efficientnet_b4", 380), "EfficientNet-B4, 380"),
+    Spec(
+        "efficientnet_b4", "published", "torchscript", _torchvision_at("efficientnet_b4", 380), "EfficientNet-B4, 380"
+    ),
     Spec("bert_large_qa_384", "published", "torchscript", _bert_head("qa", 384, **_LARGE), "BERT-large QA, 384"),
     Spec("bert_base_qa_128", "published", "torchscript", _bert_head("qa", 128), "BERT-base QA head, 128 tokens"),
     Spec("bert_base_mlm_128", "published", "torchscript", _bert_head("mlm", 128), "BERT-base masked LM, 128 tokens"),

@@ -24,12 +24,13 @@ import argparse
 import json
 import statistics
 import sys
-import tomllib
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the onnxroof beside this tool, not another checkout's
