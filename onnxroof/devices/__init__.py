@@ -19,7 +19,8 @@ parser, :func:`device_from_dict`. A device file holds ONE device; its top-level 
     source = "paper 001: 4.2 us measured kernel launch latency on V100"
     # optional: [memory_capacity] (bytes), [[caches]] (level, size in bytes, scope, optional bandwidth), engine
     # optional on a GPU: [gpu.sm_count], [gpu.boost_clock], [gpu.sustained_clock] (Hz), [gpu.dram_achievable],
-    #   [gpu.l2_bandwidth] (bytes/s), [gpu.shortest_kernel] (s), [gpu.gemm_achievable.fp16] (FLOP/s per precision):
+    #   [gpu.l2_bandwidth] (bytes/s), [gpu.shortest_kernel] (s), [gpu.gemm_achievable.fp16] and
+    #   [gpu.gemm_sustained.fp16] (FLOP/s per precision: a short and a minutes-long benchmark):
     #   published microbenchmarks' figures, each with value and source (onnxroof.devices.GpuFigures)
 
 A calibrated host profile (``onnxroof.ort.calibrate``) adds what an engine-aware prediction

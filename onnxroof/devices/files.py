@@ -390,14 +390,32 @@ def _gpu(table: Any, where: str) -> GpuFigures:
     here = f"{where}, gpu"
     if not isinstance(table, Mapping):
         raise _fail(here, f"must be a table of sourced figures ([gpu.sm_count], ...), got {table!r}")
-    _check_keys(table, (*GPU_FIGURES, "gemm_achievable"), here)
-    gemm = table.get("gemm_achievable", {})
-    if not isinstance(gemm, Mapping):
-        raise _fail(f"{here}.gemm_achievable", "must be a table of precisions ([gpu.gemm_achievable.fp16], ...)")
-    _check_keys(gemm, PRECISIONS, f"{here}.gemm_achievable")
-    figures = {name: _sourced(table, name, here) for name in GPU_FIGURES if name in table}
-    achievable = {prec: _sourced(gemm, prec, f"{here}.gemm_achievable") for prec in PRECISIONS if prec in gemm}
-    return GpuFigures(**figures, gemm_achievable=FrozenMap(achievable))
+    _check_keys(table, (*GPU_FIGURES, "gemm_achievable", "gemm_sustained"), here)
+
+    def figure(name: str) -> Sourced | None:
+        return _sourced(table, name, here) if name in table else None
+
+    def rates(name: str) -> FrozenMap:
+        return FrozenMap(_per_precision(table.get(name, {}), f"{here}.{name}"))
+
+    return GpuFigures(
+        sm_count=figure("sm_count"),
+        boost_clock=figure("boost_clock"),
+        sustained_clock=figure("sustained_clock"),
+        gemm_achievable=rates("gemm_achievable"),
+        gemm_sustained=rates("gemm_sustained"),
+        dram_achievable=figure("dram_achievable"),
+        l2_bandwidth=figure("l2_bandwidth"),
+        shortest_kernel=figure("shortest_kernel"),
+    )
+
+
+def _per_precision(table: Any, here: str) -> dict[str, Sourced]:
+    """A table of sourced figures by precision ([gpu.gemm_achievable.fp16], ...)."""
+    if not isinstance(table, Mapping):
+        raise _fail(here, "must be a table of precisions ([gpu.gemm_achievable.fp16], ...)")
+    _check_keys(table, PRECISIONS, here)
+    return {prec: _sourced(table, prec, here) for prec in PRECISIONS if prec in table}
 
 
 def _share(data: Mapping[str, Any], name: str, where: str) -> Sourced:

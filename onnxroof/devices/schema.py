@@ -292,7 +292,8 @@ class GpuFigures:
     """What a GPU's structure and published microbenchmarks say beyond its datasheet peaks, each with its source:
     ``sm_count`` (streaming multiprocessors, or compute units), ``boost_clock`` (Hz: the clock the datasheet's
     peaks assume) and ``sustained_clock`` (Hz: the clock a published run held under sustained load),
-    ``gemm_achievable`` (FLOP/s per precision: the most a published large matrix-product benchmark reached),
+    ``gemm_achievable`` (FLOP/s per precision: the most a published large matrix-product benchmark reached) and
+    ``gemm_sustained`` (what one held over minutes, where a power cap lowers it: the rate a model's run sees),
     ``dram_achievable`` (bytes/s: a published streaming benchmark's), ``l2_bandwidth`` (bytes/s) and
     ``shortest_kernel`` (seconds: the least time a kernel holds the stream when kernels run back to back). A figure
     no publication gives is absent, or its source says "assumed"."""
@@ -301,6 +302,7 @@ class GpuFigures:
     boost_clock: Sourced | None = None
     sustained_clock: Sourced | None = None
     gemm_achievable: Mapping[str, Sourced] = dataclasses.field(default_factory=FrozenMap)
+    gemm_sustained: Mapping[str, Sourced] = dataclasses.field(default_factory=FrozenMap)
     dram_achievable: Sourced | None = None
     l2_bandwidth: Sourced | None = None
     shortest_kernel: Sourced | None = None
@@ -310,6 +312,7 @@ class GpuFigures:
         lines: list[str] = []
         named = [(f"gpu.{name}", getattr(self, name)) for name in GPU_FIGURES]
         named += [(f"gpu.gemm_achievable.{prec}", item) for prec, item in self.gemm_achievable.items()]
+        named += [(f"gpu.gemm_sustained.{prec}", item) for prec, item in self.gemm_sustained.items()]
         for table, item in named:
             if item is not None:
                 lines += ["", f"[{table}]", f"value = {_toml_num(item.value)}", f"source = {_toml_str(item.source)}"]

@@ -120,14 +120,16 @@ def _clock_ratio(device: Device) -> float:
 
 
 def achievable_rate(device: Device, precision: str) -> float:
-    """FLOP/s a large product reaches at ``precision``: the published benchmark's figure, else the datasheet's
-    peak at the sustained clock."""
+    """FLOP/s a large product reaches at ``precision`` in a run: the rate a published benchmark held over minutes
+    where one did (a power-capped GPU falls below its short benchmarks' rate), else the published large-product
+    rate, else the datasheet's peak at the sustained clock."""
     gpu = device.gpu
     used = device.resolve_precision(precision)
     if gpu is not None:
-        found = gpu.gemm_achievable.get(precision) or gpu.gemm_achievable.get(used)
-        if found is not None:
-            return found.value
+        for rates in (gpu.gemm_sustained, gpu.gemm_achievable):
+            found = rates.get(precision) or rates.get(used)
+            if found is not None:
+                return found.value
     return device.peak_flops[used].value * _clock_ratio(device)
 
 
