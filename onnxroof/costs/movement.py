@@ -245,14 +245,14 @@ def multinomial(node: NodeView) -> Cost:
     return _movement(node, _reads(node), written, flops=flops)
 
 
-@register("Cast", engine="cast")
+@register("Cast", engine="elementwise")
 def cast(node: NodeView) -> Cost:
     """Cast: a dtype conversion. 0 FLOPs; it reads the input at its dtype and writes the output at the new one."""
     read, written = io_bytes(node)
     return _movement(node, read, written)
 
 
-@register("CastLike", engine="cast")
+@register("CastLike", engine="elementwise")
 def cast_like(node: NodeView) -> Cost:
     """CastLike: Cast to the dtype of input 1, of which only the dtype is used, so only input 0 is read."""
     read, written = io_bytes(node, [node.input(0)])

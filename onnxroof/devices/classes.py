@@ -146,7 +146,6 @@ TABLE: tuple[OpClass, ...] = (
     _c("resize_linear", "resize", "resize", _C, "an interpolating (linear, cubic) resize in NCHWc layout"),
     _c("resize_linear_nchw", "resize", "resize_linear", _C, "an interpolating resize in plain layout"),
     _c("reduce", "reduce", None, _M, "ReduceSum/Mean/Max/..., ArgMax/ArgMin"),
-    _c("cast", "cast", "elementwise", _M, "Cast, CastLike: a dtype conversion", "node", _STREAM),
     _c("quantize", "quantize", "elementwise", _M, "DynamicQuantizeLinear: a min/max pass, then the conversion"),
     _c("lstm", "recurrent", "recurrent", _C, "LSTM (and the dynamically quantized one)", "step"),
     _c("gru", "recurrent", "recurrent", _C, "GRU", "step"),

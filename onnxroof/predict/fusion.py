@@ -31,7 +31,7 @@ FUSED_OP = ("onnxroof", "FusedKernel")
 
 # The base classes (as the cost functions register them) of each part a fusion rule names.
 ANCHOR_CLASSES = frozenset({"conv", "gemm", "matmul", "qconv", "conv_integer"})
-POINTWISE_CLASSES = frozenset({"elementwise", "activation", "batchnorm", "cast", "quantize", "epilogue"})
+POINTWISE_CLASSES = frozenset({"elementwise", "activation", "batchnorm", "quantize", "epilogue"})
 NORMALIZATION_CLASSES = frozenset({"softmax", "layernorm", "skip_layernorm", "instancenorm"})
 LAYOUT_CLASSES = frozenset({"transpose", SHAPE})
 QUANTIZE_OPS = frozenset({"QuantizeLinear", "DequantizeLinear"})

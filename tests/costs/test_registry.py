@@ -51,8 +51,8 @@ def test_the_low_precision_kernels_register_their_own_classes():
             "com.microsoft::NhwcMaxPool",
         )
     } == {
-        "Cast": "cast",
-        "CastLike": "cast",
+        "Cast": "elementwise",
+        "CastLike": "elementwise",
         "DynamicQuantizeLinear": "quantize",
         "ConvInteger": "conv_integer",
         "QLinearConv": "qconv",

@@ -94,7 +94,6 @@ def test_the_engines_class_sets_are_the_tables() -> None:
     assert with_trait("streaming") == {
         *refined_from("elementwise", "transpose", "reorder"),
         "movement",
-        "cast",
     }
     with pytest.raises(ValueError, match="traits"):
         with_trait("fast")

@@ -209,8 +209,8 @@ CASES = [
     (make_node("Flatten", [T((1, 512, 1, 1))], [T((1, 512))]), op_classes.SHAPE),
     (make_node("NonMaxSuppression", [T((1, 100, 4)), T((1, 1, 100))], [T((10, 3), INT64)]), op_classes.OTHER),
     # low precision: the Casts around fp16 nodes, dynamic and static int8 convolutions
-    (make_node("Cast", [T((1, 64, 56, 56))], [T((1, 64, 56, 56), FLOAT16)], to=FLOAT16), "cast"),
-    (make_node("Cast", [T((1, 64, 56, 56), INT32)], [T((1, 64, 56, 56))], to=1), "cast"),
+    (make_node("Cast", [T((1, 64, 56, 56))], [T((1, 64, 56, 56), FLOAT16)], to=FLOAT16), "elementwise"),
+    (make_node("Cast", [T((1, 64, 56, 56), INT32)], [T((1, 64, 56, 56))], to=1), "elementwise"),
     (
         make_node("DynamicQuantizeLinear", [T((1, 64, 56, 56))], [T((1, 64, 56, 56), UINT8), T(()), T((), UINT8)]),
         "quantize",

@@ -23,7 +23,6 @@ __all__ = [
     "Rand",
     "batchnorm_nchwc",
     "build_model",
-    "cast_pair",
     "concat",
     "conv",
     "conv1d",
@@ -420,16 +419,6 @@ def fp16_matmul(n: int) -> Built:
 
 
 # ---------------------------------------------------------------------------------------------------- low precision
-
-
-def cast_pair(rand: Rand, shape: Sequence[int]) -> Built:
-    """Cast fp32 -> fp16 then fp16 -> fp32: the two conversions onnxruntime's CPU provider inserts around a node of
-    an fp16 model that it has no fp16 kernel for."""
-    nodes = [
-        helper.make_node("Cast", ["x"], ["h"], name="to_half", to=TensorProto.FLOAT16),
-        helper.make_node("Cast", ["h"], ["y"], name="to_float", to=FLOAT),
-    ]
-    return build_model(nodes, {"x": (tuple(shape), FLOAT)}, ["y"]), {"x": rand.f(*shape)}
 
 
 def _pad_attrs(k: int, stride: int, group: int) -> dict[str, Any]:

@@ -27,7 +27,6 @@ __all__ = [
     "activations",
     "attention",
     "batchnorms",
-    "casts",
     "chain",
     "concats",
     "conv1ds",
@@ -324,14 +323,9 @@ def reduces(*rows: tuple[str, tuple[int, ...], tuple[int, ...]]) -> list[Bench]:
     return [profile(f"{op} {dims(s)} axes {a}", graphs.reduce, (op, s, a), {"reduce"}) for op, s, a in rows]
 
 
-def casts(*shapes: tuple[int, ...]) -> list[Bench]:
-    """Cast fp32 -> fp16 -> fp32 (shape): two cast samples each."""
-    return [profile(f"Cast fp32 <-> fp16 {dims(s)}", graphs.cast_pair, (s,), {"cast"}) for s in shapes]
-
-
 # The nodes an 8-bit convolution benchmark keeps: the convolution, and for the dynamic form the quantization of
-# its input and the Cast of its int32 accumulator to float.
-_INT8_HARVEST = INT8_CONV_CLASSES | {"quantize", "cast"}
+# its input (the Cast of its int32 accumulator to float is an elementwise node, which elementwise chains measure).
+_INT8_HARVEST = INT8_CONV_CLASSES | {"quantize"}
 
 
 def int8_convs(graph: Callable[..., Built], what: str, *rows: tuple[int, int, int, int, int]) -> list[Bench]:
