@@ -129,7 +129,7 @@ ACTIVATION_CLASS_OF: Mapping[str, str] = {
 }
 
 # The scalar exponents onnxruntime's Pow computes by multiplying, and their classes.
-POW_BY_MULTIPLYING: Mapping[float, str] = {2.0: "pow_square", 3.0: "pow_cube"}
+POW_BY_MULTIPLYING: Mapping[float, str] = {2.0: "pow_multiplied", 3.0: "pow_multiplied"}
 
 # QuickGelu's alpha where the node does not set it (com.microsoft's definition). onnxruntime fuses SiLU into a
 # QuickGelu with alpha 1, which runs as Sigmoid and a product in one pass; another alpha first scales the input in

@@ -59,7 +59,9 @@ def test_a_squeeze_and_excitation_chain_alternates_its_products_each_with_a_weig
 
 
 @pytest.mark.ort
-@pytest.mark.parametrize(("exponent", "cls"), [(2.0, "pow_square"), (3.0, "pow_cube"), (2.5, "activation_pow")])
+@pytest.mark.parametrize(
+    ("exponent", "cls"), [(2.0, "pow_multiplied"), (3.0, "pow_multiplied"), (2.5, "activation_pow")]
+)
 def test_a_pow_chain_keeps_its_values_finite_and_away_from_one(exponent: float, cls: str):
     model, feeds = chains.pow_chain(graphs.Rand(0), 4, (2, 8), exponent)
     assert {op_classes.op_class(view) for view, _ in jobs.views(model).values()} == {cls}

@@ -226,8 +226,8 @@ CASES: list[tuple[str, NodeView, str, str]] = [
         "activation_silu",
         "com.microsoft::QuickGelu has a class of its own",
     ),
-    ("Pow 2", pow_by(2.0), "pow_square", "Pow by a constant 2, computed by multiplying"),
-    ("Pow 3", pow_by(3.0), "pow_cube", "Pow by a constant 3, computed by multiplying"),
+    ("Pow 2", pow_by(2.0), "pow_multiplied", "Pow by a constant 2, computed by multiplying"),
+    ("Pow 3", pow_by(3.0), "pow_multiplied", "Pow by a constant 3, computed by multiplying"),
     ("Pow 0.5", pow_by(0.5), "activation_pow", "Pow by another exponent: the C library's pow per element"),
     (
         "Pow by a tensor",

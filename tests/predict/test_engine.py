@@ -137,8 +137,8 @@ CASES = [
     (make_node("FastGelu", [T((1, 197, 3072))], [T((1, 197, 3072))], domain=MS), "activation_fastgelu"),
     (make_node("Sigmoid", [T((1, 64, 56, 56))], [T((1, 64, 56, 56))]), "activation_sigmoid"),
     # onnxruntime's Pow multiplies for a constant scalar exponent of 2 or 3 and calls pow for any other
-    (make_node("Pow", [T((1, 128, 512)), W(())], [T((1, 128, 512))], constants={1: 2.0}), "pow_square"),
-    (make_node("Pow", [T((1, 128, 3072)), W(())], [T((1, 128, 3072))], constants={1: 3.0}), "pow_cube"),
+    (make_node("Pow", [T((1, 128, 512)), W(())], [T((1, 128, 512))], constants={1: 2.0}), "pow_multiplied"),
+    (make_node("Pow", [T((1, 128, 3072)), W(())], [T((1, 128, 3072))], constants={1: 3.0}), "pow_multiplied"),
     (make_node("Pow", [T((1, 128, 512)), W(())], [T((1, 128, 512))], constants={1: 0.5}), "activation_pow"),
     (make_node("Pow", [T((1, 128, 512)), T((1, 128, 512))], [T((1, 128, 512))]), "activation_pow"),  # not constant
     # QuickGelu with alpha 1 is SiLU as onnxruntime fuses it; its default alpha (1.702) a pass more
