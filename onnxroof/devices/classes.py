@@ -96,7 +96,6 @@ TABLE: tuple[OpClass, ...] = (
     _c("conv_small", "conv", "conv", _C, "dense KxK convolution on a small output (up to 9x9)", "node", _WAIT),
     _c("conv_narrow", "conv", "conv_small", _C, "dense, under 32 output channels, or a stem under 5x5", "node", _WAIT),
     _c("conv_vector", "conv", "conv_small", _C, "dense, a single output position: a matrix-vector product"),
-    _c("conv_border", "conv", "conv_mid", _C, "NCHWc dense, most output columns' windows in padding", "node", _WAIT),
     _c("conv_1d", "conv", "conv", _C, "dense convolution over one spatial axis: plain layout, im2col and a product"),
     _c("conv_grouped", "conv", "conv_small", _C, "grouped convolution in plain layout (not depthwise)", "group"),
     _c("conv_grouped_narrow", "conv", "conv_grouped", _C, "the same with under 16 output channels per group", "group"),

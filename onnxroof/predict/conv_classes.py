@@ -170,9 +170,10 @@ CONV: Refinement[ConvFacts] = Refinement(
             "dense over one spatial axis: plain layout, im2col and a product",
         ),
         Rule(
-            "conv_border",
+            "conv_mid",
             lambda f: f.nchwc and f.border >= BORDER_CONV_SHARE,
-            f"{{f.border:.0%}} of output columns' windows reach the padding ({BORDER_CONV_SHARE:.0%} or more)",
+            f"{{f.border:.0%}} of output columns' windows reach the padding ({BORDER_CONV_SHARE:.0%} or more): "
+            "the mid-size class, whatever its size",
         ),
         Rule("conv_vector", lambda f: f.positions == 1, "one output position: a matrix-vector product"),
         Rule(

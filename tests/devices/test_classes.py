@@ -88,7 +88,6 @@ def test_the_engines_class_sets_are_the_tables() -> None:
         "conv_narrow",
         "conv_stem",
         "conv_wide",
-        "conv_border",
     } == term_times.WEIGHT_WAIT_CLASSES
     assert with_trait("read_cold") == {"gemv"}
     assert with_trait("streaming") == {

@@ -117,8 +117,8 @@ CASES: list[tuple[str, NodeView, str, str]] = [
     (
         "border",
         conv(64, 64, 2, 3, 2, pads=[1] * 4),
-        "conv_border",
-        "100% of output columns' windows reach the padding (50% or more)",
+        "conv_mid",
+        "100% of output columns' windows reach the padding (50% or more): the mid-size class, whatever its size",
     ),
     # before conv_narrow and conv1x1: a pointwise one with 24 outputs on one position
     ("one position", conv(1152, 24, 1, 1, 1), "conv_vector", "one output position: a matrix-vector product"),

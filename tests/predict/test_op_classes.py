@@ -201,12 +201,12 @@ def test_border_share_closed_form():
     assert op_classes.border_share(_padded_conv(7, 9, 3, pad=1)) == 0.0
 
 
-def test_a_dense_nchwc_convolution_with_most_columns_at_the_padding_is_a_border_convolution():
+def test_a_dense_nchwc_convolution_with_most_columns_at_the_padding_is_a_mid_size_one_whatever_its_size():
     # BORDER_CONV_SHARE is half the columns: dilation 4 on 14x14 (8 of 14) is one, 3x3 pad 1 on 7x7 (2 of 7) is
     # not, and a 3x3 window on a 2x2 map (both columns) is.
-    assert op_classes.op_class(_padded_conv(14, 14, 3, pad=4, dilation=4)) == "conv_border"
+    assert op_classes.op_class(_padded_conv(14, 14, 3, pad=4, dilation=4)) == "conv_mid"
     assert op_classes.op_class(_padded_conv(7, 7, 3, pad=1)) == "conv_small"
-    assert op_classes.op_class(_padded_conv(2, 2, 3, pad=1)) == "conv_border"
+    assert op_classes.op_class(_padded_conv(2, 2, 3, pad=1)) == "conv_mid"  # 4 positions: conv_small but for it
     # The plain layout's im2col computes the padding's zeros like any other tap: no border class there.
     assert op_classes.op_class(_padded_conv(14, 14, 3, pad=4, dilation=4, domain="")) == "conv_mid"
 

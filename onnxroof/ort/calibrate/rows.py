@@ -32,7 +32,6 @@ __all__ = [
     "conv1ds",
     "convs",
     "depthwise",
-    "dilated",
     "dims",
     "elementwise",
     "epilogues",
@@ -91,20 +90,6 @@ def vector_convs(*rows: tuple[int, int]) -> list[Bench]:
     squeeze-and-excitation block's two products on its pooled vector (conv_vector), timed by the wall clock
     (most run shorter than the profiler resolves), each with a weight of its own as in a network."""
     return [chain(f"Conv {c}->{s}->{c} 1x1 @1x1", chains.vector_conv_chain, c, s) for c, s in rows]
-
-
-def dilated(*rows: tuple[int, int, int, int]) -> list[Bench]:
-    """Dilated 3x3 convolutions (cin, cout, hw, dilation), padded to keep their size, NCHWc after optimization:
-    DeepLab's ASPP branches."""
-    return [
-        profile(
-            f"Conv {cin}->{cout} 3x3 dilation {d} @{hw}x{hw}",
-            graphs.conv,
-            (cin, cout, hw, 3, 1, 1, 1, "Relu", d),
-            CONV_CLASSES,
-        )
-        for cin, cout, hw, d in rows
-    ]
 
 
 def depthwise(*rows: tuple[int, int, int]) -> list[Bench]:

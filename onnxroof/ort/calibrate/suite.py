@@ -24,7 +24,7 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 # The benchmark suite's version, recorded in every profile: bumping it makes --device host calibrate again any
 # cached profile from an older suite, which lacks what this one measures. What each version added: docs/runs/suites.md
 # and this file's history.
-SUITE = 46
+SUITE = 47
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
@@ -88,10 +88,6 @@ _FULL_BENCHES: tuple[Bench, ...] = (
     # MobileNetV3-Large's last stage and RegNetY-400MF's last stage
     *rows.vector_convs((32, 8), (96, 4), (144, 6), (240, 10), (480, 20), (672, 28), (1152, 48), (960, 240)),
     *rows.vector_convs((440, 110)),
-    # convolutions with most output columns at the padding (conv_border): DeepLab's ASPP branches at 1/16 of a 224
-    # input (dilations 6 to 24 on 14x14, the last reading only its centre tap) and at 1/8
-    *rows.dilated((960, 256, 14, 6), (960, 256, 14, 12), (960, 256, 14, 24), (512, 512, 14, 12)),
-    *rows.dilated((256, 256, 28, 12), (256, 256, 28, 24)),
     # over one axis (conv_1d): wav2vec2's feature encoder from its first layer (one channel, 10 taps, stride 5 over 1 s
     # of 16 kHz audio) down its stride-2 layers, and Whisper's two layers over 80 mel bins
     *rows.conv1ds((1, 512, 16000, 10, 5), (512, 512, 799, 3, 2), (512, 512, 399, 3, 2), (512, 512, 199, 3, 2)),
@@ -414,7 +410,7 @@ QUICK = Suite(
     # Transpose of the innermost axis is in it; onnxruntime runs its plain layout pool in NCHWc, and its reorders
     # and the quantization of its int8 convolutions' small inputs run shorter than the profiler resolves
     measures=_MEASURED
-    - {"conv_wide", "conv_stem", "conv_grouped_narrow", "depthwise_plain", "conv_border", "depthwise_border"}
+    - {"conv_wide", "conv_stem", "conv_grouped_narrow", "depthwise_plain", "depthwise_border"}
     - {"conv_vector", "conv_1d"}
     - {"pool_nchw", "broadcast", "reorder", "transpose_inner", "transpose_batched"}
     - {"quantize", "gemm_short"}
