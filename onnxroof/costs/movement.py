@@ -260,7 +260,7 @@ def cast_like(node: NodeView) -> Cost:
 
 
 @register(*COPY_OPS, engine="movement")
-@register(*TRANSPOSE_OPS, engine="transpose")
+@register(*TRANSPOSE_OPS, engine="movement")
 @register(*REORDER_OPS, engine="reorder")
 def data_movement(node: NodeView) -> Cost:
     """Pure data movement: 0 FLOPs, one kernel, each distinct input read once and each output written once."""

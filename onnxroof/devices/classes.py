@@ -139,10 +139,9 @@ TABLE: tuple[OpClass, ...] = (
         "Pow by a scalar exponent of 2 or 3, computed by multiplying",
     ),
     _c("movement", "movement", None, _M, "copies: Concat, Split, Slice, Pad, Gather, Expand, Tile", "node", _STREAM),
-    _c("transpose", "transpose", "movement", _M, "a Transpose that keeps the innermost axis last", "node", _STREAM),
-    _c("transpose_inner", "transpose", "transpose", _M, "a Transpose that moves the innermost axis", "node", _STREAM),
-    _c("transpose_batched", "transpose", "transpose_inner", _M, "one that moves it in each matrix", "matrix", _STREAM),
-    _c("transpose_generic", "transpose", "transpose", _M, "a Transpose that moves more than one axis", "node", _STREAM),
+    _c("transpose_inner", "movement", "movement", _M, "a Transpose that moves the innermost axis", "node", _STREAM),
+    _c("transpose_batched", "movement", "transpose_inner", _M, "one that moves it in each matrix", "matrix", _STREAM),
+    _c("transpose_generic", "movement", "movement", _M, "a Transpose that moves more than one axis", "node", _STREAM),
     _c("reorder", "reorder", "movement", _M, "onnxruntime's NCHW <-> NCHWc layout conversions", "node", _STREAM),
     _c("resize", "resize", "movement", _M, "nearest-neighbour Resize and Upsample, GridSample, AffineGrid"),
     # an interpolating resize is a compute class: its time per output element holds at every size, as its FLOPs

@@ -33,7 +33,7 @@ FUSED_OP = ("onnxroof", "FusedKernel")
 ANCHOR_CLASSES = frozenset({"conv", "gemm", "matmul", "qconv", "conv_integer"})
 POINTWISE_CLASSES = frozenset({"elementwise", "activation", "batchnorm", "quantize", "epilogue"})
 NORMALIZATION_CLASSES = frozenset({"softmax", "layernorm", "skip_layernorm", "instancenorm"})
-LAYOUT_CLASSES = frozenset({"transpose", SHAPE})
+LAYOUT_OPS = frozenset({"Transpose", "Split"})
 QUANTIZE_OPS = frozenset({"QuantizeLinear", "DequantizeLinear"})
 
 
@@ -180,7 +180,7 @@ class _Groups:
     def _joins(self, node: Node) -> bool:
         """Whether ``node`` may join the kernel that wrote its input, by its kind."""
         base = _base(node)
-        layout = base in LAYOUT_CLASSES or (node.op_type == "Split" and node.domain in ("", "ai.onnx"))
+        layout = base == SHAPE or (node.op_type in LAYOUT_OPS and node.domain in ("", "ai.onnx"))
         return base in POINTWISE_CLASSES or (self.rules.transposes and layout)
 
     def _takes(self, kind: str) -> bool:

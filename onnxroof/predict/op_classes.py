@@ -263,7 +263,8 @@ RESIZE: Refinement[ResizeFacts] = Refinement(
 
 @dataclass(frozen=True, slots=True)
 class TransposeFacts:
-    permutes: bool  # a Transpose of a known shape (not DepthToSpace or SpaceToDepth)
+    op: str
+    permutes: bool  # a Transpose of a known shape (not DepthToSpace or SpaceToDepth, not another copy)
     one_axis: bool  # the permutation takes at most one axis out and puts it elsewhere
     inner_stays: bool  # the innermost axis (of size above 1) stays innermost
     matrices: int  # matrices copied one after the other (transposed_matrices)
@@ -272,23 +273,24 @@ class TransposeFacts:
 def _transpose_facts(view: NodeView) -> TransposeFacts:
     shape = known_shape(view.input(0))
     if view.op_type != "Transpose" or shape is None:
-        return TransposeFacts(False, True, True, 1)
+        return TransposeFacts(view.op_type, False, True, True, 1)
     perm = view.attr("perm")
     axes = list(perm) if perm is not None else list(reversed(range(len(shape))))
     moved = [int(a) for a in axes if shape[int(a)] != 1]
     inner = not moved or moved[-1] == max(moved)
-    return TransposeFacts(True, _moves_one_axis(moved), inner, transposed_matrices(view))
+    return TransposeFacts(view.op_type, True, _moves_one_axis(moved), inner, transposed_matrices(view))
 
 
 # onnxruntime runs a Transpose that moves more than one axis element by element; for one that moves a single axis
-# it has block-copy kernels, which copy whole rows where the innermost axis stays innermost and go one element at a
-# time along the rows where it moves, one matrix after the other where it moves in each matrix of a batch.
+# it has block-copy kernels, which copy whole rows where the innermost axis stays innermost (a copy like any other:
+# the movement class) and go one element at a time along the rows where it moves, one matrix after the other where
+# it moves in each matrix of a batch.
 TRANSPOSE: Refinement[TransposeFacts] = Refinement(
     _transpose_facts,
     (
-        Rule("transpose", lambda f: not f.permutes, "DepthToSpace, SpaceToDepth, or its shape unknown"),
+        Rule("movement", lambda f: not f.permutes, "{f.op}: a copy"),
         Rule("transpose_generic", lambda f: not f.one_axis, "moves more than one axis: element by element"),
-        Rule("transpose", lambda f: f.inner_stays, "keeps the innermost axis innermost: whole rows copied"),
+        Rule("movement", lambda f: f.inner_stays, "keeps the innermost axis innermost: whole rows copied"),
         Rule(
             "transpose_batched", lambda f: f.matrices > 1, "moves the innermost axis in each of {f.matrices} matrices"
         ),
@@ -330,7 +332,7 @@ REFINEMENTS: Mapping[str, Refinement[Any]] = {
     "activation": ACTIVATION,
     "pool": POOL,
     "elementwise": ELEMENTWISE,
-    "transpose": TRANSPOSE,
+    "movement": TRANSPOSE,
     "resize": RESIZE,
 }
 

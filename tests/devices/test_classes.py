@@ -91,8 +91,7 @@ def test_the_engines_class_sets_are_the_tables() -> None:
     } == term_times.WEIGHT_WAIT_CLASSES
     assert with_trait("read_cold") == {"gemv"}
     assert with_trait("streaming") == {
-        *refined_from("elementwise", "transpose", "reorder"),
-        "movement",
+        *refined_from("elementwise", "movement", "reorder"),
     }
     with pytest.raises(ValueError, match="traits"):
         with_trait("fast")

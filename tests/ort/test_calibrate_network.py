@@ -42,4 +42,4 @@ def test_onnxruntime_runs_the_factor_network_as_a_mix_of_the_kernel_classes_mode
     analysis = analyze(factor_network()[0], calibrated_host())
     classes = {n.engine.op_class for n in analysis.nodes if n.engine is not None}
     assert {"conv", "conv1x1", "depthwise", "pool", "global_pool", "gemm", "matmul", "softmax", "layernorm"} <= classes
-    assert {"elementwise", "activation_gelu", "transpose"} <= classes
+    assert {"elementwise", "activation_gelu", "movement"} <= classes

@@ -280,8 +280,8 @@ CASES: list[tuple[str, NodeView, str, str]] = [
     (
         "DepthToSpace",
         make_node("DepthToSpace", [T((1, 16, 7, 7))], [T((1, 4, 14, 14))], blocksize=2),
-        "transpose",
-        "DepthToSpace, SpaceToDepth, or its shape unknown",
+        "movement",
+        "DepthToSpace: a copy",
     ),
     (
         "two axes moved",
@@ -292,7 +292,7 @@ CASES: list[tuple[str, NodeView, str, str]] = [
     (
         "channel shuffle",
         transpose((1, 4, 8, 7, 7), [0, 2, 1, 3, 4]),
-        "transpose",
+        "movement",
         "keeps the innermost axis innermost: whole rows copied",
     ),
     (

@@ -169,7 +169,7 @@ CASES = [
     (make_node("BitCast", [T((1, 1024))], [T((1, 1024), INT32)], to=INT32), op_classes.SHAPE),
     (make_node("Concat", [T((1, 64, 28, 28)), T((1, 64, 28, 28))], [T((1, 128, 28, 28))], axis=1), "movement"),
     (make_node("Split", [T((1, 197, 2304))], [T((1, 197, 768))] * 3, axis=-1), "movement"),
-    (make_node("Transpose", [T((1, 197, 12, 64))], [T((1, 12, 197, 64))], perm=[0, 2, 1, 3]), "transpose"),
+    (make_node("Transpose", [T((1, 197, 12, 64))], [T((1, 12, 197, 64))], perm=[0, 2, 1, 3]), "movement"),
     (make_node("Transpose", [T((1, 197, 12, 64))], [T((1, 12, 64, 197))], perm=[0, 2, 3, 1]), "transpose_inner"),
     (make_node("Transpose", [T((16, 6, 49, 32))], [T((16, 6, 32, 49))], perm=[0, 1, 3, 2]), "transpose_batched"),
     (
@@ -495,14 +495,14 @@ def test_a_datasheet_device_predicts_the_plain_serial_roofline():
 @pytest.mark.parametrize(
     ("shape", "perm", "cls"),
     [
-        ((1, 3, 80, 28, 28), [0, 2, 1, 3, 4], "transpose"),  # channel shuffle: axis 1 moved after axis 2
+        ((1, 3, 80, 28, 28), [0, 2, 1, 3, 4], "movement"),  # channel shuffle: axis 1 moved after axis 2
         ((1, 64, 56, 56), [0, 2, 3, 1], "transpose_inner"),  # NCHW -> NHWC: the channel axis moved to the end
         ((1, 56, 56, 64), [0, 3, 1, 2], "transpose_inner"),  # NHWC -> NCHW: the innermost axis moved to the front
-        ((1, 12, 197, 64), [0, 2, 1, 3], "transpose"),  # attention heads: two neighbours swapped, rows kept whole
+        ((1, 12, 197, 64), [0, 2, 1, 3], "movement"),  # attention heads: two neighbours swapped, rows kept whole
         ((1, 197, 12, 64), [0, 2, 3, 1], "transpose_inner"),  # a key transposed for its product: d moved forward
         ((64, 3, 49, 32), [0, 1, 3, 2], "transpose_batched"),  # Swin's keys: 64 x 3 matrices transposed one by one
         ((1, 12, 128, 64), [0, 1, 3, 2], "transpose_batched"),  # per-head keys: 12 matrices
-        ((1, 8, 7, 8, 7, 96), [0, 1, 3, 2, 4, 5], "transpose"),  # Swin's window partition: rows of 7x96 kept
+        ((1, 8, 7, 8, 7, 96), [0, 1, 3, 2, 4, 5], "movement"),  # Swin's window partition: rows of 7x96 kept
         ((1, 28, 28, 3, 80), [0, 4, 3, 1, 2], "transpose_generic"),  # the shuffle in channels-last: three axes move
         ((1, 28, 28, 240), [0, 3, 2, 1], "transpose_generic"),  # H and W swapped and C moved
         ((1, 1, 28, 240), [0, 3, 2, 1], "transpose_inner"),  # the same with H of size 1: only C moves, from last

@@ -24,7 +24,7 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 # The benchmark suite's version, recorded in every profile: bumping it makes --device host calibrate again any
 # cached profile from an older suite, which lacks what this one measures. What each version added: docs/runs/suites.md
 # and this file's history.
-SUITE = 47
+SUITE = 48
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
