@@ -1,8 +1,9 @@
 """The engines a user names for a device (``--engine``, or ``DEVICE@ENGINE``): what runs the model there.
 
 Each engine is named once here with the device kinds it runs on and one line of doc; what it runs and charges is
-its engine profile (``onnxroof.predict.profiles``). A device without an engine is predicted by the plain roofline
-of the graph as exported; a calibrated host runs onnxruntime, the engine it was measured with.
+its engine profile (``onnxroof.predict.profiles``). Where none is named, a device runs its own: a calibrated host
+onnxruntime, the engine it was measured with; a datasheet device (GPU, CPU or TPU) the plain roofline of the graph
+as exported, which an engine's profile then refines.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from onnxroof.devices.schema import Device
 from onnxroof.errors import UserError
 
-__all__ = ["DEFAULT_ENGINES", "ENGINES", "ROOFLINE", "Engine", "split_engine", "with_engine"]
+__all__ = ["ENGINES", "ROOFLINE", "Engine", "split_engine", "with_engine"]
 
 ROOFLINE = "roofline"
 ONNXRUNTIME = "onnxruntime"
@@ -39,8 +40,6 @@ ENGINES: Mapping[str, Engine] = {
         Engine("pytorch-eager", frozenset({"gpu"}), "PyTorch eager: every op a kernel, dispatched from Python"),
     )
 }
-# What runs a device when no engine is named: a calibrated profile's own engine, else this, by the device's kind.
-DEFAULT_ENGINES: Mapping[str, str] = {"cpu": ROOFLINE, "gpu": ROOFLINE, "tpu": ROOFLINE}
 
 
 def split_engine(spec: str) -> tuple[str, str | None]:

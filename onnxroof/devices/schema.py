@@ -375,14 +375,18 @@ class Device:
         (AMD EPYC (family 25 model 1, AVX2), 1 thread, onnxruntime 1.23.2, calibrated 2026-12-01)', so that two
         profiles can be told apart; any other device by its name."""
         if self.calibration is None:
-            return self.name
+            return self.name if self.engine is None else f"{self.name}, {self.engine}"
         return f"host ({self.calibration.describe()})"
 
     def tag(self) -> str:
         """The device as a legend or a one-line result names it: a datasheet device by its key, a calibrated
         profile by its :meth:`label` (its key, 'host-amd-epyc-...-t1', says neither when nor on what it was
-        measured in words)."""
-        return self.key if self.calibration is None else self.label()
+        measured in words); a datasheet device an engine runs as ``KEY@ENGINE``, as it is named."""
+        return self.label() if self.calibration is not None else self.spec()
+
+    def spec(self) -> str:
+        """The device as a user names it: its key, and ``@ENGINE`` where an engine runs a datasheet device."""
+        return self.key if self.engine is None or self.calibration is not None else f"{self.key}@{self.engine}"
 
     def resolve_precision(self, precision: str) -> str:
         """The precision whose peak is used for ``precision`` on this device (see FALLBACK)."""

@@ -415,11 +415,19 @@ def _analysis(walk: _Walk, runtime: Sequence[Node], results: list[NodeResult]) -
         unsupported=unsupported,
         folded_nodes=len(graph.nodes) - len(runtime),
         warnings=tuple(messages),
-        graph=walk.profile.graph if walk.profile is not None else "as-exported",
+        graph=_graph_name(walk.profile),
         uncounted=tuple(coster.uncounted),
         includes=walk.profile.includes if walk.profile is not None else ROOFLINE_INCLUDES,
         fused={n.name: kernel_members(n) for n in runtime if (n.domain, n.op_type) == FUSED_OP},
     )
+
+
+def _graph_name(profile: EngineProfile | None) -> str:
+    """The graph an analysis predicted on: the profile's (with its engine's fusions where it fuses), else the
+    graph as exported."""
+    if profile is None:
+        return "as-exported"
+    return profile.graph if profile.fusion is None else f"{profile.graph}, {profile.fusion.name} kernels"
 
 
 def _computes_any(node: Node, names: frozenset[str]) -> bool:

@@ -260,7 +260,7 @@ def compare(
         first = first or (pa, pb)
         speedups.append(
             DeviceSpeedup(
-                pa.device.key,
+                pa.device.spec(),
                 pa.graph,
                 pa.totals.predicted_time_s,
                 pb.totals.predicted_time_s,

@@ -117,7 +117,7 @@ def sweep(
                     input_size="x".join(map(str, shape[2:])) if len(shape) == 4 else "-",
                     precision=rewrite or precision or "stored",
                     kind="rewrite" if rewrite else ("what-if" if precision else "stored"),
-                    device=analysis.device.key,
+                    device=analysis.device.spec(),
                     graph=analysis.graph,
                     predicted_time_s=t.predicted_time_s,
                     flops=t.flops,

@@ -162,3 +162,36 @@ def test_an_fp32_product_runs_at_the_tf32_rate_under_tensorrt_on_an_ampere_gpu()
     (result,) = analyze_graph(graph, device, engine=True).nodes
     assert result.engine is not None
     assert result.engine.terms["tensor_arithmetic"] < 2 * 256 * 4096 * 4096 / device.peak("fp32")[0]
+
+
+# ------------------------------------------------------------------------------------------------ the command line
+
+
+def test_analyze_on_tensorrt_lists_its_fused_kernels_with_their_nodes(capsys):
+    from onnxroof.cli import main
+
+    assert main(["analyze", "zoo:resnet18", "-d", "t4", "--engine", "tensorrt", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "engine: tensorrt: the kernels' time on the GPU" in out
+    assert "Fused kernels listed above, with the graph nodes each runs:" in out
+    assert "onnxroof::FusedKernel" in out
+
+
+@pytest.mark.ort  # onnxruntime-cuda's graph is onnxruntime's optimizer's
+def test_compare_and_sweep_name_each_engine_they_predict_for(capsys):
+    from onnxroof.cli import main
+
+    assert main(["sweep", "zoo:resnet18", "-d", "t4", "--engine", "tensorrt,pytorch-eager"]) == 0
+    out = capsys.readouterr().out
+    assert "t4@tensorrt" in out and "t4@pytorch-eager" in out
+    main(["compare", "zoo:resnet18", "zoo:resnet34", "-d", "t4", "--engine", "tensorrt,onnxruntime-cuda"])
+    out = capsys.readouterr().out
+    assert "t4@tensorrt" in out and "t4@onnxruntime-cuda" in out
+
+
+def test_an_engine_a_device_does_not_run_exits_2_in_one_line(capsys):
+    from onnxroof.cli import main
+
+    assert main(["analyze", "zoo:resnet18", "-d", "grace-cpu", "--engine", "tensorrt"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "tensorrt runs on gpu devices" in err[0]
