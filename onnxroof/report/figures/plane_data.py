@@ -13,9 +13,13 @@ from dataclasses import dataclass
 from onnxroof.devices import PRECISIONS, Device
 from onnxroof.ort.validate import Validation
 from onnxroof.predict.analysis import Analysis, NodeResult
+from onnxroof.predict.engine import product_precision
+from onnxroof.predict.gpu_times import achievable_dram, achievable_rate
+from onnxroof.predict.profiles import named_profile
 from onnxroof.report.figures.style import log_limits
 
 DRAM = "DRAM"
+ACHIEVABLE = "achievable"  # the roof published microbenchmarks reached (a GPU's GpuFigures)
 FLOOR_INSET = 1.6  # a floor point sits this factor inside the axes' lower limits, clear of the spines
 
 
@@ -132,7 +136,8 @@ def title_of(analyses: Sequence[Analysis], what: str) -> str:
 
 def roofs_of(device: Device, primary_precision: str, every_precision: bool = True) -> list[RoofLine]:
     """The device's roofs: under DRAM one per listed precision (only the primary one unless ``every_precision``),
-    and at the primary precision one per cache level whose bandwidth is known (a calibrated host's L1/L2/...)."""
+    and at the primary precision one per cache level whose bandwidth is known (a calibrated host's L1/L2/...) and, on
+    a GPU with published microbenchmark figures, the achievable roof: their large-product rate and DRAM bandwidth."""
     out = [
         RoofLine(device.key, DRAM, p, device.peak_flops[p].value, device.memory_bandwidth.value, p == primary_precision)
         for p in PRECISIONS
@@ -144,6 +149,11 @@ def roofs_of(device: Device, primary_precision: str, every_precision: bool = Tru
         for cache in device.caches
         if cache.bandwidth
     ]
+    if device.gpu is not None:  # what published benchmarks reached, at the precision the engine's products run
+        profile = named_profile(device)
+        runs = primary_precision if profile is None else product_precision(profile, "conv", primary_precision, device)
+        rate, dram = achievable_rate(device, runs), achievable_dram(device)
+        out.append(RoofLine(device.key, ACHIEVABLE, runs, rate, dram, True))
     return out
 
 
