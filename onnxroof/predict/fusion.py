@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from onnxroof.costs import FUSED_ANCHOR, FUSED_BODY, SHAPE, engine_class
-from onnxroof.ir import Graph, Node
+from onnxroof.ir import Graph, Node, op_domain
 
 __all__ = ["FUSED_OP", "FusionRules", "fuse", "kernel_members"]
 
@@ -79,6 +79,11 @@ def _base(node: Node) -> str:
     return engine_class(node.domain, node.op_type) or ""
 
 
+def _standard(node: Node) -> bool:
+    """Whether the node's op is of ONNX's own domain (where TensorRT's fusions name their ops)."""
+    return op_domain(node.domain) == ""
+
+
 class _Groups:
     """The groups so far: each group's nodes, the group that wrote each tensor, what each group reads."""
 
@@ -94,10 +99,10 @@ class _Groups:
         for name in graph.outputs:  # a graph output is read outside: always written
             self.readers[name] = self.readers.get(name, 0) + 1
         self.members: list[list[Node]] = []
-        self.kind: list[str] = []  # "anchor", "pointwise", "normalization", "attention" or "single"
+        self.kind: list[str] = []  # "anchor", "pointwise", "normalization" or "single"
         self.writer: dict[str, int] = {}
         self.reads: list[set[int]] = []  # the groups each group reads from
-        self.preset = _attention_groups(runtime, self.readers) if rules.attention else {}
+        self.preset = _attention_groups(runtime, self.readers, self.readers_of) if rules.attention else {}
 
     def place(self, node: Node) -> None:
         """Add ``node`` to the group it fuses into, or to a new one."""
@@ -180,7 +185,7 @@ class _Groups:
     def _joins(self, node: Node) -> bool:
         """Whether ``node`` may join the kernel that wrote its input, by its kind."""
         base = _base(node)
-        layout = base == SHAPE or (node.op_type in LAYOUT_OPS and node.domain in ("", "ai.onnx"))
+        layout = base == SHAPE or (node.op_type in LAYOUT_OPS and _standard(node))
         return base in POINTWISE_CLASSES or (self.rules.transposes and layout)
 
     def _takes(self, kind: str) -> bool:
@@ -189,7 +194,6 @@ class _Groups:
             "anchor": rules.epilogue,
             "pointwise": rules.pointwise,
             "normalization": rules.normalization,
-            "attention": rules.epilogue,
         }.get(kind, False)
 
     def _depends_on(self, group: int, ancestor: int) -> bool:
@@ -212,7 +216,7 @@ class _Groups:
             if group is None or self.readers.get(name, 0) != 1 or len(self.members[group]) != 1:
                 continue
             quantizer = self.members[group][0]
-            if quantizer.op_type not in QUANTIZE_OPS or quantizer.domain not in ("", "ai.onnx"):
+            if quantizer.op_type not in QUANTIZE_OPS or not _standard(quantizer):
                 continue
             self.members[index].insert(0, quantizer)
             self.members[group] = []
@@ -221,17 +225,16 @@ class _Groups:
                 self.writer[out] = index
 
 
-def _attention_groups(runtime: Sequence[Node], readers: Mapping[str, int]) -> dict[str, str]:
+def _attention_groups(
+    runtime: Sequence[Node], readers: Mapping[str, int], readers_of: Mapping[str, Sequence[Node]]
+) -> dict[str, str]:
     """For each node of an attention block (MatMul, pointwise ops, Softmax, MatMul, each the only reader of the
-    one before), the first MatMul's output name, by which the block's group is found once it is open."""
+    one before), the first MatMul's output name, by which the block's group is found once it is open. ``readers``
+    counts each tensor's readers (a graph output's outside reader too), ``readers_of`` lists the nodes."""
     writer = {name: n for n in runtime for name in n.outputs}
-    readers_of: dict[str, list[Node]] = {}
-    for n in runtime:
-        for name in n.inputs:
-            readers_of.setdefault(name, []).append(n)
     preset: dict[str, str] = {}
     for softmax in runtime:
-        if softmax.op_type != "Softmax" or softmax.domain not in ("", "ai.onnx"):
+        if softmax.op_type != "Softmax" or not _standard(softmax):
             continue
         chain = _back_to_product(softmax, writer, readers)
         after = readers_of.get(softmax.outputs[0], [])
@@ -253,7 +256,7 @@ def _back_to_product(softmax: Node, writer: Mapping[str, Node], readers: Mapping
         if node is None or readers.get(name, 0) != 1:
             return None
         chain.insert(0, node)
-        if node.op_type == "MatMul" and node.domain in ("", "ai.onnx"):
+        if node.op_type == "MatMul" and _standard(node):
             return chain
         if _base(node) not in POINTWISE_CLASSES or len(chain) > 4:
             return None
