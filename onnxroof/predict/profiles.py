@@ -98,10 +98,11 @@ _HOST_TERMS = (
 # A GPU engine's terms: the hardware's structure and published microbenchmarks (predict/gpu_times.py).
 _GPU_TERMS = ("tensor_arithmetic", "vector_arithmetic", "streamed_bytes", "kernel_floor")
 
-# TensorRT's layer fusions (TensorRT developer guide, "Types of Fusions"): a convolution or matrix product with the
-# bias, scale, activation and elementwise sum after it; pointwise layers with each other; a softmax or normalization
-# with the pointwise layers after it; multi-head attention (its two products and the softmax) as one kernel;
-# shuffles (transposes, reshapes) folded into the layers beside them; Q/DQ pairs folded into the products.
+# TensorRT's layer fusions (its documentation's "Layer Fusion Catalog" and "Fused Attention"): a convolution or
+# matrix product with the bias, scale, activation and elementwise sum after it; pointwise layers with each other; a
+# softmax or normalization with the pointwise layers after it; multi-head attention (its two products and the
+# softmax) as one kernel; shuffles (transposes, reshapes) folded into the layers beside them; Q/DQ pairs folded
+# into the products.
 TENSORRT_FUSION = FusionRules(
     name=TENSORRT,
     epilogue=True,
@@ -129,9 +130,35 @@ EAGER_HOST = HostCost(
     "node",
     f"derived: 1 / 280e3 ops/s of PyTorch's dispatch (H. He, 'Making Deep Learning Go Brrrr') + {_LAUNCH}",
 )
-# onnxruntime's CUDA provider computes fp32 products in TF32 by default: "By default, enable TF32 to speed up float
-# GEMM/MatMul or cuDNN convolution of float matrices. bool use_tf32{true};" (cuda_execution_provider_info.h).
-ORT_CUDA_TF32 = frozenset({"conv", "gemm", "matmul"})
+# The base classes of the products an engine may compute in TF32.
+_TF32_PRODUCTS = frozenset({"conv", "gemm", "matmul"})
+
+
+def _gpu_profile(
+    name: str,
+    graph: str,
+    doc: str,
+    host: HostCost,
+    tf32_products: frozenset[str],
+    fusion: FusionRules | None = None,
+) -> EngineProfile:
+    """A GPU engine's profile: named as its engine, on the kinds that engine runs on, charging the GPU terms with
+    their kernels overlapping under max, and no calibrated class ceilings."""
+    return EngineProfile(
+        name=name,
+        engine=name,
+        kinds=ENGINES[name].kinds,
+        graph=graph,
+        overlap="max",
+        classes=frozenset(),
+        terms=_GPU_TERMS,
+        doc=doc,
+        fusion=fusion,
+        host=host,
+        tf32_products=tf32_products,
+        includes=_GPU_INCLUDES,
+    )
+
 
 PROFILES: tuple[EngineProfile, ...] = (
     EngineProfile(
@@ -156,48 +183,31 @@ PROFILES: tuple[EngineProfile, ...] = (
         terms=tuple(name for name in _HOST_TERMS if name not in ("weight_wait", "bias_pass")),
         doc="onnxruntime on an accelerator (the CUDA provider): launches overlap the kernels before them",
     ),
-    EngineProfile(
-        name=ONNXRUNTIME_CUDA,
-        engine=ONNXRUNTIME_CUDA,
-        kinds=ENGINES[ONNXRUNTIME_CUDA].kinds,
-        graph=ONNXRUNTIME_CUDA_GRAPH,
-        overlap="max",
-        classes=frozenset(),
-        terms=_GPU_TERMS,
-        doc="onnxruntime's CUDA provider: the graph its optimizer hands back, one kernel per node",
-        host=ORT_CUDA_HOST,
-        tf32_products=ORT_CUDA_TF32,
-        includes=_GPU_INCLUDES,
+    _gpu_profile(
+        ONNXRUNTIME_CUDA,
+        ONNXRUNTIME_CUDA_GRAPH,
+        "onnxruntime's CUDA provider: the graph its optimizer hands back, one kernel per node",
+        ORT_CUDA_HOST,
+        # "By default, enable TF32 to speed up float GEMM/MatMul or cuDNN convolution of float matrices. bool
+        # use_tf32{true};" (onnxruntime's cuda_execution_provider_info.h)
+        _TF32_PRODUCTS,
     ),
-    EngineProfile(
-        name=TENSORRT,
-        engine=TENSORRT,
-        kinds=ENGINES[TENSORRT].kinds,
-        graph=EXPORTED_GRAPH,
-        overlap="max",
-        classes=frozenset(),
-        terms=_GPU_TERMS,
-        doc="TensorRT: products with their pointwise epilogues, pointwise chains and attention as one kernel each",
-        fusion=TENSORRT_FUSION,
-        host=TENSORRT_HOST,
-        # BuilderFlag::kTF32: "Enabled by default" (NvInfer.h).
-        tf32_products=frozenset({"conv", "gemm", "matmul"}),
-        includes=_GPU_INCLUDES,
+    _gpu_profile(
+        TENSORRT,
+        EXPORTED_GRAPH,
+        "TensorRT: products with their pointwise epilogues, pointwise chains and attention as one kernel each",
+        TENSORRT_HOST,
+        _TF32_PRODUCTS,  # BuilderFlag::kTF32: "Enabled by default" (NvInfer.h)
+        TENSORRT_FUSION,
     ),
-    EngineProfile(
-        name=PYTORCH_EAGER,
-        engine=PYTORCH_EAGER,
-        kinds=ENGINES[PYTORCH_EAGER].kinds,
-        graph=EXPORTED_GRAPH,
-        overlap="max",
-        classes=frozenset(),
-        terms=_GPU_TERMS,
-        doc="PyTorch in eager mode: every op its own kernel, each dispatched from Python",
-        host=EAGER_HOST,
+    _gpu_profile(
+        PYTORCH_EAGER,
+        EXPORTED_GRAPH,
+        "PyTorch in eager mode: every op its own kernel, each dispatched from Python",
+        EAGER_HOST,
         # torch.backends.cudnn.allow_tf32 "defaults to True"; matmul's allow_tf32 "False in PyTorch 1.12 and
         # later" (PyTorch docs, notes/cuda.rst, "TensorFloat-32 (TF32) on Ampere (and later) devices").
-        tf32_products=frozenset({"conv"}),
-        includes=_GPU_INCLUDES,
+        frozenset({"conv"}),
     ),
 )
 _BY_NAME = {p.name: p for p in PROFILES}
