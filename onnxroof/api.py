@@ -35,7 +35,7 @@ def get_device(
 ) -> Device:
     """A Device from a catalog key, a device file or ``host``: this machine's cached calibrated profile for the
     thread count and provider, calibrated first when none is cached. ``engine`` (one of
-    ``predict.profiles.ENGINES``) says what runs the model there: the device's own (its ``engine`` field) when
+    ``devices.engines.ENGINES``) says what runs the model there: the device's own (its ``engine`` field) when
     None."""
 
     def host() -> Device:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from onnxroof.cli.common import (
     Progress,
@@ -15,9 +14,6 @@ from onnxroof.cli.common import (
     split_list,
 )
 from onnxroof.errors import UserError
-
-if TYPE_CHECKING:
-    from onnxroof.devices import Device
 
 HELP = "deploy-time check: memory and latency budgets, the largest batch, the best device (exit 1 on a miss)"
 DESCRIPTION = """Check a model against a device's memory and a latency budget, as a deployment (or a CI job) asks
@@ -91,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress("fitting", unit="devices" if ranking else "fits")
     try:
         targets = resolve_devices(devices, threads, progress)  # host calibrated first where needed
-        if training is None and any(_host_memory(t) for t in targets):
+        from onnxroof.predict.profiles import reads_host_memory
+
+        if training is None and any(reads_host_memory(t) for t in targets):
             from onnxroof.ort.memory_calibration import host_memory_factors
 
             progress.stage("reading this host's session memory factors (measured once)")
@@ -138,11 +136,3 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
     emit(render_fit(result, args.format, width=output_width(args.output)), args.output)
     return 0 if result.passed else 1
-
-
-def _host_memory(device: Device) -> bool:
-    """Whether the device's engine profile reads its process memory from this host's calibrated factors."""
-    from onnxroof.predict.profiles import named_profile
-
-    profile = named_profile(device)
-    return profile is not None and profile.host_memory

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from onnxroof.devices.schema import Device
 from onnxroof.errors import UserError
 
-__all__ = ["ENGINES", "ROOFLINE", "Engine", "split_engine", "with_engine"]
+__all__ = ["ENGINES", "ONNXRUNTIME", "ROOFLINE", "Engine", "split_engine", "with_engine"]
 
 ROOFLINE = "roofline"
 ONNXRUNTIME = "onnxruntime"

@@ -74,8 +74,8 @@ def with_softmax_masks(graph: Graph, model: ModelProto) -> Graph:
 def engine_graph(model: ModelSpec | Source, device: Device) -> Graph:
     """The graph the device's engine runs for ``model`` (``predict.profiles.engine_profile``): onnxruntime's
     optimizer's output, in the session the device profile was calibrated with or, for its CUDA provider, at the
-    extended level (its fusions without the CPU's layout); or the graph as exported; then the kernels the engine
-    fuses its nodes into (``predict.fusion``). Weights absent from disk are filled at random only to let
+    basic level followed by its transformer optimizer's GPU fusions; or the graph as exported; then the kernels
+    the engine fuses its nodes into (``predict.fusion``). Weights absent from disk are filled at random only to let
     onnxruntime build it. The constant masks added to a Softmax's input keep their values
     (``onnxroof.predict.subnormal``): where they send exp below the normal float range, the Softmax and the product
     after it run on subnormal floats."""

@@ -17,7 +17,7 @@ import functools
 from dataclasses import dataclass
 
 from onnxroof.devices import OP_CLASSES, Device
-from onnxroof.devices.engines import ENGINES
+from onnxroof.devices.engines import ENGINES, ONNXRUNTIME
 from onnxroof.predict.fusion import FusionRules
 from onnxroof.predict.terms import TERMS, Term
 
@@ -28,10 +28,10 @@ __all__ = [
     "engine_profile",
     "named_profile",
     "profile_terms",
+    "reads_host_memory",
     "without_terms",
 ]
 
-ONNXRUNTIME = "onnxruntime"
 # The graph onnxruntime runs: the model after its optimizer's fusions and layout changes (ort.optimized.engine_graph).
 ONNXRUNTIME_GRAPH = "onnxruntime-optimized"
 
@@ -227,6 +227,12 @@ def engine_profile(device: Device) -> EngineProfile:
     """The profile a node's engine prediction follows on ``device``: the one it names, else onnxruntime's for its
     kind (the calibration reads its ceilings through that prediction on a device that has none yet)."""
     return named_profile(device) or _BY_KIND.get((ONNXRUNTIME, device.kind)) or PROFILES[0]
+
+
+def reads_host_memory(device: Device) -> bool:
+    """Whether the device's engine profile reads its process memory from this host's calibrated factors."""
+    profile = named_profile(device)
+    return profile is not None and profile.host_memory
 
 
 @functools.cache

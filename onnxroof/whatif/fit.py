@@ -22,7 +22,7 @@ from onnx import ModelProto
 
 from onnxroof.devices import Device
 from onnxroof.errors import UserError
-from onnxroof.predict.profiles import named_profile
+from onnxroof.predict.profiles import named_profile, reads_host_memory
 from onnxroof.units import Amount
 
 __all__ = [
@@ -357,9 +357,8 @@ def _fit_at(
     if memory.lower_bound:
         notes.append(f"{len(memory.unknown)} tensor(s) of unknown shape count 0 bytes: the memory is a lower bound")
     total: float = memory.total_bytes
-    profile = named_profile(device)
-    engine = profile is not None
-    if profile is not None and profile.host_memory:
+    engine = named_profile(device) is not None
+    if reads_host_memory(device):
         from onnxroof.ort.memory_calibration import host_memory_factors
         from onnxroof.predict.process_memory import process_peak_bytes, weights_by_kind
 
