@@ -89,6 +89,7 @@ class _Groups:
 
     def __init__(self, graph: Graph, runtime: Sequence[Node], rules: FusionRules) -> None:
         self.rules = rules
+        self.tensors = graph.tensors
         self.weights = {name for name, t in graph.tensors.items() if t.is_weight} | set(graph.constants)
         self.readers: dict[str, int] = {}
         self.readers_of: dict[str, list[Node]] = {}
@@ -168,10 +169,21 @@ class _Groups:
             group = self.writer.get(name)
             if group is None or not self._private(name) or not self._takes(self.kind[group]):
                 continue
+            if self._broadcasts(node, name):
+                continue
             others = {self.writer[n] for n in data if n in self.writer} - {group}
             if not any(self._depends_on(other, group) for other in others):
                 return group
         return None
+
+    def _broadcasts(self, node: Node, name: str) -> bool:
+        """Whether ``node`` writes more elements than it reads of ``name``: it spreads the kernel's output over a
+        larger tensor it reads from elsewhere (a squeeze-excitation's scale times the feature map), which is no
+        pass over that kernel's output; unknown shapes count as broadcasting."""
+        read, written = self.tensors.get(name), self.tensors.get(node.outputs[0])
+        if read is None or written is None or not read.known or not written.known:
+            return True
+        return written.numel > read.numel
 
     def _private(self, name: str) -> bool:
         """Whether a kernel can keep the tensor to itself: no node but the one reading it reads it, or every node

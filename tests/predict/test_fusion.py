@@ -77,6 +77,21 @@ def test_an_intermediate_read_by_another_kernel_is_written_and_stays_an_output()
     assert _kernels(fuse(graph, TENSORRT_FUSION)) == [("conv",), ("relu",), ("pool",)]
 
 
+def test_a_product_does_not_take_a_pointwise_op_that_spreads_its_output_over_a_larger_tensor():
+    """A squeeze-excitation's scale: Conv (1x1 on 1x8x1x1) -> Sigmoid -> Mul by the 1x8x16x16 feature map x. The
+    Sigmoid works on the Conv's 8 outputs and joins its kernel; the Mul writes 2048 values, each from one of x,
+    which no epilogue of an 8-output kernel computes: it is a kernel of its own."""
+    nodes = [
+        helper.make_node("Conv", ["pooled", "w"], ["c"], name="fc"),
+        helper.make_node("Sigmoid", ["c"], ["s"], name="gate"),
+        helper.make_node("Mul", ["x", "s"], ["y"], name="scale"),
+    ]
+    graph = loaded_graph(
+        nodes, [_v("pooled", 1, 8, 1, 1), _v("x", 1, 8, 16, 16)], [_v("y", 1, 8, 16, 16)], [_w("w", 8, 8, 1, 1)]
+    )
+    assert _kernels(fuse(graph, TENSORRT_FUSION)) == [("fc", "gate"), ("scale",)]
+
+
 def test_attention_is_one_kernel_where_the_engine_fuses_it():
     """q @ k -> Div -> Softmax -> @ v: one kernel under TensorRT's rules; without attention fusion the product
     takes the Div only and the softmax and the second product are kernels of their own."""
