@@ -166,7 +166,8 @@ def streamed_time(cost: Cost, weights: float, device: Device) -> float:
 
 
 def shortest_kernel(device: Device) -> float:
-    """The least time a kernel holds the stream: the published figure, else the device's launch overhead."""
+    """What a kernel with no work holds the stream for when kernels run back to back (its launch, first loads and
+    drain, which every kernel pays beside its work): the published figure, else the device's launch overhead."""
     gpu = device.gpu
     if gpu is not None and gpu.shortest_kernel is not None:
         return gpu.shortest_kernel.value

@@ -96,7 +96,7 @@ _HOST_TERMS = (
     "dispatch",
 )
 # A GPU engine's terms: the hardware's structure and published microbenchmarks (predict/gpu_times.py).
-_GPU_TERMS = ("tensor_arithmetic", "vector_arithmetic", "streamed_bytes", "kernel_floor")
+_GPU_TERMS = ("tensor_arithmetic", "vector_arithmetic", "streamed_bytes", "kernel_latency")
 
 # TensorRT's layer fusions (its documentation's "Layer Fusion Catalog" and "Fused Attention"): a convolution or
 # matrix product with the bias, scale, activation and elementwise sum after it; pointwise layers with each other; a
@@ -143,13 +143,14 @@ def _gpu_profile(
     fusion: FusionRules | None = None,
 ) -> EngineProfile:
     """A GPU engine's profile: named as its engine, on the kinds that engine runs on, charging the GPU terms with
-    their kernels overlapping under max, and no calibrated class ceilings."""
+    each kernel's latency added to its work ('serial': a stream starts a kernel when the one before it ends), and
+    no calibrated class ceilings."""
     return EngineProfile(
         name=name,
         engine=name,
         kinds=ENGINES[name].kinds,
         graph=graph,
-        overlap="max",
+        overlap="serial",
         classes=frozenset(),
         terms=_GPU_TERMS,
         doc=doc,

@@ -222,7 +222,7 @@ def _streamed(n: NodeContext, d: Device, _: float) -> float:
     return streamed_time(n.cost, n.weights, d)
 
 
-def _kernel_floor(n: NodeContext, d: Device, _: float) -> float:
+def _kernel_latency(n: NodeContext, d: Device, _: float) -> float:
     return shortest_kernel(d) if n.cost.kernels > 0 else 0.0
 
 
@@ -328,10 +328,11 @@ TERMS: tuple[Term, ...] = (
     ),
     Term("dispatch", OVERHEAD, _dispatch, "what the executor spends dispatching one node (device.launch_overhead)"),
     Term(
-        "kernel_floor",
+        "kernel_latency",
         OVERHEAD,
-        _kernel_floor,
-        "the least time a kernel holds the GPU's stream (gpu_times.shortest_kernel)",
+        _kernel_latency,
+        "what a kernel holds the GPU's stream beyond its work (gpu_times.shortest_kernel): launch to start, first "
+        "loads, drain; a stream runs its kernels one after another, so it adds to the work (serial overlap)",
     ),
 )
 _BY_NAME: dict[str, Term] = {t.name: t for t in TERMS}
