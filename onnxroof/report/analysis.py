@@ -6,6 +6,7 @@ import csv
 import io
 
 from onnxroof.predict.analysis import Analysis, NodeResult
+from onnxroof.predict.profiles import named_profile
 from onnxroof.report.analysis_json import to_json
 from onnxroof.report.format import Column, dims, seconds, short_op, si, table, wrap
 
@@ -29,10 +30,12 @@ def _header(a: Analysis) -> list[str]:
     t, p, d = a.totals, a.totals.prediction, a.device
     precision = a.precision if a.precision != "as-typed" else f"as typed (mostly {p.precision})"
     least = "" if t.complete else "at least "
+    profile = named_profile(d)
+    overlap = profile.overlap if profile is not None and profile.overlap else d.overlap
     return [
         f"{a.model} on {d.label()} [{d.key}], precision {precision}",
         f"device: {si(p.peak_flops_s, 'FLOP/s')} {p.precision}, {si(d.memory_bandwidth.value, 'B/s')}, "
-        f"ridge {si(p.ridge_point)} FLOP/B, launch {seconds(d.launch_overhead.value)} ({d.overlap} overlap)",
+        f"ridge {si(p.ridge_point)} FLOP/B, launch {seconds(d.launch_overhead.value)} ({overlap} overlap)",
         f"engine: {d.engine or 'roofline'}: {a.includes}",
         "",
         *_incomplete(a),
