@@ -149,8 +149,8 @@ def add_devices_option(parser: argparse.ArgumentParser, help: str) -> None:
 ENGINE_HELP = (
     "what runs the model on the device: roofline (the plain roofline of the graph as exported), onnxruntime (a "
     "calibrated host), onnxruntime-cuda, tensorrt, pytorch-eager (GPUs: each engine's kernels, fusions and host "
-    "costs); default: the device's own (a calibrated host's onnxruntime, else roofline). -d DEVICE@ENGINE names one "
-    "per device"
+    "costs); default: the device's own (a calibrated host's onnxruntime, else roofline). tensorrt:8.2 names a "
+    "release (before 8.6, attention is not one kernel). -d DEVICE@ENGINE names one per device"
 )
 
 

@@ -9,13 +9,14 @@ as exported, which an engine's profile then refines.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from onnxroof.devices.schema import Device
 from onnxroof.errors import UserError
 
-__all__ = ["ENGINES", "ONNXRUNTIME", "ROOFLINE", "Engine", "split_engine", "with_engine"]
+__all__ = ["ENGINES", "ONNXRUNTIME", "ROOFLINE", "Engine", "release_key", "split_engine", "with_engine"]
 
 ROOFLINE = "roofline"
 ONNXRUNTIME = "onnxruntime"
@@ -23,11 +24,13 @@ ONNXRUNTIME = "onnxruntime"
 
 @dataclass(frozen=True)
 class Engine:
-    """An engine users name: its ``name``, the device ``kinds`` it runs on, and what it is."""
+    """An engine users name: its ``name``, the device ``kinds`` it runs on, what it is, and ``by_release``: what
+    of its profile depends on the release a user names (``--engine tensorrt:8.2``); '' where nothing does."""
 
     name: str
     kinds: frozenset[str]
     doc: str
+    by_release: str = ""
 
 
 ENGINES: Mapping[str, Engine] = {
@@ -36,7 +39,12 @@ ENGINES: Mapping[str, Engine] = {
         Engine(ROOFLINE, frozenset({"cpu", "gpu", "tpu"}), "the plain roofline of the graph as exported"),
         Engine(ONNXRUNTIME, frozenset({"cpu", "gpu"}), "onnxruntime as a calibrated host profile measured it"),
         Engine("onnxruntime-cuda", frozenset({"gpu"}), "onnxruntime's CUDA provider on its optimized graph"),
-        Engine("tensorrt", frozenset({"gpu"}), "TensorRT: fused kernels, attention as one"),
+        Engine(
+            "tensorrt",
+            frozenset({"gpu"}),
+            "TensorRT: fused kernels, attention as one",
+            "whether an attention block is one kernel (TENSORRT_FUSION.attention_since)",
+        ),
         Engine("pytorch-eager", frozenset({"gpu"}), "PyTorch eager: every op a kernel, dispatched from Python"),
     )
 }
@@ -48,19 +56,35 @@ def split_engine(spec: str) -> tuple[str, str | None]:
     return (device, engine) if at and device else (spec, None)
 
 
-def with_engine(device: Device, name: str) -> Device:
-    """``device`` run by the engine ``name``: a UserError for an unknown engine, one that does not run on the
-    device's kind, and onnxruntime on a device without a calibration (its ceilings are measured, not published)."""
+_RELEASE = re.compile(r"\d+(\.\d+)*")
+
+
+def release_key(release: str) -> tuple[int, ...]:
+    """``"8.6.1"`` -> (8, 6, 1), which orders releases."""
+    return tuple(int(part) for part in release.split("."))
+
+
+def with_engine(device: Device, spec: str) -> Device:
+    """``device`` run by the engine ``spec`` names (``NAME`` or ``NAME:RELEASE``): a UserError for an unknown
+    engine, one that does not run on the device's kind, a release of an engine none of whose profile depends on
+    its release, and onnxruntime on a device without a calibration (its ceilings are measured, not published)."""
+    name, colon, release = spec.partition(":")
     engine = ENGINES.get(name)
     if engine is None:
         raise UserError(f"unknown engine {name!r}", hint=f"use one of {', '.join(ENGINES)}")
+    if colon and not (engine.by_release and _RELEASE.fullmatch(release)):
+        releases = [n for n, e in ENGINES.items() if e.by_release]
+        raise UserError(
+            f"engine {name} takes no release {release!r}" if not engine.by_release else f"bad release {release!r}",
+            hint=f"a release is dotted numbers (tensorrt:8.2), for {', '.join(releases)}",
+        )
     if device.kind not in engine.kinds:
         raise UserError(
             f"engine {name} runs on {' and '.join(sorted(engine.kinds))} devices; {device.key} is a {device.kind}",
             hint=f"pick a device of that kind with -d, or --engine {ROOFLINE}",
         )
     if name == ROOFLINE:
-        return dataclasses.replace(device, engine=None)
+        return dataclasses.replace(device, engine=None, engine_release=None)
     if name == ONNXRUNTIME:
         if device.calibration is None:
             others = ", ".join(n for n, e in ENGINES.items() if device.kind in e.kinds and n != ONNXRUNTIME)
@@ -69,4 +93,4 @@ def with_engine(device: Device, name: str) -> Device:
                 hint=f"use -d host (this machine, calibrated), or one of {others}",
             )
         return device
-    return dataclasses.replace(device, engine=name)
+    return dataclasses.replace(device, engine=name, engine_release=release or None)

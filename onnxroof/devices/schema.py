@@ -356,6 +356,7 @@ class Device:
     launch_overhead: Sourced
     caches: tuple[CacheLevel, ...] = ()
     engine: str | None = None
+    engine_release: str | None = None  # the engine's release where the user names one (``--engine tensorrt:8.2``)
     run_overhead: Sourced | None = None
     ceilings: Mapping[str, Ceiling] = dataclasses.field(default_factory=FrozenMap)
     calibration: Calibration | None = None
@@ -375,7 +376,7 @@ class Device:
         (AMD EPYC (family 25 model 1, AVX2), 1 thread, onnxruntime 1.23.2, calibrated 2026-12-01)', so that two
         profiles can be told apart; any other device by its name."""
         if self.calibration is None:
-            return self.name if self.engine is None else f"{self.name}, {self.engine}"
+            return self.name if self.engine is None else f"{self.name}, {self.engine_spec()}"
         return f"host ({self.calibration.describe()})"
 
     def tag(self) -> str:
@@ -386,7 +387,13 @@ class Device:
 
     def spec(self) -> str:
         """The device as a user names it: its key, and ``@ENGINE`` where an engine runs a datasheet device."""
-        return self.key if self.engine is None or self.calibration is not None else f"{self.key}@{self.engine}"
+        return self.key if self.engine is None or self.calibration is not None else f"{self.key}@{self.engine_spec()}"
+
+    def engine_spec(self) -> str | None:
+        """The engine as a user names it: its name, and ``:RELEASE`` where a release is named."""
+        if self.engine is None or self.engine_release is None:
+            return self.engine
+        return f"{self.engine}:{self.engine_release}"
 
     def resolve_precision(self, precision: str) -> str:
         """The precision whose peak is used for ``precision`` on this device (see FALLBACK)."""

@@ -88,7 +88,7 @@ def engine_graph(model: ModelSpec | Source, device: Device) -> Graph:
     else:
         graph = _optimized(runnable, calibrated_session(device))
     if profile.fusion is not None:
-        graph = fuse(graph, profile.fusion)
+        graph = fuse(graph, profile.fusion.at(device.engine_release))
     return dataclasses.replace(graph, name=runnable.name)
 
 

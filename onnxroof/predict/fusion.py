@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from onnxroof.costs import FUSED_ANCHOR, FUSED_BODY, SHAPE, engine_class
+from onnxroof.devices.engines import release_key
 from onnxroof.ir import Graph, Node, op_domain
 
 __all__ = ["FUSED_OP", "FusionRules", "fuse", "kernel_members"]
@@ -44,7 +45,9 @@ class FusionRules:
     with each other; ``normalization``, whether a softmax or normalization takes the pointwise ops after it;
     ``attention``, whether MatMul -> pointwise -> Softmax -> MatMul is one kernel; ``quantize``, whether Q/DQ nodes
     fold into the product they feed; ``transposes``, whether a transpose or a split (and the reshapes beside them)
-    is written by the kernel before it, in the layout the next one reads. ``source``: where the engine says so."""
+    is written by the kernel before it, in the layout the next one reads; ``attention_since``, the first release
+    that fuses attention where earlier ones did not (None: every release that fuses it). ``source``: where the
+    engine says so."""
 
     name: str
     epilogue: bool
@@ -55,6 +58,14 @@ class FusionRules:
     transposes: bool
     source: str
     doc: str = field(default="", compare=False)
+    attention_since: str | None = None
+
+    def at(self, release: str | None) -> FusionRules:
+        """The rules of ``release`` (None: the current release): attention unfused before ``attention_since``."""
+        if release is None or self.attention_since is None:
+            return self
+        fused = self.attention and release_key(release) >= release_key(self.attention_since)
+        return replace(self, attention=fused)
 
 
 def fuse(graph: Graph, rules: FusionRules) -> Graph:

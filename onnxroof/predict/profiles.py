@@ -103,6 +103,10 @@ _GPU_TERMS = ("tensor_arithmetic", "vector_arithmetic", "streamed_bytes", "kerne
 # softmax or normalization with the pointwise layers after it; multi-head attention (its two products and the
 # softmax) as one kernel; shuffles (transposes, reshapes) folded into the layers beside them; Q/DQ pairs folded
 # into the products.
+# The first release taken to run an ONNX graph's attention block as one kernel: "on x86 TensorRT 8.6.1, it can use
+# mha kernel" (NVIDIA/TensorRT issue 3575); the releases before 8.6 are assumed to run it as its two products and
+# its softmax, which no release note read here contradicts.
+TENSORRT_ATTENTION_SINCE = "8.6"
 TENSORRT_FUSION = FusionRules(
     name=TENSORRT,
     epilogue=True,
@@ -112,6 +116,7 @@ TENSORRT_FUSION = FusionRules(
     quantize=True,
     transposes=True,
     source="TensorRT's documentation, 'Layer Fusion Catalog' and 'Fused Attention' (docs.nvidia.com)",
+    attention_since=TENSORRT_ATTENTION_SINCE,
 )
 # What the host spends launching one CUDA kernel: "nop_triton_direct_culaunch | 3.0us | 3.3us | cuLaunchKernel
 # (raw CUDA driver)" (meta-pytorch/tritonbench, pull request 1017, on a GB200's host).

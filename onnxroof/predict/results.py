@@ -210,6 +210,7 @@ class Analysis:
                 "launch_overhead_s": self.device.launch_overhead.value,
                 "run_overhead_s": self.device.run_overhead.value if self.device.run_overhead else 0.0,
                 "engine": self.device.engine,
+                "engine_release": self.device.engine_release,
                 "overlap": self.device.overlap,
             },
             "includes": self.includes,

@@ -36,7 +36,7 @@ def _header(a: Analysis) -> list[str]:
         f"{a.model} on {d.label()} [{d.key}], precision {precision}",
         f"device: {si(p.peak_flops_s, 'FLOP/s')} {p.precision}, {si(d.memory_bandwidth.value, 'B/s')}, "
         f"ridge {si(p.ridge_point)} FLOP/B, launch {seconds(d.launch_overhead.value)} ({overlap} overlap)",
-        f"engine: {d.engine or 'roofline'}: {a.includes}",
+        f"engine: {d.engine_spec() or 'roofline'}: {a.includes}",
         "",
         *_incomplete(a),
         f"  FLOPs {least}{si(t.flops)}   MACs {least}{si(t.macs)}   params {si(t.params)}   "

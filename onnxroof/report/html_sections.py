@@ -141,7 +141,7 @@ def _device_block(d: Device) -> str:
     ]
     overlap = "launches overlap execution (max of the terms)" if d.overlap == "max" else "serial dispatch"
     text = f'<div class="card"><h3>{esc(d.name)} <code>{esc(d.key)}</code></h3>'
-    text += f"<p>{esc(d.kind)}, {esc(overlap)}{', engine ' + esc(d.engine) if d.engine else ''}</p>"
+    text += f"<p>{esc(d.kind)}, {esc(overlap)}{', engine ' + esc(d.engine_spec() or '') if d.engine else ''}</p>"
     text += _table(("precision", "peak", "ridge point", "source"), peaks, "numbers", (1, 2))
     text += _table(("", "value", "source"), numbers, "numbers", (1,))
     if caches:

@@ -108,6 +108,24 @@ def test_attention_is_one_kernel_where_the_engine_fuses_it():
     assert _kernels(fuse(graph, products_only)) == [("scores", "scale"), ("softmax",), ("context",)]
 
 
+def test_attention_is_one_kernel_from_the_release_that_fuses_it_on():
+    """TensorRT before 8.6 runs the block above as its products and softmax: the first product takes the Div, the
+    softmax and the second product are kernels of their own; 8.6, 8.6.1, 10.0 and no release named fuse it."""
+    nodes = [
+        helper.make_node("MatMul", ["q", "k"], ["s"], name="scores"),
+        helper.make_node("Div", ["s", "d"], ["t"], name="scale"),
+        helper.make_node("Softmax", ["t"], ["p"], name="softmax", axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["o"], name="context"),
+    ]
+    inputs = [_v("q", 1, 2, 16, 8), _v("k", 1, 2, 8, 16), _v("v", 1, 2, 16, 8)]
+    graph = loaded_graph(nodes, inputs, [_v("o", 1, 2, 16, 8)], [_w("d", 1)])
+    one = [("scores", "scale", "softmax", "context")]
+    for release in ("8.0", "8.2.1", "8.5"):
+        assert _kernels(fuse(graph, TENSORRT_FUSION.at(release))) == [("scores", "scale"), ("softmax",), ("context",)]
+    for release in ("8.6", "8.6.1", "10.0", None):
+        assert _kernels(fuse(graph, TENSORRT_FUSION.at(release))) == one
+
+
 def test_a_residual_add_joins_a_kernel_opened_before_the_branch_it_reads_and_runs_after_it():
     """conv1 (x) and conv2 (x), conv1 + conv2: the Add joins conv1's kernel but reads conv2's output, so that
     kernel runs after conv2's."""

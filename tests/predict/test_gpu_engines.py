@@ -143,6 +143,17 @@ def test_an_engine_that_does_not_run_on_the_device_is_refused_in_one_line():
         with_engine(load_device("t4"), "onnxruntime")
 
 
+def test_an_engine_release_is_named_after_a_colon_where_the_engine_s_profile_depends_on_it():
+    device = with_engine(load_device("t4"), "tensorrt:8.2")
+    assert (device.engine, device.engine_release) == ("tensorrt", "8.2")
+    assert device.spec() == "t4@tensorrt:8.2"
+    assert with_engine(device, "roofline").engine_release is None
+    with pytest.raises(UserError, match=r"engine pytorch-eager takes no release '2\.1'"):
+        with_engine(load_device("t4"), "pytorch-eager:2.1")
+    with pytest.raises(UserError, match=r"bad release '8\.x'"):
+        with_engine(load_device("t4"), "tensorrt:8.x")
+
+
 def test_tf32_products_follow_the_engine_and_the_device():
     """An fp32 Conv on an A100 (which has a TF32 rate) runs as TF32 under PyTorch eager (cuDNN's default) and as
     fp32 on a V100 (no TF32); an fp32 MatMul stays fp32 under PyTorch eager (its matmul default)."""

@@ -95,6 +95,7 @@ def reference(a: Analysis) -> str:
             "launch_overhead_s": d.launch_overhead.value,
             "run_overhead_s": d.run_overhead.value if d.run_overhead else 0.0,
             "engine": d.engine,
+            "engine_release": d.engine_release,
             "overlap": d.overlap,
         },
         "includes": a.includes,
