@@ -32,6 +32,7 @@ def test_the_data_holds_40_sourced_rows_over_5_gpus_and_3_engines_and_none_from_
         source = row["source"].lower()
         assert "mlcommons" not in source and "mlperf" not in source, row["id"]
         assert "demo/bert" not in source, row["id"]
+        assert bool(row.get("engine_release")) == bool(row.get("release_basis")), row["id"]
 
 
 def test_a_throughput_row_is_one_batch_over_its_rate():

@@ -149,7 +149,8 @@ class Predictor:
         from onnxroof.api import get_device
         from onnxroof.predict.analysis import analyze_graph
 
-        device = get_device(f"{DEVICES[row['device']]}@{row['engine']}")
+        release = f":{row['engine_release']}" if row.get("engine_release") else ""
+        device = get_device(f"{DEVICES[row['device']]}@{row['engine']}{release}")
         graph = self._graph(MODELS[(row["model"], row["input"])], int(row["batch"]), device)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -157,7 +158,7 @@ class Predictor:
         return analysis.totals.prediction.predicted_time_s
 
     def _graph(self, source: str, batch: int, device: Any) -> Any:
-        key = (source, batch, str(device.engine))
+        key = (source, batch, str(device.engine_spec()))
         if key not in self.graphs:
             self.graphs[key] = _engine_graph(self._model(source), batch, device)
         return self.graphs[key]
