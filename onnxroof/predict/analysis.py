@@ -450,14 +450,16 @@ def _read_weights(runtime: Sequence[Node], tensors: Mapping[str, Tensor]) -> lis
 
 def _subgraph_weights(node: Node) -> Iterator[Tensor]:
     """The weights that the runtime nodes of a node's subgraphs read, their own or an enclosing graph's, at
-    every depth (a weight used only inside an If branch or a Loop body is a parameter all the same)."""
+    every depth (a weight used only inside an If branch or a Loop body is a parameter all the same); not what a
+    runtime node of the subgraph computes (a fused kernel's dequantized weight is its quantized weight's)."""
     for subgraph in node.subgraphs.values():
+        made = {name for inner in subgraph.nodes if not inner.folded for name in inner.outputs}
         for inner in subgraph.nodes:
             if inner.folded:
                 continue
             for name in inner.inputs:
                 t = subgraph.tensors.get(name)
-                if t is not None and t.is_weight:
+                if t is not None and t.is_weight and name not in made:
                     yield t
             yield from _subgraph_weights(inner)
 

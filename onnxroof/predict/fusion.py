@@ -115,17 +115,42 @@ class _Groups:
         self.writer: dict[str, int] = {}
         self.reads: list[set[int]] = []  # the groups each group reads from
         self.preset = _attention_groups(runtime, self.readers, self.readers_of) if rules.attention else {}
+        # The weights' dequantizations, folded to constants at load: an engine that folds Q/DQ into its products
+        # reads the quantized weight instead.
+        self.dequantizers: dict[str, Node] = {}  # a dequantized tensor's name -> the DequantizeLinear its readers run
+        self.weight_dequantizers = {
+            n.outputs[0]: n for n in graph.nodes if n.folded and n.op_type == "DequantizeLinear" and _standard(n)
+        }
 
     def place(self, node: Node) -> None:
-        """Add ``node`` to the group it fuses into, or to a new one."""
+        """Add ``node`` to the group it fuses into, or to a new one; where Q/DQ fold into their neighbours, a
+        DequantizeLinear runs in each kernel that reads its output (which reads the quantized tensor instead), and
+        is no kernel of its own unless a graph output is its output."""
+        if self._absorbs(node):
+            self.dequantizers[node.outputs[0]] = node
+            return
         target = self._target(node)
+        taken = [self.dequantizers[n] for n in dict.fromkeys(node.inputs) if n in self.dequantizers]
         if target is None:
             target = self._open(node)
+            self.members[target][:0] = taken
         else:
-            self.members[target].append(node)
+            self.members[target] += [*taken, node]
         for name in node.outputs:
             self.writer[name] = target
-        self.reads[target] |= {self.writer[n] for n in node.inputs if n in self.writer} - {target}
+        sources = {self._source(n) for n in node.inputs}
+        self.reads[target] |= {self.writer[n] for n in sources if n in self.writer} - {target}
+
+    def _absorbs(self, node: Node) -> bool:
+        if not self.rules.quantize or node.op_type != "DequantizeLinear" or not _standard(node):
+            return False
+        out = node.outputs[0]
+        return bool(self.readers_of.get(out)) and self.readers.get(out, 0) == len(self.readers_of[out])
+
+    def _source(self, name: str) -> str:
+        """The tensor a kernel reads for ``name``: a dequantized tensor's quantized input, else ``name``."""
+        dequantizer = self.dequantizers.get(name)
+        return name if dequantizer is None else dequantizer.inputs[0]
 
     def in_order(self) -> list[int]:
         """The non-empty groups in an order that runs each after the groups it reads (a group can read one opened
@@ -177,12 +202,12 @@ class _Groups:
             return None
         data = [name for name in node.inputs if name and name not in self.weights]
         for name in data:
-            group = self.writer.get(name)
+            group = self.writer.get(self._source(name))
             if group is None or not self._private(name) or not self._takes(self.kind[group]):
                 continue
             if self._broadcasts(node, name):
                 continue
-            others = {self.writer[n] for n in data if n in self.writer} - {group}
+            others = {self.writer[self._source(n)] for n in data if self._source(n) in self.writer} - {group}
             if not any(self._depends_on(other, group) for other in others):
                 return group
         return None
@@ -233,8 +258,13 @@ class _Groups:
         return False
 
     def _take_quantizers(self, anchor: Node, index: int) -> None:
-        """Move the Q/DQ nodes read only by ``anchor``, each a group of its own, into its kernel."""
+        """Move the Q/DQ nodes read only by ``anchor``, each a group of its own, into its kernel, and its weights'
+        dequantizations, so that it reads the quantized weights."""
         for name in anchor.inputs:
+            folded = self.weight_dequantizers.get(name)
+            if folded is not None:
+                self.members[index].insert(0, replace(folded, folded=False))
+                continue
             group = self.writer.get(name)
             if group is None or self.readers.get(name, 0) != 1 or len(self.members[group]) != 1:
                 continue
@@ -308,7 +338,10 @@ def _kernel(graph: Graph, members: Sequence[Node], groups: _Groups) -> Node:
 
 
 def _read_outside(name: str, members: Sequence[Node], groups: _Groups) -> bool:
-    """Whether a tensor a group writes is read by a node outside it, or is a graph output."""
+    """Whether a tensor a group writes is read by a node outside it, or is a graph output; never a dequantized
+    tensor, which each of its readers' kernels computes for itself."""
+    if name in groups.dequantizers or name in groups.weight_dequantizers:
+        return False
     inside = sum(name in n.inputs for n in members)
     return groups.readers.get(name, 0) > inside
 

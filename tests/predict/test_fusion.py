@@ -92,6 +92,46 @@ def test_a_product_does_not_take_a_pointwise_op_that_spreads_its_output_over_a_l
     assert _kernels(fuse(graph, TENSORRT_FUSION)) == [("fc", "gate"), ("scale",)]
 
 
+def _scalar(name: str, value, dtype) -> object:
+    return numpy_helper.from_array(np.array(value, dtype), name)
+
+
+def _quantized_convs():
+    """x -> Q -> DQ -> Conv (weight: DQ of an int8 initializer) -> Relu -> Q -> DQ -> Conv (the same weight) -> y,
+    on 1x8x16x16 with 8x8x3x3 weights, every scale one float and every zero point one int8."""
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q_in"),
+        helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq_in"),
+        helper.make_node("DequantizeLinear", ["wq", "s", "z"], ["w"], name="dq_w"),
+        helper.make_node("Conv", ["xd", "w"], ["c"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("QuantizeLinear", ["r", "s", "z"], ["rq"], name="q1"),
+        helper.make_node("DequantizeLinear", ["rq", "s", "z"], ["rd"], name="dq1"),
+        helper.make_node("Conv", ["rd", "w"], ["y"], name="conv2", pads=[1, 1, 1, 1]),
+    ]
+    weight = numpy_helper.from_array(np.ones((8, 8, 3, 3), np.int8), "wq")
+    inits = [weight, _scalar("s", 0.1, np.float32), _scalar("z", 0, np.int8)]
+    return loaded_graph(nodes, [_v("x", 1, 8, 16, 16)], [_v("y", 1, 8, 16, 16)], inits)
+
+
+def test_quantize_pairs_fold_into_the_products_that_read_the_quantized_tensors():
+    """TensorRT's Q/DQ folding: each convolution dequantizes its int8 input and weight as it reads them and the
+    first writes its output quantized; no DequantizeLinear is a kernel of its own and no float activation is
+    written between the convolutions."""
+    kernels = _kernels(fuse(_quantized_convs(), TENSORRT_FUSION))
+    assert kernels == [("q_in",), ("dq_in", "dq_w", "conv1", "relu", "q1"), ("dq1", "dq_w", "conv2")]
+
+
+def test_a_kernel_of_quantized_convolutions_reads_and_writes_int8():
+    # conv1's kernel reads xq (1x8x16x16 int8 = 2048 B), wq (8x8x3x3 int8 = 576 B), the scale s (one float, 4 B)
+    # and the zero point z (one int8, 1 B): 2629 B; it writes rq, 2048 int8 = 2048 B.
+    analysis = analyze_graph(fuse(_quantized_convs(), TENSORRT_FUSION), _device())
+    first = next(n for n in analysis.nodes if n.name.startswith("conv1"))
+    assert first.cost.bytes_read == 2048 + 576 + 4 + 1
+    assert first.cost.bytes_written == 2048
+    assert analysis.totals.params == 576 + 1 + 1  # the int8 weight and the scale and zero point, once each
+
+
 def test_attention_is_one_kernel_where_the_engine_fuses_it():
     """q @ k -> Div -> Softmax -> @ v: one kernel under TensorRT's rules; without attention fusion the product
     takes the Div only and the softmax and the second product are kernels of their own."""
