@@ -10,10 +10,10 @@ the node it is built around, whose op class it takes.
 
 Grouping walks the nodes in order. A node joins the group that wrote its data input when its rules let that
 group take it, that input is read by no other node or only by nodes that may join too (an intermediate read by
-another kernel must be written anyway), and
-its other inputs do not depend on the group (the fused kernel could not start otherwise). A quantize or
-dequantize node read only by a product joins the product's kernel, as TensorRT folds Q/DQ pairs into the
-kernels beside them.
+another kernel must be written anyway), it writes no more elements than it reads of that input, and its other
+inputs do not depend on the group (the fused kernel could not start otherwise). Where Q/DQ pairs fold into the
+kernels beside them (TensorRT), a kernel ends with its QuantizeLinear and writes int8, and every kernel that reads
+a dequantized tensor or weight runs the DequantizeLinear itself and reads the int8 tensor.
 """
 
 from __future__ import annotations
@@ -115,9 +115,9 @@ class _Groups:
         self.writer: dict[str, int] = {}
         self.reads: list[set[int]] = []  # the groups each group reads from
         self.preset = _attention_groups(runtime, self.readers, self.readers_of) if rules.attention else {}
+        self.dequantizers: dict[str, Node] = {}  # a dequantized tensor's name -> the DequantizeLinear its readers run
         # The weights' dequantizations, folded to constants at load: an engine that folds Q/DQ into its products
         # reads the quantized weight instead.
-        self.dequantizers: dict[str, Node] = {}  # a dequantized tensor's name -> the DequantizeLinear its readers run
         self.weight_dequantizers = {
             n.outputs[0]: n for n in graph.nodes if n.folded and n.op_type == "DequantizeLinear" and _standard(n)
         }
