@@ -33,6 +33,14 @@ def test_the_data_holds_40_sourced_rows_over_5_gpus_and_3_engines_and_none_from_
         assert "mlcommons" not in source and "mlperf" not in source, row["id"]
         assert "demo/bert" not in source, row["id"]
         assert bool(row.get("engine_release")) == bool(row.get("release_basis")), row["id"]
+        assert ("onnx_opset" in row) == bool(row.get("opset_basis")), row["id"]
+
+
+def test_a_row_whose_source_fixes_the_opset_is_predicted_on_that_export():
+    row = {"model": "bert_large", "input": "seq=384"}
+    assert published.graph_name(row) == "bert_large_qa_384"
+    assert published.graph_name(row | {"onnx_opset": 13}) == "bert_large_qa_384-opset13"
+    assert published.graph_name({"model": "unknown", "input": "seq=1", "onnx_opset": 13}) is None
 
 
 def test_a_throughput_row_is_one_batch_over_its_rate():

@@ -51,6 +51,7 @@ class Spec:
     build: Callable[[], tuple[Any, tuple[Any, ...], list[str]]]  # (module, example inputs, input names)
     description: str
     opset: int | None = None  # None: 17 for the TorchScript exporter, 18 for the dynamo one
+    dynamic_batch: bool = False  # TorchScript exporter: every input's first dim a symbolic "batch"
 
 
 def default_dir(which: str = "benchmark") -> Path:
@@ -606,6 +607,26 @@ PUBLISHED: list[Spec] = [
         _bert_head("qa", 384, num_hidden_layers=6),
         "BERT, 6 layers of width 768, QA head, 384 tokens",
     ),
+    # DeepLearningExamples' Triton deployment of BERT exports at "--onnx-opset 13" (its BERT/triton/*/runner/
+    # pipeline_impl.py) with the batch dynamic: LayerNormalization (opset 17) decomposed, as the engines ran it.
+    Spec(
+        "bert_large_qa_384-opset13",
+        "published",
+        "torchscript",
+        _bert_head("qa", 384, **_LARGE),
+        "BERT-large QA, 384 tokens, opset 13",
+        opset=13,
+        dynamic_batch=True,
+    ),
+    Spec(
+        "bert_6l_qa_384-opset13",
+        "published",
+        "torchscript",
+        _bert_head("qa", 384, num_hidden_layers=6),
+        "BERT, 6 layers of width 768, QA head, 384 tokens, opset 13",
+        opset=13,
+        dynamic_batch=True,
+    ),
     Spec(
         "roberta_base_cls_384",
         "published",
@@ -633,7 +654,10 @@ def export(spec: Spec, path: Path) -> list[dict[str, Any]]:
         program.save(str(path), external_data=False)
     else:
         opset = spec.opset or 17
-        torch.onnx.export(module, args, str(path), dynamo=False, opset_version=opset, input_names=names)
+        axes = {name: {0: "batch"} for name in names} if spec.dynamic_batch else None
+        torch.onnx.export(
+            module, args, str(path), dynamo=False, opset_version=opset, input_names=names, dynamic_axes=axes
+        )
     model = onnx.load(str(path), load_external_data=False)
     inputs = []
     initializers = {i.name for i in model.graph.initializer}

@@ -120,9 +120,17 @@ def measured_seconds(row: Mapping[str, Any]) -> float:
     raise ValueError(f"row {row['id']}: unknown metric {row['metric']!r}")
 
 
+def graph_name(row: Mapping[str, Any]) -> str | None:
+    """The graph a row is predicted on: its model's (MODELS), at the row's opset where its source fixes one."""
+    source = MODELS.get((row["model"], row["input"]))
+    if source is None or "onnx_opset" not in row:
+        return source
+    return f"{source}-opset{row['onnx_opset']}"
+
+
 def why_skipped(row: Mapping[str, Any], models_dir: Path) -> str:
     """Why a row cannot be predicted here ('' when it can)."""
-    source = MODELS.get((row["model"], row["input"]))
+    source = graph_name(row)
     if source is None:
         return f"no graph for {row['model']} at {row['input']}"
     if not source.startswith("zoo:") and not (models_dir / f"{source}.onnx").exists():
@@ -151,7 +159,7 @@ class Predictor:
 
         release = f":{row['engine_release']}" if row.get("engine_release") else ""
         device = get_device(f"{DEVICES[row['device']]}@{row['engine']}{release}")
-        graph = self._graph(MODELS[(row["model"], row["input"])], int(row["batch"]), device)
+        graph = self._graph(str(graph_name(row)), int(row["batch"]), device)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             analysis = analyze_graph(graph, device, precision=PRECISIONS[row["precision"]], engine=True)
