@@ -23,7 +23,7 @@ from onnxroof.devices import Device
 from onnxroof.ir import Graph, InvalidNode, Node, Tensor, UnknownShape
 from onnxroof.predict import roofline
 from onnxroof.predict.control import node_engine
-from onnxroof.predict.fusion import FUSED_OP, kernel_members
+from onnxroof.predict.fusion import FUSED_OP, kernel_members, runs_product
 from onnxroof.predict.levels import memory_level
 from onnxroof.predict.memory import bytes_moved, read_distances
 from onnxroof.predict.pipeline import streamed
@@ -83,10 +83,12 @@ def node_precision(op_type: str, inputs: Sequence[Tensor | None], outputs: Seque
     return "fp32"
 
 
-def _retype(graph: Graph, dtype: int) -> Graph:
-    """The graph with every floating-point tensor stored as ``dtype`` (a what-if precision)."""
+def _retype(graph: Graph, dtype: int, others: Mapping[str, int] | None = None) -> Graph:
+    """The graph with every floating-point tensor stored as ``dtype`` (a what-if precision), those named in
+    ``others`` as the dtype given there."""
+    others = others or {}
     tensors = {
-        name: Tensor(t.name, dtype, t.shape, t.is_weight) if t.dtype in _FLOAT_PRECISION else t
+        name: Tensor(t.name, others.get(name, dtype), t.shape, t.is_weight) if t.dtype in _FLOAT_PRECISION else t
         for name, t in graph.tensors.items()
     }
     nodes = tuple(
@@ -98,13 +100,28 @@ def _retype(graph: Graph, dtype: int) -> Graph:
             n.outputs,
             n.attrs,
             n.folded,
-            {k: _retype(g, dtype) for k, g in n.subgraphs.items()},
+            {k: _retype(g, dtype, others) for k, g in n.subgraphs.items()},
         )
         if n.subgraphs
         else n
         for n in graph.nodes
     )
     return replace(graph, nodes=nodes, tensors=tensors)
+
+
+def _outside_products(graph: Graph, precision: str, profile: EngineProfile | None) -> dict[str, int]:
+    """Under an int8 what-if on an engine with no int8 kernel but for products (``profile.int8_others``): the
+    tensors a runtime node that is no product reads or writes, in the engine's precision for them; a fused
+    kernel is a product where its anchor is."""
+    if precision != "int8" or profile is None or profile.int8_others is None:
+        return {}
+    dtype = PRECISION_DTYPE[profile.int8_others]
+    outside: dict[str, int] = {}
+    for node in graph.nodes:
+        if node.folded or runs_product(node):
+            continue
+        outside.update((name, dtype) for name in (*node.inputs, *node.outputs) if name)
+    return outside
 
 
 class _Coster:
@@ -279,7 +296,7 @@ def _analyze_graph(
 ) -> Analysis:
     """The analysis of ``graph``: each node on the engine ``profile`` (None: the device's plain roofline)."""
     if precision is not None:
-        graph = _retype(graph, PRECISION_DTYPE[precision])
+        graph = _retype(graph, PRECISION_DTYPE[precision], _outside_products(graph, precision, profile))
     walk = _Walk(graph, dev, precision, profile)
     runtime = [n for n in graph.nodes if not n.folded]
     results: list[NodeResult] = []

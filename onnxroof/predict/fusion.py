@@ -26,7 +26,7 @@ from onnxroof.costs import FUSED_ANCHOR, FUSED_BODY, SHAPE, engine_class
 from onnxroof.devices.engines import release_key
 from onnxroof.ir import Graph, Node, op_domain
 
-__all__ = ["FUSED_OP", "FusionRules", "fuse", "kernel_members"]
+__all__ = ["FUSED_OP", "FusionRules", "fuse", "kernel_members", "runs_product"]
 
 FUSED_OP = ("onnxroof", "FusedKernel")
 
@@ -84,6 +84,16 @@ def kernel_members(node: Node) -> tuple[str, ...]:
     if body is None or (node.domain, node.op_type) != FUSED_OP:
         return (node.name,)
     return tuple(n.name for n in body.nodes)
+
+
+def runs_product(node: Node) -> bool:
+    """Whether a node of a fused graph runs a product (a convolution, Gemm or MatMul): itself, or the anchor of
+    its fused kernel."""
+    body = node.subgraphs.get(FUSED_BODY) if node.subgraphs and (node.domain, node.op_type) == FUSED_OP else None
+    if body is not None:
+        anchor = node.attrs.get(FUSED_ANCHOR)
+        node = next((n for n in body.nodes if n.name == anchor), node)
+    return _base(node) in ANCHOR_CLASSES
 
 
 def _base(node: Node) -> str:

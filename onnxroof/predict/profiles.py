@@ -59,6 +59,9 @@ class EngineProfile:
     host: HostCost | None = None
     # The base classes whose fp32 products run as TF32 on a device with a TF32 rate (the engine's default).
     tf32_products: frozenset[str] = frozenset()
+    # Under an int8 what-if, the precision of the tensors a node that is no product reads or writes (None: int8
+    # like the rest): the engine has no int8 kernel for it.
+    int8_others: str | None = None
     # What its predicted time holds, as a report says it.
     includes: str = "the nodes' kernels and the engine's cost per run"
 
@@ -146,6 +149,7 @@ def _gpu_profile(
     host: HostCost,
     tf32_products: frozenset[str],
     fusion: FusionRules | None = None,
+    int8_others: str | None = None,
 ) -> EngineProfile:
     """A GPU engine's profile: named as its engine, on the kinds that engine runs on, charging the GPU terms with
     each kernel's latency added to its work ('serial': a stream starts a kernel when the one before it ends), and
@@ -162,6 +166,7 @@ def _gpu_profile(
         fusion=fusion,
         host=host,
         tf32_products=tf32_products,
+        int8_others=int8_others,
         includes=_GPU_INCLUDES,
     )
 
@@ -205,6 +210,11 @@ PROFILES: tuple[EngineProfile, ...] = (
         TENSORRT_HOST,
         _TF32_PRODUCTS,  # BuilderFlag::kTF32: "Enabled by default" (NvInfer.h)
         TENSORRT_FUSION,
+        # In int8, "if a layer runs faster in INT8 then it executes in INT8. Otherwise, FP32 or FP16 is used"
+        # (TensorRT's developer guide, "Explicit Versus Implicit Quantization"), FP16 where the builder allows it as
+        # Torch-TensorRT's int8 builds do (NVIDIA/TRTorch commit 26709cc, "Enable FP16 kernels for INT8
+        # applications"): the softmax, the normalizations and the pointwise ops outside a product's kernel.
+        int8_others="fp16",
     ),
     _gpu_profile(
         PYTORCH_EAGER,

@@ -154,6 +154,26 @@ def test_an_engine_release_is_named_after_a_colon_where_the_engine_s_profile_dep
         with_engine(load_device("t4"), "tensorrt:8.x")
 
 
+def test_under_int8_tensorrt_keeps_what_is_no_product_in_fp16():
+    """MatMul (x 1x64x32 by a 32x16 weight) -> Softmax under an int8 what-if. On TensorRT the product reads int8
+    x and weight (2048 + 512 B) and writes fp16 for the softmax (64 x 16 x 2 = 2048 B), which reads and writes
+    fp16 (2048 B each way); on the plain roofline every tensor is int8 (1024 B each way for the softmax)."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["y"], name="product"),
+        helper.make_node("Softmax", ["y"], ["p"], name="softmax", axis=-1),
+    ]
+    weight = numpy_helper.from_array(np.ones((32, 16), np.float32), "w")
+    value = lambda name, *shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))  # noqa: E731
+    graph = loaded_graph(nodes, [value("x", 1, 64, 32)], [value("p", 1, 64, 16)], [weight])
+    device = load_device("t4")
+    on_trt = analyze_graph(graph, with_engine(device, "tensorrt"), precision="int8", engine=True)
+    product, softmax = on_trt.nodes
+    assert (product.cost.bytes_read, product.cost.bytes_written) == (2048 + 512, 2048)
+    assert (softmax.cost.bytes_read, softmax.cost.bytes_written) == (2048, 2048)
+    plain = analyze_graph(graph, device, precision="int8")
+    assert (plain.nodes[1].cost.bytes_read, plain.nodes[1].cost.bytes_written) == (1024, 1024)
+
+
 def test_tf32_products_follow_the_engine_and_the_device():
     """An fp32 Conv on an A100 (which has a TF32 rate) runs as TF32 under PyTorch eager (cuDNN's default) and as
     fp32 on a V100 (no TF32); an fp32 MatMul stays fp32 under PyTorch eager (its matmul default)."""
