@@ -454,7 +454,7 @@ class Device:
             f"overlap = {_toml_str(self.overlap)}",
         ]
         if self.engine is not None:
-            lines.append(f"engine = {_toml_str(self.engine)}")
+            lines.append(f"engine = {_toml_str(self.engine_spec() or self.engine)}")
         for prec, pk in self.peak_flops.items():
             lines += [
                 "",

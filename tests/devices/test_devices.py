@@ -383,6 +383,20 @@ def test_user_device_file_round_trip(tmp_path: Path):
     assert load_device(again) == device  # to_toml writes key = "my-gpu", which wins over the stem
 
 
+def test_a_device_file_names_its_engine_and_release_or_is_refused(tmp_path: Path):
+    path = tmp_path / "my-gpu.toml"
+    path.write_text('engine = "tensorrt:8.2"\n' + MINIMAL_DEVICE, encoding="utf-8")
+    device = load_device(path)
+    assert (device.engine, device.engine_release) == ("tensorrt", "8.2")
+    again = tmp_path / "again.toml"
+    again.write_text(device.to_toml(), encoding="utf-8")
+    assert load_device(again) == device
+    for engine, message in (("tvm", "unknown engine 'tvm'"), ("pytorch-eager:2.1", "takes no release '2.1'")):
+        path.write_text(f'engine = "{engine}"\n' + MINIMAL_DEVICE, encoding="utf-8")
+        with pytest.raises(UserError, match=re.escape(message)):
+            load_device(path)
+
+
 def test_every_catalog_device_round_trips_through_a_file(tmp_path: Path):
     for key, device in catalog().items():
         path = tmp_path / f"copy-of-{key}.toml"
