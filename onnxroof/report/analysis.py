@@ -6,6 +6,7 @@ import csv
 import io
 
 from onnxroof.predict.analysis import Analysis, NodeResult
+from onnxroof.predict.gpu_times import shortest_kernel
 from onnxroof.predict.profiles import named_profile
 from onnxroof.report.analysis_json import to_json
 from onnxroof.report.format import Column, dims, seconds, short_op, si, table, wrap
@@ -32,10 +33,13 @@ def _header(a: Analysis) -> list[str]:
     least = "" if t.complete else "at least "
     profile = named_profile(d)
     overlap = profile.overlap if profile is not None and profile.overlap else d.overlap
+    launch = f"launch {seconds(d.launch_overhead.value)}"
+    if profile is not None and "kernel_latency" in profile.terms:
+        launch = f"kernel latency {seconds(shortest_kernel(d))}"
     return [
         f"{a.model} on {d.label()} [{d.key}], precision {precision}",
         f"device: {si(p.peak_flops_s, 'FLOP/s')} {p.precision}, {si(d.memory_bandwidth.value, 'B/s')}, "
-        f"ridge {si(p.ridge_point)} FLOP/B, launch {seconds(d.launch_overhead.value)} ({overlap} overlap)",
+        f"ridge {si(p.ridge_point)} FLOP/B, {launch} ({overlap} overlap)",
         f"engine: {d.engine_spec() or 'roofline'}: {a.includes}",
         "",
         *_incomplete(a),

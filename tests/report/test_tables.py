@@ -229,3 +229,12 @@ def test_complete_totals_carry_no_incomplete_marker():
     assert "INCOMPLETE" not in render_sweep(Sweep("m.onnx", (sweep_row(),)))
     assert "INCOMPLETE" not in render_ranking([DeviceFit(fit(), MaxBatch(4, "latency", fit(), None))])
     assert "INCOMPLETE" not in render_compare(Comparison(side("a"), side("b"), (), ()))
+
+
+def test_the_headline_names_the_kernel_latency_and_overlap_an_engine_charges():
+    """A GPU engine adds each kernel's latency to its work (A100: 2.62 us back to back, gpu-small-kernels) under
+    'serial'; the plain roofline shows the datasheet's launch overhead under the device's 'max'."""
+    on_engine = render(analyze(legacy_names(), device="a100-sxm4-80gb", engine="tensorrt"), "table", top=1)
+    assert "kernel latency 2.62 us (serial overlap)" in on_engine
+    plain = render(analyze(legacy_names(), device="a100-sxm4-80gb"), "table", top=1)
+    assert "launch 4.20 us (max overlap)" in plain
