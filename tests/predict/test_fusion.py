@@ -132,9 +132,8 @@ def test_a_kernel_of_quantized_convolutions_reads_and_writes_int8():
     assert analysis.totals.params == 576 + 1 + 1  # the int8 weight and the scale and zero point, once each
 
 
-def test_attention_is_one_kernel_where_the_engine_fuses_it():
-    """q @ k -> Div -> Softmax -> @ v: one kernel under TensorRT's rules; without attention fusion the product
-    takes the Div only and the softmax and the second product are kernels of their own."""
+def _attention_block():
+    """q @ k -> Div -> Softmax -> @ v on two heads of 16 positions by 8."""
     nodes = [
         helper.make_node("MatMul", ["q", "k"], ["s"], name="scores"),
         helper.make_node("Div", ["s", "d"], ["t"], name="scale"),
@@ -142,7 +141,13 @@ def test_attention_is_one_kernel_where_the_engine_fuses_it():
         helper.make_node("MatMul", ["p", "v"], ["o"], name="context"),
     ]
     inputs = [_v("q", 1, 2, 16, 8), _v("k", 1, 2, 8, 16), _v("v", 1, 2, 16, 8)]
-    graph = loaded_graph(nodes, inputs, [_v("o", 1, 2, 16, 8)], [_w("d", 1)])
+    return loaded_graph(nodes, inputs, [_v("o", 1, 2, 16, 8)], [_w("d", 1)])
+
+
+def test_attention_is_one_kernel_where_the_engine_fuses_it():
+    """q @ k -> Div -> Softmax -> @ v: one kernel under TensorRT's rules; without attention fusion the product
+    takes the Div only and the softmax and the second product are kernels of their own."""
+    graph = _attention_block()
     assert _kernels(fuse(graph, TENSORRT_FUSION)) == [("scores", "scale", "softmax", "context")]
     products_only = FusionRules("products", True, False, False, False, False, False, "test")
     assert _kernels(fuse(graph, products_only)) == [("scores", "scale"), ("softmax",), ("context",)]
@@ -151,14 +156,7 @@ def test_attention_is_one_kernel_where_the_engine_fuses_it():
 def test_attention_is_one_kernel_from_the_release_that_fuses_it_on():
     """TensorRT before 8.6 runs the block above as its products and softmax: the first product takes the Div, the
     softmax and the second product are kernels of their own; 8.6, 8.6.1, 10.0 and no release named fuse it."""
-    nodes = [
-        helper.make_node("MatMul", ["q", "k"], ["s"], name="scores"),
-        helper.make_node("Div", ["s", "d"], ["t"], name="scale"),
-        helper.make_node("Softmax", ["t"], ["p"], name="softmax", axis=-1),
-        helper.make_node("MatMul", ["p", "v"], ["o"], name="context"),
-    ]
-    inputs = [_v("q", 1, 2, 16, 8), _v("k", 1, 2, 8, 16), _v("v", 1, 2, 16, 8)]
-    graph = loaded_graph(nodes, inputs, [_v("o", 1, 2, 16, 8)], [_w("d", 1)])
+    graph = _attention_block()
     one = [("scores", "scale", "softmax", "context")]
     for release in ("8.0", "8.2.1", "8.5"):
         assert _kernels(fuse(graph, TENSORRT_FUSION.at(release))) == [("scores", "scale"), ("softmax",), ("context",)]
