@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from onnxroof.devices.schema import Device
 from onnxroof.errors import UserError
 
-__all__ = ["ENGINES", "ONNXRUNTIME", "ROOFLINE", "Engine", "release_key", "split_engine", "with_engine"]
+__all__ = ["ENGINES", "ONNXRUNTIME", "ROOFLINE", "Engine", "parse_engine", "release_key", "split_engine", "with_engine"]
 
 ROOFLINE = "roofline"
 ONNXRUNTIME = "onnxruntime"
@@ -64,10 +64,9 @@ def release_key(release: str) -> tuple[int, ...]:
     return tuple(int(part) for part in release.split("."))
 
 
-def with_engine(device: Device, spec: str) -> Device:
-    """``device`` run by the engine ``spec`` names (``NAME`` or ``NAME:RELEASE``): a UserError for an unknown
-    engine, one that does not run on the device's kind, a release of an engine none of whose profile depends on
-    its release, and onnxruntime on a device without a calibration (its ceilings are measured, not published)."""
+def parse_engine(spec: str) -> tuple[Engine, str | None]:
+    """The engine and release ``spec`` names (``NAME`` or ``NAME:RELEASE``): a UserError for an unknown engine and
+    for a release of an engine none of whose profile depends on its release."""
     name, colon, release = spec.partition(":")
     engine = ENGINES.get(name)
     if engine is None:
@@ -78,6 +77,15 @@ def with_engine(device: Device, spec: str) -> Device:
             f"engine {name} takes no release {release!r}" if not engine.by_release else f"bad release {release!r}",
             hint=f"a release is dotted numbers (tensorrt:8.2), for {', '.join(releases)}",
         )
+    return engine, release or None
+
+
+def with_engine(device: Device, spec: str) -> Device:
+    """``device`` run by the engine ``spec`` names (``NAME`` or ``NAME:RELEASE``, :func:`parse_engine`): a
+    UserError as there, for an engine that does not run on the device's kind, and for onnxruntime on a device
+    without a calibration (its ceilings are measured, not published)."""
+    engine, release = parse_engine(spec)
+    name = engine.name
     if device.kind not in engine.kinds:
         raise UserError(
             f"engine {name} runs on {' and '.join(sorted(engine.kinds))} devices; {device.key} is a {device.kind}",
@@ -93,4 +101,4 @@ def with_engine(device: Device, spec: str) -> Device:
                 hint=f"use -d host (this machine, calibrated), or one of {others}",
             )
         return device
-    return dataclasses.replace(device, engine=name, engine_release=release or None)
+    return dataclasses.replace(device, engine=name, engine_release=release)

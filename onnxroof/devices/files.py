@@ -20,7 +20,7 @@ else:  # Python 3.10: the same parser, released on its own
     import tomli as tomllib
 
 from onnxroof import atomic
-from onnxroof.devices.engines import ENGINES
+from onnxroof.devices.engines import parse_engine
 from onnxroof.devices.schema import (
     CACHE_SCOPES,
     CEILING_NAMES,
@@ -336,11 +336,11 @@ def device_from_dict(key: str, data: Mapping[str, Any], *, origin: str | None = 
 
     engine = release = None
     if "engine" in data:
-        engine, _, release = _text(data, "engine", where).partition(":")
-        if engine not in ENGINES:
-            raise _fail(where, f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
-        if release and not ENGINES[engine].by_release:
-            raise _fail(where, f"engine {engine} takes no release {release!r}")
+        try:
+            named, release = parse_engine(_text(data, "engine", where))
+        except UserError as exc:
+            raise _fail(where, exc.message, exc.hint) from exc
+        engine = named.name
 
     ceilings_raw = data.get("ceilings", {})
     if not isinstance(ceilings_raw, Mapping):
@@ -360,7 +360,7 @@ def device_from_dict(key: str, data: Mapping[str, Any], *, origin: str | None = 
         launch_overhead=_sourced(data, "launch_overhead", where, allow_zero=True),
         caches=tuple(_cache(c, i, where) for i, c in enumerate(caches_raw)),
         engine=engine,
-        engine_release=release or None,
+        engine_release=release,
         run_overhead=_sourced(data, "run_overhead", where, allow_zero=True) if "run_overhead" in data else None,
         ceilings=FrozenMap(ceilings),
         calibration=_calibration(data["calibration"], where) if "calibration" in data else None,
