@@ -20,10 +20,13 @@ Kernels: the unfused path's launches, stated per op (projection GEMM, ``Q K^T`` 
 flash-style fused kernel launches fewer.
 
 Bytes: each input read once and each output written once (past and present key/value caches included), except
-RotaryEmbedding's cos/sin caches, of which only the rows of the positions used are read.
+RotaryEmbedding's cos/sin caches, of which only the rows of the positions used are read, and GroupQueryAttention,
+which reads the valid rows of its cache and writes the rows it adds (see ``_gqa_cache``).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from onnxroof.costs import OTHER, Cost, NodeView, register, weight_params
 from onnxroof.costs.common import (
@@ -32,6 +35,7 @@ from onnxroof.costs.common import (
     SOFTCAP_FLOPS,
     AttentionDims,
     cache_rows_bytes,
+    input_bytes,
     io_bytes,
     rotated_elements,
     score_flops,
@@ -190,17 +194,60 @@ def multi_head_attention(node: NodeView) -> Cost:
     return _cost(node, dims.macs, flops, MHA_KERNELS, notes)
 
 
+# GroupQueryAttention's inputs (onnxruntime's bert_defs.cc): query, key, value, past_key, past_value, seqlens_k,
+# total_sequence_length, cos_cache, sin_cache, position_ids, attention_bias, head_sink.
+_GQA_PAST_KEY, _GQA_TOTAL, _GQA_COS, _GQA_SIN, _GQA_BIAS = 3, 6, 7, 8, 10
+_GQA_PLAIN = (0, 1, 2, 5, 6, 9, 10, 11)
+
+
+class _KvCache(NamedTuple):
+    """GroupQueryAttention's key/value cache this call: ``total`` rows L attended, ``past`` valid rows read from
+    the past buffer, ``written`` rows written to each present cache, and one row's bytes of one cache."""
+
+    total: int
+    past: int
+    written: int
+    row_bytes: float
+
+
+def _gqa_cache(node: NodeView, b: int, s: int, kv_heads: int, h: int, notes: list[str]) -> _KvCache:
+    """The cache onnxruntime's GroupQueryAttention runs on. Its present length is ``max(total_sequence_length,
+    past length)`` (group_query_attention_helper.h), and past rows are right-padded to the buffer, so:
+
+    - a past buffer at least ``total_sequence_length`` long is the buffer past and present share
+      (``past_present_share_buffer``, what onnxruntime GenAI runs): its ``L - S`` valid rows are read and only
+      the S new rows are written;
+    - a shorter past is all valid (``L - S`` rows) and the present is a new tensor of all L rows.
+    """
+    past = node.input(_GQA_PAST_KEY)
+    buffer = past.need_shape()[2] if past is not None else 0
+    dtype_of = past or node.input(1) or node.need_input(0, "query")
+    row_bytes = b * kv_heads * h * dtype_of.itemsize
+    known = node.constant(_GQA_TOTAL)
+    if known is not None and known.size == 1:
+        total = int(known.reshape(-1)[0])
+    else:
+        total = buffer + s
+        if past is not None:
+            notes.append("total_sequence_length unknown: the past buffer counted as all valid")
+    shared = past is not None and buffer >= total
+    return _KvCache(total, max(total - s, 0), s if shared else total, row_bytes)
+
+
 @register("com.microsoft::GroupQueryAttention", engine="matmul")
 def group_query_attention(node: NodeView) -> Cost:
     """GroupQueryAttention: N query heads share ``kv_num_heads`` key/value heads; query ``[B, S, N*H]`` with key
-    and value ``[B, S, Nkv*H]``, or packed ``[B, S, (N + 2*Nkv)*H]``. L = the constant total_sequence_length input,
-    else past_key length + S (noted), else S.
+    and value ``[B, S, Nkv*H]``, or packed ``[B, S, (N + 2*Nkv)*H]``; L the total key length (``_gqa_cache``).
 
     - MACs = ``2 * B*N*S*L*H`` (scores and context; every query head reads its group's K and V);
     - FLOPs = 2 * MACs + 6 per score element (scale 1, softmax 5) + 3 per score element with ``softcap``
       + 1 per score element with attention_bias + 3 per rotated element of Q and K with ``do_rotary``
       (``B*S*(N + Nkv)*H``).
-    Kernels: 3, plus 1 for the rotary embedding.
+
+    Bytes: the new Q, K and V and the small inputs read once; of the past caches the ``L - S`` valid rows of K
+    and V; of cos_cache and sin_cache the rows of the S new positions (per batch entry, at most the cache's
+    length); the output written once and each present cache's rows written (the S new ones in a shared buffer,
+    all L otherwise). Kernels: 3, plus 1 for the rotary embedding.
     """
     q = node.need_input(0, "query")
     b, s, d = _bsd(node, q)
@@ -209,23 +256,32 @@ def group_query_attention(node: NodeView) -> Cost:
         raise UnknownShape(f"{node.name}: GroupQueryAttention has no kv_num_heads attribute")
     h = d // (heads + 2 * kv_heads) if node.input(1) is None else d // heads
     notes: list[str] = []
-    total_len = node.constant(6)
-    if total_len is not None and total_len.size == 1:
-        total = int(total_len.reshape(-1)[0])
-    elif (past := node.input(3)) is not None:
-        total = past.need_shape()[2] + s
-        notes.append("total_sequence_length unknown: past_key length + sequence length counted")
-    else:
-        total = s
-    dims = AttentionDims(b, s, s, total, heads, h, h)
-    flops = 2 * dims.macs + _score_flops(node, dims, -1, 10)
+    cache = _gqa_cache(node, b, s, kv_heads, h, notes)
+    dims = AttentionDims(b, s, s, cache.total, heads, h, h)
+    flops = 2 * dims.macs + _score_flops(node, dims, -1, _GQA_BIAS)
     if float(node.attr("softcap", 0.0)) > 0:
         flops += SOFTCAP_FLOPS * dims.scores
     kernels = MHA_KERNELS
     if node.attr("do_rotary", 0):
         flops += ROTARY_FLOPS * b * s * (heads + kv_heads) * h
         kernels += 1
-    return _cost(node, dims.macs, flops, kernels, notes)
+    read = input_bytes([node.input(i) for i in _GQA_PLAIN]) + 2 * cache.past * cache.row_bytes
+    for rotary in (node.input(_GQA_COS), node.input(_GQA_SIN)):
+        if rotary is not None:
+            read += cache_rows_bytes(rotary, b * s)
+    written = b * s * heads * h * q.itemsize + 2 * cache.written * cache.row_bytes
+    qk = node.output(3)
+    if qk is not None:
+        written += dims.scores * q.itemsize
+    cost = Cost(
+        flops=flops,
+        macs=dims.macs,
+        bytes_read=read,
+        bytes_written=written,
+        params=weight_params(node.inputs),
+        kernels=kernels,
+    )
+    return cost.with_note("; ".join(notes)) if notes else cost
 
 
 @register("com.microsoft::RotaryEmbedding", engine=OTHER)

@@ -39,6 +39,7 @@ from onnxroof.ir import InvalidNode, Tensor, UnknownShape, format_shape
 
 __all__ = [
     "ACCUMULATOR_SCALE_FLOPS",
+    "ACTIVATION_QUANTIZE_FLOPS",
     "DYNAMIC_RANGE_FLOPS",
     "WEIGHT_DEQUANTIZE_FLOPS",
     "MatMulDims",
@@ -62,6 +63,12 @@ DYNAMIC_RANGE_FLOPS: float = 2
 # FLOPs per weight element to dequantize a block-quantized weight (MatMulNBits): ``(q - zero_point) * scale``,
 # one subtract and one multiply (as DequantizeLinear), done once per call.
 WEIGHT_DEQUANTIZE_FLOPS: float = 2
+
+# FLOPs per element of A that MatMulNBits quantizes to int8 in blocks along K at accuracy_level 4: an absolute
+# value and a max for the block's range, and a multiply by its inverse scale (the rounding is a conversion, free
+# as Cast is).
+ACTIVATION_QUANTIZE_FLOPS: float = 3
+INT8_ACCURACY_LEVEL = 4  # onnxruntime's "input int8, accumulator int32"
 
 
 class MatMulDims(NamedTuple):
@@ -252,13 +259,16 @@ def matmul_nbits(node: NodeView) -> Cost:
     ``[..., K]`` times a ``K x N`` weight stored block-quantized in ``bits`` bits. prod(A.shape[:-1]) * N * K MACs,
     2 FLOPs each, plus :data:`WEIGHT_DEQUANTIZE_FLOPS` per weight element (N*K, dequantized once per call) and
     one add per output element for the bias. Bytes are the packed bytes actually stored; params count the N*K
-    logical weights (not the packed bytes) plus the scales, zero points and bias."""
+    logical weights (not the packed bytes) plus the scales, zero points and bias. At ``accuracy_level`` 4, A is
+    quantized to int8 first: :data:`ACTIVATION_QUANTIZE_FLOPS` per element of A."""
     a = _need(node, 0)[0]
     k, n = int(node.attr("K")), int(node.attr("N"))
     rows = prod(a.need_shape()[:-1])
     out_shape = (*a.need_shape()[:-1], n)
     macs = rows * n * k
     flops = 2 * macs + WEIGHT_DEQUANTIZE_FLOPS * n * k + _present(node, 5) * rows * n
+    if int(node.attr("accuracy_level", 0)) == INT8_ACCURACY_LEVEL:
+        flops += ACTIVATION_QUANTIZE_FLOPS * rows * k
     cost = mac_kernel_cost(with_output_shape(node, out_shape, a.dtype), flops, macs)
     packed = node.input(1)
     others = [t for i, t in enumerate(node.inputs) if i != 1]

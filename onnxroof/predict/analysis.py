@@ -72,10 +72,27 @@ class UnsupportedOpWarning(UserWarning):
     """An op has no cost function: it is charged its tensor bytes only."""
 
 
-def node_precision(op_type: str, inputs: Sequence[Tensor | None], outputs: Sequence[Tensor | None]) -> str:
+# Ops whose integer inputs are weights stored in a few bits and unpacked inside the product (weight-only
+# quantization): they compute at A's type, or at int8 with ``accuracy_level`` 4 ("input int8, accumulator int32",
+# onnxruntime's matmul_nbits.cc; levels 1-3 fall back to A's type there, fp16 to fp32 on a CPU).
+_WEIGHT_ONLY: frozenset[str] = frozenset({"MatMulNBits"})
+_INT8_ACCURACY_LEVEL = 4
+
+
+def node_precision(
+    op_type: str,
+    inputs: Sequence[Tensor | None],
+    outputs: Sequence[Tensor | None],
+    attrs: Mapping[str, Any] | None = None,
+) -> str:
     """The precision a node computes at, from its dtypes: int8 when it consumes 8-bit integers (quantized ops),
-    else the first floating-point input's (or output's) type; fp32 for integer-only ops."""
-    if op_type != "DequantizeLinear" and any(t is not None and t.dtype in _INT8 for t in inputs):
+    else the first floating-point input's (or output's) type; fp32 for integer-only ops. A weight-only quantized
+    product computes at its activations' type unless its ``accuracy_level`` asks for int8."""
+    if op_type in _WEIGHT_ONLY:
+        if int((attrs or {}).get("accuracy_level") or 0) == _INT8_ACCURACY_LEVEL:
+            return "int8"
+        inputs = inputs[:1]
+    elif op_type != "DequantizeLinear" and any(t is not None and t.dtype in _INT8 for t in inputs):
         return "int8"
     for t in list(inputs) + list(outputs):
         if t is not None and t.dtype in _FLOAT_PRECISION:
@@ -380,7 +397,7 @@ class _Walk:
         cost, reason = self.coster.cost(view)
         if ran:
             cost = replace(cost, note="; ".join(n for n in (cost.note, RUN_NOTE) if n))
-        prec = self.precision or node_precision(node.op_type, ins, outs)
+        prec = self.precision or node_precision(node.op_type, ins, outs, node.attrs)
         if self.profile is not None:  # an If's branch is predicted node by node: its own analysis
             inner = functools.partial(
                 _analyze_graph, dev=dev, precision=self.precision, profile=self.profile, progress=None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from onnxroof.ir import UnknownShape
-from tests.helpers import INT32, INT64, T, W, cost_of, make_node
+from tests.helpers import FLOAT16, INT32, INT64, T, W, cost_of, make_node
 
 MS = "com.microsoft"
 
@@ -124,6 +124,65 @@ def test_group_query_attention():
     cost = cost_of(node)
     assert cost.macs == 2 * (1 * 4 * 4 * 10 * 16) == 5120
     assert cost.flops == 2 * 5120 + 6 * (1 * 4 * 4 * 10) == 11200
+
+
+def gqa_step(past_rows: int, total: int | None, *, seq: int = 1, rotary: bool = False):
+    """A GroupQueryAttention call in fp16: batch 1, ``seq`` new tokens, 4 query heads of 16 sharing 2 KV heads,
+    a past cache of ``past_rows`` rows, total_sequence_length ``total`` (None: not a constant)."""
+    half = FLOAT16
+    past_key = T([1, 2, past_rows, 16], half) if past_rows else None
+    past_value = T([1, 2, past_rows, 16], half) if past_rows else None
+    inputs = [T([1, seq, 64], half), T([1, seq, 32], half), T([1, seq, 32], half), past_key, past_value]
+    inputs += [T([1], INT32), T([], INT32)]
+    if rotary:
+        inputs += [W([64, 8], half), W([64, 8], half)]
+    outputs = [T([1, seq, 64], half), T(None, half), T(None, half)]
+    attrs = {"do_rotary": 1} if rotary else {}
+    constants = {6: total} if total is not None else {}
+    return make_node(
+        "GroupQueryAttention", inputs, outputs, domain=MS, num_heads=4, kv_num_heads=2, constants=constants, **attrs
+    )
+
+
+# One row of one fp16 cache at batch 1: 2 KV heads x 16 x 2 bytes.
+KV_ROW = 2 * 16 * 2  # 64
+
+
+def test_group_query_attention_shared_buffer_decode():
+    # A 64-row buffer holding 10 valid rows; one new token makes L = 11 (total_sequence_length).
+    cost = cost_of(gqa_step(64, 11, rotary=True))
+    assert cost.macs == 2 * (1 * 4 * 1 * 11 * 16) == 1408
+    scores = 1 * 4 * 1 * 11  # 44
+    rotated = 1 * 1 * (4 + 2) * 16  # 96 elements of Q and K
+    assert cost.flops == 2 * 1408 + 6 * scores + 3 * rotated == 3368
+    # query 64*2 + key 32*2 + value 32*2 + seqlens_k 4 + total 4; the 10 valid rows of both caches; of cos and
+    # sin the one row of the new position (8 fp16 each); not the 54 empty rows of the buffer
+    new_inputs = 128 + 64 + 64 + 4 + 4
+    assert cost.bytes_read == new_inputs + 2 * 10 * KV_ROW + 2 * 1 * 8 * 2 == 1576
+    # the output 64*2, and only the new row of each cache: the buffer is shared with the present
+    assert cost.bytes_written == 128 + 2 * 1 * KV_ROW == 256
+
+
+def test_group_query_attention_concatenating_past():
+    # A past of exactly the 10 valid rows: the present is a new tensor of all 11 rows
+    cost = cost_of(gqa_step(10, 11))
+    assert cost.bytes_read == (128 + 64 + 64 + 4 + 4) + 2 * 10 * KV_ROW
+    assert cost.bytes_written == 128 + 2 * 11 * KV_ROW
+
+
+def test_group_query_attention_prefill():
+    # 8 prompt tokens, no past: L = S = 8; both present caches written in full
+    cost = cost_of(gqa_step(0, 8, seq=8))
+    assert cost.macs == 2 * (4 * 8 * 8 * 16) == 8192
+    assert cost.bytes_read == 8 * (128 + 64 + 64) + 4 + 4
+    assert cost.bytes_written == 8 * 128 + 2 * 8 * KV_ROW
+
+
+def test_group_query_attention_unknown_total_counts_the_buffer():
+    cost = cost_of(gqa_step(64, None))
+    # L = 64 + 1: the whole buffer counted as valid past, and said so
+    assert cost.macs == 2 * (4 * 1 * 65 * 16)
+    assert "total_sequence_length unknown" in cost.note
 
 
 def test_rotary_embedding():

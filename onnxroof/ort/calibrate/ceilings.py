@@ -71,7 +71,7 @@ def peak_candidates(samples: Sequence[Sample], precision: str = "fp32") -> list[
         for x in samples
         if x.part == "node"
         and op_classes.op_class(x.view) in COMPUTE_CLASSES
-        and node_precision(x.view.op_type, x.view.inputs, x.view.outputs) == precision
+        and node_precision(x.view.op_type, x.view.inputs, x.view.outputs, x.view.attrs) == precision
         and x.time_s >= PEAK_MIN_S
         and x.cost.flops > 0
     ]
@@ -181,7 +181,7 @@ class _Points:
         cls = op_classes.op_class(s.view)
         if cls not in COMPUTE_CLASSES and cls not in MEMORY_CLASSES:
             return
-        precision = node_precision(s.view.op_type, s.view.inputs, s.view.outputs)
+        precision = node_precision(s.view.op_type, s.view.inputs, s.view.outputs, s.view.attrs)
         pred, note = engine.predict_engine(s.view, s.cost, precision, device)
         flops, nbytes = class_work.ceiling_work(s.view, s.cost, cls)
         if cls in COMPUTE_CLASSES and not _memory_point(cls, pred.compute_time_s, pred.memory_time_s):
