@@ -6,6 +6,10 @@ needs neither network access nor a deep-learning framework. The networks follow 
 paper 001's Conv2D and LSTM kernels). Every model has one graph input named ``input`` with a fixed shape and
 its main output named ``output``.
 
+Decoders are a family of their own (decoder.py): ``decoder_names()`` lists them as ``SHAPE-QUANT``
+(``llama-3-8b-int4``), one forward step in onnxruntime GenAI's layout with symbolic batch and sequence dims, and
+``build_decoder(name)`` builds one.
+
 ``build(name, weights=False)`` gives the same graph with every initializer reduced to its name, dims and dtype,
 pointing at external data that does not exist: enough for shape inference and cost analysis without
 materialising the weights (VGG-16 alone holds 553 MB of float32).
@@ -20,6 +24,7 @@ from typing import Any
 import onnx
 
 from .alexnet import alexnet
+from .decoder import DECODERS, genai_decoder
 from .kernels import conv2d_kernel, lstm_kernel
 from .mobilenet import mobilenetv2
 from .resnet import resnet18, resnet34, resnet50
@@ -27,7 +32,10 @@ from .unet import unet
 from .vgg import vgg16
 from .vit import vit_b_16
 
-__all__ = ["build", "describe", "names"]
+__all__ = ["build", "build_decoder", "decoder_names", "describe", "names"]
+
+# The weight formats the zoo builds each decoder in: 4-bit blocks (CPU, fp32 activations) and fp16.
+_DECODER_QUANTS = ("int4", "fp16")
 
 
 @dataclass(frozen=True)
@@ -106,3 +114,16 @@ def _entry(name: str) -> _Entry:
         return _ZOO[name]
     except KeyError:
         raise KeyError(f"unknown zoo model {name!r}; known: {', '.join(names())}") from None
+
+
+def decoder_names() -> list[str]:
+    """The zoo's decoders as ``SHAPE-QUANT``, sorted."""
+    return sorted(f"{shape}-{quant}" for shape in DECODERS for quant in _DECODER_QUANTS)
+
+
+def build_decoder(name: str, *, weights: bool = True) -> onnx.ModelProto:
+    """Build zoo decoder ``name`` (one of :func:`decoder_names`); KeyError for an unknown name."""
+    if name not in decoder_names():
+        raise KeyError(f"unknown zoo decoder {name!r}; known: {', '.join(decoder_names())}")
+    shape, quant = name.rsplit("-", 1)
+    return genai_decoder(shape, quant=quant, weights=weights)  # type: ignore[arg-type]

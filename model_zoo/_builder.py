@@ -81,21 +81,24 @@ class GraphBuilder:
         init: Init = "he",
         fan_in: int | None = None,
         std: float | None = None,
+        dtype: int = TensorProto.FLOAT,
     ) -> str:
-        """A float32 initializer of ``shape``; returns its name.
+        """An initializer of ``shape`` (float32 unless ``dtype`` says float16 or uint8); returns its name.
 
         ``init="he"`` draws a normal with std ``sqrt(2 / fan_in)`` (``fan_in`` defaults to the product of all
-        dims but the first, as for a conv kernel ``[out, in, kh, kw]``); ``init="normal"`` uses ``std``.
-        With ``weights=False`` no values are drawn and the tensor points at external data instead.
+        dims but the first, as for a conv kernel ``[out, in, kh, kw]``); ``init="normal"`` uses ``std``. A uint8
+        tensor (packed low-bit weights) is drawn uniformly over its 256 values. With ``weights=False`` no values
+        are drawn and the tensor points at external data instead.
         """
         name = self.unique(name)
         dims = [int(d) for d in shape]
+        np_dtype = helper.tensor_dtype_to_np_dtype(dtype)
         if not self.weights:
             tensor = TensorProto()
             tensor.name = name
-            tensor.data_type = TensorProto.FLOAT
+            tensor.data_type = dtype
             tensor.dims.extend(dims)
-            length = prod(dims) * 4
+            length = prod(dims) * np_dtype.itemsize
             tensor.data_location = TensorProto.EXTERNAL
             for key, value in (
                 ("location", self.external_location),
@@ -106,6 +109,10 @@ class GraphBuilder:
                 entry.key, entry.value = key, value
             self._external_offset += length
             self.initializers.append(tensor)
+            return name
+        if dtype == TensorProto.UINT8:
+            packed = self.rng.integers(0, 256, dims, dtype=np.uint8)
+            self.initializers.append(numpy_helper.from_array(packed, name))
             return name
         if init == "zeros":
             array = np.zeros(dims, dtype=np.float32)
@@ -122,7 +129,7 @@ class GraphBuilder:
             else:
                 raise ValueError(f"unknown init {init!r}")
             array = self.rng.standard_normal(dims, dtype=np.float32) * np.float32(scale)
-        self.initializers.append(numpy_helper.from_array(array, name))
+        self.initializers.append(numpy_helper.from_array(array.astype(np_dtype), name))
         return name
 
     def const(self, value: np.ndarray | Sequence[int] | float, name: str = "const") -> str:
@@ -296,21 +303,29 @@ class GraphBuilder:
 
     def model(
         self,
-        inputs: Sequence[tuple[str, Sequence[int]]],
-        outputs: Sequence[tuple[str, Sequence[int]]],
+        inputs: Sequence[tuple[str, Sequence[int | str]] | tuple[str, Sequence[int | str], int]],
+        outputs: Sequence[tuple[str, Sequence[int | str]] | tuple[str, Sequence[int | str], int]],
+        *,
+        domains: Sequence[str] = (),
     ) -> onnx.ModelProto:
-        """The ModelProto: float32 graph inputs and outputs with fixed shapes, opset 17, IR version 8."""
+        """The ModelProto: graph inputs and outputs as ``(name, shape)`` (float32) or ``(name, shape, dtype)``,
+        a dim given as a string being symbolic; opset 17, version 1 of each of ``domains``, IR version 8."""
+
+        def value_info(spec: tuple) -> onnx.ValueInfoProto:
+            name, shape, *dtype = spec
+            return helper.make_tensor_value_info(name, dtype[0] if dtype else TensorProto.FLOAT, list(shape))
+
         graph = helper.make_graph(
             self.nodes,
             self.name,
-            [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in inputs],
-            [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in outputs],
+            [value_info(spec) for spec in inputs],
+            [value_info(spec) for spec in outputs],
             initializer=self.initializers,
             doc_string=self.doc,
         )
         model = helper.make_model(
             graph,
-            opset_imports=[helper.make_opsetid("", OPSET)],
+            opset_imports=[helper.make_opsetid("", OPSET), *(helper.make_opsetid(d, 1) for d in domains)],
             producer_name="onnxroof.model_zoo",
             ir_version=IR_VERSION,
         )

@@ -67,10 +67,13 @@ __all__ = [
     "compute_cost",
     "distinct_tensors",
     "engine_class",
+    "logical_weights",
     "lookup",
     "node_view",
+    "reads_packed",
     "register",
     "register_backward",
+    "register_packed",
     "registered_backward_ops",
     "registered_ops",
     "weight_params",
@@ -271,6 +274,43 @@ def register(*ops: str, engine: str) -> Callable[[CostFn], CostFn]:
         return fn
 
     return decorate
+
+
+# The weights an op stores packed (several low-bit values per element) and how many values each holds: by op key,
+# a function from the node to {input index: logical elements}.
+PackedFn = Callable[[NodeView], Mapping[int, int]]
+_PACKED: dict[tuple[str, str], PackedFn] = {}
+
+
+def register_packed(*ops: str) -> Callable[[PackedFn], PackedFn]:
+    """Register, for ops named as ``register`` names them, the logical element counts of the packed weights they
+    read (MatMulNBits' 4-bit B holds two weights a byte): params count those, not the bytes stored."""
+
+    def decorate(fn: PackedFn) -> PackedFn:
+        for op in ops:
+            _PACKED[_key(op)] = fn
+        return fn
+
+    return decorate
+
+
+def reads_packed(domain: str, op_type: str) -> bool:
+    """Whether the op reads packed weights (``register_packed``)."""
+    _load_families()
+    return (op_domain(domain), op_type) in _PACKED
+
+
+def logical_weights(node: NodeView) -> dict[str, int]:
+    """The node's packed weights by name, each with the logical elements it holds; empty for other nodes."""
+    _load_families()
+    fn = _PACKED.get((op_domain(node.domain), node.op_type))
+    if fn is None:
+        return {}
+    return {
+        t.name: count
+        for i, count in fn(node).items()
+        if (t := node.input(i)) is not None and t.is_weight and t.shape is not None
+    }
 
 
 def register_backward(*ops: str) -> Callable[[BackwardFn], BackwardFn]:

@@ -26,7 +26,16 @@ from dataclasses import replace
 from math import prod
 from typing import NamedTuple
 
-from onnxroof.costs import OTHER, Cost, NodeView, register, register_backward, weight_params
+from onnxroof.costs import (
+    OTHER,
+    Cost,
+    NodeView,
+    logical_weights,
+    register,
+    register_backward,
+    register_packed,
+    weight_params,
+)
 from onnxroof.costs.common import (
     REQUANTIZE_FLOPS,
     activation_flops,
@@ -253,6 +262,12 @@ def qgemm(node: NodeView) -> Cost:
     return mac_kernel_cost(resolved, 2 * dims.macs + per_output * prod(dims.out_shape), dims.macs)
 
 
+@register_packed("com.microsoft::MatMulNBits")
+def matmul_nbits_weights(node: NodeView) -> dict[int, int]:
+    """B (input 1) holds the N*K weights, ``bits`` each."""
+    return {1: int(node.attr("N")) * int(node.attr("K"))}
+
+
 @register("com.microsoft::MatMulNBits", engine="gemm")
 def matmul_nbits(node: NodeView) -> Cost:
     """onnxruntime MatMulNBits (A, B packed, scales, zero_points, g_idx, bias; attributes K, N, bits): A
@@ -270,10 +285,8 @@ def matmul_nbits(node: NodeView) -> Cost:
     if int(node.attr("accuracy_level", 0)) == INT8_ACCURACY_LEVEL:
         flops += ACTIVATION_QUANTIZE_FLOPS * rows * k
     cost = mac_kernel_cost(with_output_shape(node, out_shape, a.dtype), flops, macs)
-    packed = node.input(1)
     others = [t for i, t in enumerate(node.inputs) if i != 1]
-    logical = n * k if packed is not None and packed.is_weight else 0
-    return replace(cost, params=weight_params(others) + logical)
+    return replace(cost, params=weight_params(others) + sum(logical_weights(node).values()))
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ from typing import NamedTuple
 import numpy as np
 
 from onnxroof.ir import DEFAULT_DOMAINS, Graph, Node, Tensor
+from onnxroof.load.evaluate import evaluate
+from onnxroof.load.fold import FOLD_LIMIT
 from onnxroof.load.read import RawGraph, ValueTypes, read_graph, value_types
 from onnxroof.protos import AttributeProto, GraphProto, TensorProto
 
@@ -49,12 +51,15 @@ def assemble(
     typed_graph: Callable[[], GraphProto],
     outer: MutableMapping[str, Tensor] | None = None,
     outer_constants: MutableMapping[str, np.ndarray] | None = None,
+    opset: int = 0,
 ) -> Assembled:
     """A graph from its value types and its nodes and initializers as read. A top-level graph takes ``types``, a
     dict read for it alone, as its tensor table. ``typed_graph`` gives the GraphProto whose node at each index
     is the node ``raw`` read there, its subgraphs typed (If/Loop/Scan bodies, inferred with it); it is read only
     for those subgraphs. A subgraph sees the enclosing scopes' tensors and constants, ``outer`` and
-    ``outer_constants``."""
+    ``outer_constants``. With the default-domain ``opset``, a folded node's small value (a Shape of a static
+    tensor and the arithmetic on it, up to FOLD_LIMIT elements) is a constant too: the cost functions that read
+    an input's value (GroupQueryAttention's ``total_sequence_length``) see it."""
     # A subgraph sees the enclosing scopes' tensors through a chain, not a copy: nested Ifs stay linear.
     constants: MutableMapping[str, np.ndarray] = ChainMap({}, outer_constants) if outer_constants else {}
     tensors: MutableMapping[str, Tensor]
@@ -91,6 +96,10 @@ def assemble(
             tensors[outputs[0]] = _new_tensor((outputs[0], constant_type[0], constant_type[1], True))
             if attrs["value"] is not None:
                 constants[outputs[0]] = attrs["value"]
+        if folded and outputs and outputs[0] not in constants and opset:
+            value = _folded_value(op_type, inputs, attrs, tensors, constants, opset)
+            if value is not None:
+                constants[outputs[0]] = value
         if folded:
             for o in outputs:
                 if o:
@@ -129,6 +138,31 @@ _NO_SUBGRAPHS: Mapping[str, Graph] = MappingProxyType({})  # shared by the nodes
 def _is_weight(tensors: Mapping[str, Tensor], name: str) -> bool:
     t = tensors.get(name)
     return t is not None and t.is_weight
+
+
+def _folded_value(
+    op_type: str,
+    inputs: Sequence[str],
+    attrs: Mapping[str, object],
+    tensors: Mapping[str, Tensor],
+    constants: Mapping[str, np.ndarray],
+    opset: int,
+) -> np.ndarray | None:
+    """A folded node's first output value where it is small and computable from what is known: a Shape or Size
+    of a static tensor, or an op the evaluator knows on known values; else None."""
+    if op_type in SHAPE_QUERIES:
+        shape = tensors[inputs[0]].shape
+        if shape is None:
+            return None
+        dims = np.array(shape, dtype=np.int64)
+        if op_type == "Size":
+            return np.array(dims.prod(), dtype=np.int64)
+        start, end = attrs.get("start", 0), attrs.get("end", len(dims))
+        return dims[int(start) : int(end)]  # type: ignore[call-overload]
+    if not all(name in constants for name in inputs if name):
+        return None
+    values = [constants[name] if name else None for name in inputs]
+    return evaluate(op_type, values, attrs, opset, FOLD_LIMIT)
 
 
 def _static_shape_query(op_type: str, domain: str, tensors: Mapping[str, Tensor], inputs: Sequence[str]) -> bool:

@@ -85,7 +85,7 @@ def load_graph(
         typed_model = ran.typed
         if typed_model is not None:  # its If branches hold the shapes the run found inside them
             typed = lambda: typed_model.graph  # noqa: E731
-    tensors, constants, nodes, runtime_inputs = assemble(types, raw, typed)
+    tensors, constants, nodes, runtime_inputs = assemble(types, raw, typed, opset=opset or 0)
     return Graph(
         name=display_name,
         nodes=tuple(nodes),

@@ -91,6 +91,10 @@ def _read_zoo(spec: str) -> ModelProto:
     import model_zoo
 
     name, _, query = spec[len(ZOO_PREFIX) :].partition("?")
+    if name in model_zoo.decoder_names():
+        if query:
+            raise UserError(f"zoo decoder {name} takes no options", "fix its dims with --dim, e.g. --dim batch_size=4")
+        return model_zoo.build_decoder(name, weights=False)
     options: dict[str, Any] = {}
     for part in filter(None, query.split("&")):
         key, sep, value = part.partition("=")
@@ -101,7 +105,8 @@ def _read_zoo(spec: str) -> ModelProto:
         except ValueError:
             raise UserError(f"zoo option {key}={value!r} is not an integer", "e.g. zoo:resnet50?batch=8") from None
     if name not in model_zoo.names():
-        raise UserError(f"no zoo model named {name!r}", "known: " + ", ".join(model_zoo.names()))
+        known = ", ".join([*model_zoo.names(), *model_zoo.decoder_names()])
+        raise UserError(f"no zoo model named {name!r}", "known: " + known)
     try:
         return model_zoo.build(name, weights=False, **options)
     except (TypeError, ValueError) as exc:

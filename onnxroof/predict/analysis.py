@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from onnxroof.costs import SHAPE, Cost, NodeView, compute_cost, node_view, weight_params
+from onnxroof.costs import SHAPE, Cost, NodeView, compute_cost, logical_weights, node_view, reads_packed, weight_params
 from onnxroof.devices import Device
 from onnxroof.ir import Graph, InvalidNode, Node, Tensor, UnknownShape
 from onnxroof.predict import roofline
@@ -423,6 +423,7 @@ def _analysis(walk: _Walk, runtime: Sequence[Node], results: list[NodeResult]) -
     main_precision = precision or _dominant_precision(weighted)
     run_overhead = dev.run_overhead.value if walk.profile is not None and dev.run_overhead is not None else 0.0
     params = weight_params(itertools.chain(_read_weights(runtime, graph.tensors), walk.subgraph_weights))
+    params += _unpacked_elements(runtime, graph)
     totals = replace(_totals(weighted, params, dev, main_precision, run_overhead), uncounted=len(coster.uncounted))
     if walk.profile is not None and walk.profile.host is not None:
         totals = _issued(totals, results, walk.profile.host)
@@ -472,6 +473,16 @@ def _computes_any(node: Node, names: frozenset[str]) -> bool:
 
 
 _new_result = functools.partial(tuple.__new__, NodeResult)  # NodeResult from a tuple, without the generated __new__
+
+
+def _unpacked_elements(runtime: Sequence[Node], graph: Graph) -> int:
+    """What the packed weights the runtime nodes read hold beyond their stored elements (two 4-bit weights a
+    byte): params count weights, not bytes. Each packed tensor once."""
+    logical: dict[str, int] = {}
+    for node in runtime:
+        if reads_packed(node.domain, node.op_type):
+            logical.update(logical_weights(node_view(node, graph)))
+    return sum(count - graph.tensors[name].numel for name, count in logical.items())
 
 
 def _read_weights(runtime: Sequence[Node], tensors: Mapping[str, Tensor]) -> list[Tensor]:

@@ -134,3 +134,15 @@ def test_a_legacy_swin_graph_is_inferred_without_the_symbolic_step_and_its_shape
     assert runtime["Slice"] == 4 and runtime["Concat"] == 2  # the two rolls of the shifted block
     folded = Counter(n.op_type for n in graph.nodes if n.folded)
     assert {"Range", "ConstantOfShape", "Where", "Equal", "Expand", "Tile", "Mod", "Shape"} <= set(folded)
+
+
+def test_the_values_of_small_folded_nodes_are_constants_of_the_graph():
+    # S = Shape(x)[2] = 4, and the 4 x 4 mask computed from it (0 on the diagonal, -100 off it) are known at load
+    # time: a cost function reading them as inputs sees their values.
+    graph = load_graph(_mask_model(4))
+    assert int(graph.constants["n"]) == 4
+    expected = np.where(np.eye(4, dtype=bool), 0.0, -100.0)
+    np.testing.assert_array_equal(graph.constants["mask"], expected)
+    # At S = 128 the mask's 16,384 values are more than folding materializes: only its size is known
+    large = load_graph(_mask_model(128))
+    assert int(large.constants["n"]) == 128 and "mask" not in large.constants
