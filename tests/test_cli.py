@@ -223,6 +223,7 @@ WRITERS = {
     "report": ["zoo:conv2d_kernel"],
     "explore": ["zoo:conv2d_kernel"],
     "fit": ["zoo:conv2d_kernel"],
+    "llm": ["zoo:tiny-decoder-int4", "--prompt", "4", "--generate", "2"],
 }
 
 

@@ -13,6 +13,7 @@ Commands:
   report MODEL    one offline HTML page: summary, devices, every figure, the sortable per-layer table
   explore MODEL   the rewrites that apply, ranked by predicted speedup on a device
   fit MODEL       deploy-time check: memory and latency budgets, largest batch, best device (exit 1 on a miss)
+  llm MODEL       a decoder's generation: time to first token, time per token, tokens/s, memory
   devices         the device catalog (peak FLOP/s per precision, bandwidth, launch overhead)
   zoo             the built-in models usable as zoo:NAME wherever a model path goes
   ops             the op types onnxroof has cost functions for
@@ -36,6 +37,7 @@ from onnxroof.cli import (
     devices,
     explore,
     fit,
+    llm,
     measure,
     ops,
     plot,
@@ -60,6 +62,7 @@ COMMANDS: dict[str, ModuleType] = {
     "report": report,
     "explore": explore,
     "fit": fit,
+    "llm": llm,
     "devices": devices,
     "zoo": zoo,
     "ops": ops,

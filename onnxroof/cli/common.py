@@ -56,14 +56,7 @@ def add_shape_options(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=SHAPE",
         help="fix an input's shape; NAME= for a scalar (repeatable)",
     )
-    parser.add_argument(
-        "--dim",
-        action="append",
-        default=[],
-        type=_pair("NAME=VALUE"),
-        metavar="NAME=VALUE",
-        help="fix a symbolic dim such as batch (repeatable)",
-    )
+    add_dim_option(parser)
     parser.add_argument(
         "--value",
         action="append",
@@ -73,6 +66,13 @@ def add_shape_options(parser: argparse.ArgumentParser) -> None:
         help="an input's value, a number or a comma-separated list: fed to the runs and written in as a constant "
         "for the analysis, so that shapes computed from it resolve (repeatable)",
     )
+
+
+def add_dim_option(
+    parser: argparse.ArgumentParser, help: str = "fix a symbolic dim such as batch (repeatable)"
+) -> None:
+    """--dim NAME=VALUE, repeatable; ``dims(args)`` reads it."""
+    parser.add_argument("--dim", action="append", default=[], type=_pair("NAME=VALUE"), metavar="NAME=VALUE", help=help)
 
 
 def add_what_if_options(parser: argparse.ArgumentParser) -> None:

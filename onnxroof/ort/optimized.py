@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from math import prod
 
 import onnx
@@ -22,7 +22,7 @@ from onnx import ModelProto, numpy_helper
 from onnxroof.devices import Device
 from onnxroof.ir import Graph
 from onnxroof.load import load_graph
-from onnxroof.load.model_spec import ModelSpec, Source
+from onnxroof.load.model_spec import ModelSpec, Source, model_spec
 from onnxroof.ort.relax import declare_inputs
 from onnxroof.ort.run_for_shapes import shapes_from_run
 from onnxroof.ort.session_spec import SessionSpec
@@ -80,16 +80,35 @@ def engine_graph(model: ModelSpec | Source, device: Device) -> Graph:
     (``onnxroof.predict.subnormal``): where they send exp below the normal float range, the Softmax and the product
     after it run on subnormal floats."""
     profile = engine_profile(device)
-    runnable = runnable_model(model)
-    if profile.graph == EXPORTED_GRAPH:
-        graph = load_graph(runnable.model, shape_run=shapes_from_run, values=runnable.values)
-    elif profile.graph == ONNXRUNTIME_CUDA_GRAPH:
-        graph = _optimized(runnable, BASIC_SESSION, transformer_fusions)
+    if profile.graph == EXPORTED_GRAPH:  # loaded as analyze loads it: weights are filled only if a run is needed
+        spec = model_spec(model)
+        graph = load_graph(
+            spec.source,
+            inputs=spec.inputs,
+            dims=spec.dims,
+            values=spec.values,
+            shape_run=shapes_from_run,
+            reshape=_at_input_shapes,
+        )
     else:
-        graph = _optimized(runnable, calibrated_session(device))
+        runnable = runnable_model(model)
+        if profile.graph == ONNXRUNTIME_CUDA_GRAPH:
+            graph = _optimized(runnable, BASIC_SESSION, transformer_fusions)
+        else:
+            graph = _optimized(runnable, calibrated_session(device))
+        graph = dataclasses.replace(graph, name=runnable.name)
     if profile.fusion is not None:
         graph = fuse(graph, profile.fusion.at(device.engine_release))
-    return dataclasses.replace(graph, name=runnable.name)
+    return graph
+
+
+def _at_input_shapes(
+    model: ModelProto, shapes: Mapping[str, tuple[int, ...]], dims: Mapping[str, int]
+) -> tuple[ModelProto, str] | None:
+    """The model at its fixed input shapes, the hard-coded sizes repaired (passes.input_shapes)."""
+    from onnxroof.passes.input_shapes import at_input_shapes
+
+    return at_input_shapes(model, shapes, dims)
 
 
 # onnxruntime's optimizer at its basic level, on one CPU thread: the rewrites it makes for every provider (constants

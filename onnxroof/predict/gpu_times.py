@@ -4,7 +4,8 @@
   tile on each SM, in waves over the SMs: its arithmetic runs at the rate a published large-product benchmark
   reached (``GpuFigures.gemm_achievable``) times the share of the grid's work that is the product's own
   (:func:`tile_efficiency`): a product of 1.2 waves pays for 2, a 1x1000 output pays for a whole tile. A grid too
-  small to fill the SMs splits K across thread blocks (split-K), as cuBLAS does.
+  small to fill the SMs splits K across thread blocks (split-K), as cuBLAS does. A product of a few rows (a decode
+  step's projections) runs on the CUDA cores instead (:data:`CUDA_CORE_ROWS`).
 - Any other kernel computes on the CUDA cores at the fp32 peak, scaled to the sustained clock where one is
   published.
 - Activations come from L2 where the kernel's working set fits in it, else from DRAM at its achievable bandwidth;
@@ -24,11 +25,13 @@ from onnxroof.devices import Device
 from onnxroof.devices.classes import TABLE
 
 __all__ = [
+    "CUDA_CORE_ROWS",
     "GEMM_TILES",
     "PRODUCT_CLASSES",
     "ProductShape",
     "achievable_dram",
     "achievable_rate",
+    "product_rate",
     "product_shape",
     "shortest_kernel",
     "streamed_time",
@@ -66,11 +69,15 @@ class ProductShape:
 _CONV_WEIGHT = {"Conv": 1, "ConvInteger": 1, "FusedConv": 1, "NhwcConv": 1, "QLinearConv": 3}
 
 
+# Products whose B is one stored matrix whatever its input's layout (MatMulNBits packs it in blocks).
+_ONE_WEIGHT_MATRIX = frozenset({"Gemm", "MatMulNBits"})
+
+
 def product_shape(view: NodeView) -> ProductShape | None:
     """The product a node (or a fused kernel's anchor) computes, as an implicit GEMM: a convolution's rows are its
     output positions, its columns its output channels per group and its depth a group's input channels times the
-    window; a matrix product's are its output's last two dims, over the dims before them. None where its shapes
-    are unknown or it is no product."""
+    window; a matrix product's are its output's last two dims, over the dims before them, or, where B is one
+    matrix, all of A's rows times B's columns. None where its shapes are unknown or it is no product."""
     view = view.anchor or view
     out = view.output(0)
     out_shape = out.shape if out is not None else None
@@ -89,6 +96,10 @@ def product_shape(view: NodeView) -> ProductShape | None:
         return None
     transposed = view.op_type == "Gemm" and view.attr("transA", 0)
     depth = a_shape[0] if transposed else a_shape[-1]
+    b = view.input(1)
+    if view.op_type in _ONE_WEIGHT_MATRIX or (b is not None and b.shape is not None and len(b.shape) <= 2):
+        # one matrix B for every row of A: a single GEMM over A's leading dims, as cuBLAS runs it
+        return ProductShape(1, prod(out_shape[:-1]), out_shape[-1], depth)
     return ProductShape(prod(out_shape[:-2]), out_shape[-2], out_shape[-1], depth)
 
 
@@ -109,6 +120,23 @@ def tile_efficiency(shape: ProductShape | None, sm_count: int | None) -> float:
         paid = waves * sm_count * tile_rows * tile_cols * ceil(shape.depth / splits)
         best = max(best, useful / paid)
     return min(best, 1.0)
+
+
+# A product of fewer rows than this runs on the CUDA cores, a dot product per output, with no tensor-core tile:
+# TensorRT-LLM's weight-only matmul plugin takes its CUDA-core kernel where ``m < SMALL_M_FAST_PATH`` (5;
+# NVIDIA/TensorRT-LLM cpp/tensorrt_llm/plugins/weightOnlyQuantMatmulPlugin/weightOnlyQuantMatmulPlugin.h); that
+# other products of so few rows (cuBLAS's for a decode step's fp16 projections) do the same is assumed.
+CUDA_CORE_ROWS = 5
+
+
+def product_rate(device: Device, precision: str, shape: ProductShape | None) -> float:
+    """FLOP/s a product reaches: a product of fewer than :data:`CUDA_CORE_ROWS` rows at the CUDA cores' rate
+    (:func:`vector_rate`), any other at the large-product rate times its tiles' efficiency."""
+    if shape is not None and shape.rows < CUDA_CORE_ROWS:
+        return vector_rate(device)
+    gpu = device.gpu
+    sms = gpu.sm_count.value if gpu is not None and gpu.sm_count is not None else None
+    return achievable_rate(device, precision) * tile_efficiency(shape, int(sms) if sms else None)
 
 
 def _clock_ratio(device: Device) -> float:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -277,11 +277,12 @@ def _reads(
     return uses, weights
 
 
-def _plan(graph: Graph, precision: str | None) -> _Plan:
+def _plan(graph: Graph, precision: str | None, held: frozenset[str] = frozenset()) -> _Plan:
     runtime = tuple(n for n in graph.nodes if not n.folded)
     sizer = _Sizer(graph, precision)
     b = _buffers(graph, runtime, sizer)
     size = _buffer_sizes(b.members, sizer)
+    size.update((root, 0) for root in size.keys() & held)
     returned = frozenset(b.buffer_of[o] for o in graph.outputs if o in b.buffer_of)
     inputs = set(graph.inputs)
     kind = {root: "input" if root in inputs else "output" if root in returned else "activation" for root in b.members}
@@ -298,7 +299,7 @@ def _plan(graph: Graph, precision: str | None) -> _Plan:
         returned=returned,
         weights_bytes=weights_bytes,
         inputs_bytes=inputs_bytes,
-        outputs_bytes=sum(sizer.size_of(o) for o in dict.fromkeys(graph.outputs)),
+        outputs_bytes=sum(sizer.size_of(o) for o in dict.fromkeys(graph.outputs) if o not in held),
         footprint_bytes=weights_bytes + inputs_bytes + sum(sizer.size_of(name) for name in b.produced),
         unknown=tuple(sizer.unknown),
     )
@@ -423,9 +424,15 @@ def _allocated_peak(plan: _Plan, span: Mapping[str, tuple[int, int]], steps: int
 
 
 def estimate_memory(
-    graph: Graph, *, precision: str | None = None, order: Sequence[str] | None = None
+    graph: Graph,
+    *,
+    precision: str | None = None,
+    order: Sequence[str] | None = None,
+    held: Collection[str] = (),
 ) -> MemoryEstimate:
     """The memory ``graph`` holds running in ``order`` (node names; the graph's stored order when None).
+    The graph inputs and outputs named in ``held`` count no bytes: the caller holds them across runs (a decoder's
+    KV cache), where the estimate would count a step's past and present as two buffers.
 
     ``precision`` stores every floating-point tensor at a what-if precision (one of
     ``onnxroof.devices.PRECISIONS``), as the analysis does. Any graph will do, an engine's optimized graph
@@ -433,7 +440,7 @@ def estimate_memory(
     not a topological order of the graph's runtime nodes.
     """
     check_precision(precision)
-    plan = _plan(graph, precision)
+    plan = _plan(graph, precision, frozenset(held))
     if order is None:
         return _estimate(plan, range(len(plan.nodes)), "stored", precision)
     return _estimate(plan, _resolve(plan, graph, order), "given", precision)

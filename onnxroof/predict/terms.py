@@ -31,11 +31,10 @@ from onnxroof.predict import roofline
 from onnxroof.predict.class_work import input_projection, stepped_flops
 from onnxroof.predict.gpu_times import (
     PRODUCT_CLASSES,
-    achievable_rate,
+    product_rate,
     product_shape,
     shortest_kernel,
     streamed_time,
-    tile_efficiency,
     vector_rate,
 )
 from onnxroof.predict.subnormal import SubnormalWork, subnormal_time
@@ -209,9 +208,7 @@ def _dispatch(n: NodeContext, d: Device, _: float) -> float:
 
 
 def _tensor_arithmetic(n: NodeContext, d: Device, _: float) -> float:
-    rate = achievable_rate(d, n.product_precision or n.precision)
-    sms = d.gpu.sm_count.value if d.gpu is not None and d.gpu.sm_count is not None else None
-    return n.cost.flops / (rate * tile_efficiency(product_shape(n.view), int(sms) if sms else None))
+    return n.cost.flops / product_rate(d, n.product_precision or n.precision, product_shape(n.view))
 
 
 def _vector_arithmetic(n: NodeContext, d: Device, _: float) -> float:
@@ -245,7 +242,7 @@ TERMS: tuple[Term, ...] = (
         COMPUTE,
         _tensor_arithmetic,
         "a product on the tensor cores: its FLOPs at the published large-product rate over its tiles' waves "
-        "(gpu_times.tile_efficiency)",
+        "(gpu_times.tile_efficiency); one of a few rows on the CUDA cores (gpu_times.product_rate)",
         PRODUCT_CLASSES,
     ),
     Term(

@@ -18,7 +18,7 @@ from onnxroof.predict.analysis import analyze_graph
 from onnxroof.predict.gpu_times import ProductShape, tile_efficiency
 from onnxroof.predict.pipeline import streamed
 from onnxroof.predict.profiles import named_profile
-from tests.helpers import loaded_graph
+from tests.helpers import T, W, loaded_graph, make_node
 
 # ------------------------------------------------------------------------------------------------ tiles and waves
 
@@ -41,6 +41,25 @@ def test_a_one_row_product_splits_its_depth_across_the_idle_sms():
     # one wave; each block 64 x 64 x ceil(2048 / 6) = 342 deep: 1 x 1000 x 2048 / (108 x 64 x 64 x 342) = 0.0134.
     efficiency = tile_efficiency(ProductShape(1, 1, 1000, 2048), 108)
     assert efficiency == pytest.approx(1000 * 2048 / (108 * 64 * 64 * 342))
+
+
+def test_a_product_with_one_weight_matrix_is_one_gemm_over_all_rows_of_a():
+    # A [8, 1, 2048] @ W [2048, 512]: 8 rows of one GEMM (a decode step at batch 8), not 8 products of one row;
+    # A [8, 16, 64] @ B [8, 64, 16] (per-batch matrices, attention's scores) stays 8 products of 16 x 16.
+    weight = make_node("MatMul", [T([8, 1, 2048]), W([2048, 512])], [T([8, 1, 512])])
+    shape = gpu_times.product_shape(weight)
+    assert (shape.batch, shape.rows, shape.cols, shape.depth) == (1, 8, 512, 2048)
+    batched = gpu_times.product_shape(make_node("MatMul", [T([8, 16, 64]), T([8, 64, 16])], [T([8, 16, 16])]))
+    assert (batched.batch, batched.rows, batched.cols, batched.depth) == (8, 16, 16, 64)
+
+
+def test_a_product_of_fewer_than_five_rows_runs_on_the_cuda_cores():
+    # TensorRT-LLM's weight-only matmul takes its CUDA-core kernel for m < 5: no tile, the CUDA cores' rate.
+    device = load_device("a100-sxm4-80gb")
+    four, five = ProductShape(1, 4, 4096, 4096), ProductShape(1, 5, 4096, 4096)
+    assert gpu_times.product_rate(device, "fp16", four) == gpu_times.vector_rate(device)
+    tiles = gpu_times.achievable_rate(device, "fp16") * tile_efficiency(five, 108)
+    assert gpu_times.product_rate(device, "fp16", five) == tiles
 
 
 def test_without_a_shape_or_an_sm_count_no_tile_is_charged():

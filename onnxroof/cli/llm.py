@@ -1,0 +1,94 @@
+"""onnxroof llm: a decoder's generation predicted phase by phase: time to first token, time per token, tokens/s,
+memory."""
+
+from __future__ import annotations
+
+import argparse
+
+from onnxroof.cli.common import (
+    Progress,
+    add_dim_option,
+    add_engine_option,
+    add_output_options,
+    check_output_option,
+    dims,
+    emit,
+    resolve_devices,
+)
+
+HELP = "a decoder's generation: time to first token, time per token as the KV cache grows, tokens/s, memory"
+DESCRIPTION = """Predict how a decoder LLM generates on a device, from its one-step ONNX graph with a KV cache
+(onnxruntime GenAI's layout with GroupQueryAttention, optimum's 'with past' exports, ONNX Attention with a past).
+The decoder's batch, new-token, past and total dims are found from its attention nodes, not from input names.
+
+A prompt of P tokens is one prefill step (the time to the first token); each of the G generated tokens is one
+decode step over the cache so far: the first reads P rows, the last P+G-1. More than --samples decode steps are
+interpolated between that many analyzed ones, evenly spaced (the output says so). tokens/s is the decode
+throughput: batch / mean step time. Memory: the weights, the KV cache at P+G tokens, the largest step's
+activations (the caches left out), and their sum, the peak.
+
+--shared-buffer predicts what onnxruntime GenAI runs on a GPU: past and present share one buffer of P+G rows, so
+each step writes its new rows only. Every step is the analysis 'onnxroof analyze' makes, on the device and engine
+given; --format json has prefill_s, decode_s (first, mean, last), tokens_per_s, kv_cache_bytes, weights_bytes,
+peak_bytes and each step analyzed.
+
+examples:
+  onnxroof llm zoo:llama-3-8b-int4 --prompt 512 --generate 128 -d a100-sxm4-80gb
+  onnxroof llm zoo:llama-3.2-1b-fp16 --prompt 2048 --generate 256 --batch 8 -d h100-sxm5 --engine tensorrt
+  onnxroof llm model.onnx --prompt 128 --generate 32 -d host --format json -o llm.json
+"""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL", help="a decoder .onnx file with a KV cache, or zoo:NAME-QUANT")
+    parser.add_argument("--prompt", type=int, required=True, metavar="P", help="prompt tokens (the prefill)")
+    parser.add_argument("--generate", type=int, required=True, metavar="G", help="tokens generated (decode steps)")
+    parser.add_argument("--batch", type=int, default=1, metavar="B", help="sequences generated together (default 1)")
+    parser.add_argument(
+        "-d", "--device", default=None, help="catalog key, device .toml file or host; default v100-sxm2"
+    )
+    add_engine_option(parser)
+    parser.add_argument(
+        "--shared-buffer",
+        action="store_true",
+        help="past and present share one buffer of P+G rows (GroupQueryAttention, as onnxruntime GenAI runs on GPUs)",
+    )
+    parser.add_argument(
+        "--samples", type=int, default=None, metavar="N", help="decode steps analyzed where there are more (default 9)"
+    )
+    add_dim_option(parser, "fix another symbolic dim of the model (repeatable)")
+    parser.add_argument("--threads", type=int, default=1, metavar="N", help="--device host: the calibration's threads")
+    parser.add_argument("-f", "--format", default="table", choices=("table", "json"), help="output format")
+    add_output_options(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from onnxroof.api import DEFAULT_DEVICE
+    from onnxroof.load.read import read_model
+    from onnxroof.report.decoder import render_decoder
+    from onnxroof.report.format import output_width
+    from onnxroof.whatif.decoder import DEFAULT_SAMPLES, predict_decoder
+
+    check_output_option(args)
+    fixed = dims(args)
+    progress = Progress("predicting")
+    try:
+        (device,) = resolve_devices([args.device or DEFAULT_DEVICE], args.threads, progress)
+        progress.stage("reading the model")
+        model, name = read_model(args.model, weight_bytes=False)
+        result = predict_decoder(
+            model,
+            device,
+            prompt=args.prompt,
+            generate=args.generate,
+            batch=args.batch,
+            shared_buffer=args.shared_buffer,
+            samples=args.samples or DEFAULT_SAMPLES,
+            dims=fixed,
+            name=name,
+            progress=progress.stage,
+        )
+    finally:
+        progress.close()
+    emit(render_decoder(result, args.format, width=output_width(args.output)), args.output)
+    return 0

@@ -1,0 +1,93 @@
+"""A decoder's phase dims found from its attention nodes: GroupQueryAttention (GenAI), ONNX Attention with a past,
+an attention in plain ops (a past concatenated with the new keys), and what is refused."""
+
+from __future__ import annotations
+
+import pytest
+from onnx import TensorProto, helper
+
+import model_zoo
+from onnxroof.errors import UserError
+from onnxroof.load.decoder import decoder_dims
+
+F, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+def _model(nodes, inputs, outputs, opset=23):
+    graph = helper.make_graph(nodes, "decoder", inputs, outputs)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
+
+
+def _plain_ops(past_len="past", mask=True):
+    """h = Gather(embed, input_ids); k = Reshape(h) as [b, 2, s, 4]; present = Concat(past_key, k, axis 2); the
+    mask [b, total] feeds a Where on the scores. Names chosen unlike any exporter's."""
+    inputs = [
+        helper.make_tensor_value_info("ids", I64, ["b", "s"]),
+        helper.make_tensor_value_info("pk", F, ["b", 2, past_len, 4]),
+    ]
+    nodes = [
+        helper.make_node("Gather", ["embed", "ids"], ["h"]),
+        helper.make_node("Reshape", ["h", "shape"], ["k"]),
+        helper.make_node("Concat", ["pk", "k"], ["present_k"], axis=2),
+        helper.make_node("MatMul", ["h", "present_k"], ["scores"]),
+    ]
+    if mask:
+        inputs.append(helper.make_tensor_value_info("m", I64, ["b", "t"]))
+        nodes.append(helper.make_node("Where", ["m", "scores", "scores"], ["masked"]))
+    outputs = [helper.make_tensor_value_info("present_k", F, ["b", 2, "t", 4])]
+    return _model(nodes, inputs, outputs)
+
+
+def test_genai_layout():
+    dims = decoder_dims(model_zoo.build_decoder("tiny-decoder-int4", weights=False))
+    assert (dims.batch, dims.sequence, dims.past, dims.total) == (
+        "batch_size",
+        "sequence_length",
+        "past_sequence_length",
+        "total_sequence_length",
+    )
+    assert dims.attention == "GroupQueryAttention" and len(dims.caches) == len(dims.presents) == 4
+    assert dims.step(2, 1, 10) == {
+        "batch_size": 2,
+        "sequence_length": 1,
+        "past_sequence_length": 10,
+        "total_sequence_length": 11,
+    }
+    # a shared buffer: the past input is the buffer, the total the valid rows plus the new
+    assert dims.step(1, 1, 10, buffer=64)["past_sequence_length"] == 64
+
+
+def test_plain_ops_attention_whatever_the_names():
+    dims = decoder_dims(_plain_ops())
+    assert (dims.batch, dims.sequence, dims.past, dims.total) == ("b", "s", "past", "t")
+    assert dims.attention == "Concat" and dims.caches == ("pk",) and dims.presents == ("present_k",)
+
+
+def test_onnx_attention_with_a_past():
+    inputs = [helper.make_tensor_value_info(n, F, ["B", 4, "S", 8]) for n in ("q", "k", "v")]
+    inputs += [helper.make_tensor_value_info(n, F, ["B", 4, "P", 8]) for n in ("past_k", "past_v")]
+    inputs.append(helper.make_tensor_value_info("mask", TensorProto.BOOL, ["B", "L"]))
+    node = helper.make_node("Attention", ["q", "k", "v", "mask", "past_k", "past_v"], ["y", "pk", "pv"])
+    outputs = [helper.make_tensor_value_info(n, F, ["B", 4, "L", 8]) for n in ("pk", "pv")]
+    dims = decoder_dims(_model([node], inputs, outputs))
+    assert (dims.batch, dims.sequence, dims.past, dims.total) == ("B", "S", "P", "L")
+
+
+def test_no_cache_is_refused_in_one_line():
+    with pytest.raises(UserError, match="no past key/value cache"):
+        decoder_dims(model_zoo.build("conv2d_kernel", weights=False))
+
+
+def test_a_fixed_past_is_refused():
+    with pytest.raises(UserError, match="past length is fixed at 7"):
+        decoder_dims(_plain_ops(past_len=7))
+
+
+def test_an_extra_open_dim_must_be_fixed_by_the_user():
+    model = _plain_ops(mask=False)  # no mask: t appears only in the output, s is alone again
+    assert decoder_dims(model).total is None
+    extra = _plain_ops()
+    extra.graph.input.append(helper.make_tensor_value_info("lang", I64, ["n_lang"]))
+    with pytest.raises(UserError, match="several: n_lang, s"):
+        decoder_dims(extra)
+    assert decoder_dims(extra, fixed={"n_lang": 1}).sequence == "s"
