@@ -32,7 +32,7 @@ from .unet import unet
 from .vgg import vgg16
 from .vit import vit_b_16
 
-__all__ = ["build", "build_decoder", "decoder_names", "describe", "names"]
+__all__ = ["build", "build_decoder", "decoder_names", "describe", "describe_decoder", "names"]
 
 # The weight formats the zoo builds each decoder in: 4-bit blocks (CPU, fp32 activations) and fp16.
 _DECODER_QUANTS = ("int4", "fp16")
@@ -119,6 +119,18 @@ def _entry(name: str) -> _Entry:
 def decoder_names() -> list[str]:
     """The zoo's decoders as ``SHAPE-QUANT``, sorted."""
     return sorted(f"{shape}-{quant}" for shape in DECODERS for quant in _DECODER_QUANTS)
+
+
+def describe_decoder(name: str) -> str:
+    """One line: the decoder's sizes and weights. KeyError for an unknown name."""
+    if name not in decoder_names():
+        raise KeyError(f"unknown zoo decoder {name!r}; known: {', '.join(decoder_names())}")
+    shape, quant = name.rsplit("-", 1)
+    d = DECODERS[shape]
+    return (
+        f"{shape} decoder step, {quant} weights: {d.layers} layers, hidden {d.hidden}, {d.heads} heads sharing "
+        f"{d.kv_heads} KV heads of {d.head}, MLP {d.intermediate}, vocabulary {d.vocab}"
+    )
 
 
 def build_decoder(name: str, *, weights: bool = True) -> onnx.ModelProto:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 HELP = "list the built-in models"
-DESCRIPTION = "Built-in models, usable as zoo:NAME or zoo:NAME?batch=B&size=S."
+DESCRIPTION = """Built-in models, usable as zoo:NAME or zoo:NAME?batch=B&size=S; then the decoders, one step in
+onnxruntime GenAI's layout with open batch and sequence dims (for 'onnxroof llm', or analyze with --dim)."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -17,4 +18,6 @@ def run(args: argparse.Namespace) -> int:
 
     for name in model_zoo.names():
         print(f"zoo:{name:<14} {model_zoo.describe(name)}")
+    for name in model_zoo.decoder_names():
+        print(f"zoo:{name:<14} {model_zoo.describe_decoder(name)}")
     return 0
