@@ -260,3 +260,27 @@ def cuda_runs_here() -> bool:
 
     model, _ = chains.activation_chain(Rand(0), 1, "Neg", (16,))
     return make_session(model, SessionSpec("cuda", allow_fallback=True))[1] == "CUDAExecutionProvider"
+
+
+def plain_ops_decoder(past_len="past", mask=True):
+    """h = Gather(embed, input_ids); k = Reshape(h) as [b, 2, s, 4]; present = Concat(past_key, k, axis 2); the
+    mask [b, total] feeds a Where on the scores. Names chosen unlike any exporter's."""
+    inputs = [
+        helper.make_tensor_value_info("ids", TensorProto.INT64, ["b", "s"]),
+        helper.make_tensor_value_info("pk", TensorProto.FLOAT, ["b", 2, past_len, 4]),
+    ]
+    nodes = [
+        helper.make_node("Gather", ["embed", "ids"], ["h"]),
+        helper.make_node("Reshape", ["h", "shape"], ["k"]),
+        helper.make_node("Concat", ["pk", "k"], ["present_k"], axis=2),
+        helper.make_node("MatMul", ["h", "present_k"], ["scores"]),
+    ]
+    if mask:
+        inputs.append(helper.make_tensor_value_info("m", TensorProto.INT64, ["b", "t"]))
+        nodes.append(helper.make_node("Where", ["m", "scores", "scores"], ["masked"]))
+    outputs = [helper.make_tensor_value_info("present_k", TensorProto.FLOAT, ["b", 2, "t", 4])]
+    return helper.make_model(
+        helper.make_graph(nodes, "decoder", inputs, outputs),
+        opset_imports=[helper.make_opsetid("", 23)],
+        ir_version=10,
+    )

@@ -32,6 +32,7 @@ __all__ = [
     "SOFTCAP_FLOPS",
     "SOFTMAX_FLOPS",
     "UNKNOWN_TRIPS_NOTE",
+    "WEIGHT_DEQUANTIZE_FLOPS",
     "AttentionDims",
     "activation_flops",
     "broadcast_shape",
@@ -348,6 +349,10 @@ MASK_FLOPS = 1  # add (or select) one mask
 ATTENTION_BIAS_FLOPS = 1  # add the bias
 SOFTCAP_FLOPS = 3  # softcap * tanh(x / softcap): divide, tanh, multiply
 ROTARY_FLOPS = 3  # per rotated element: x1*cos - x2*sin (or x2*cos + x1*sin): 2 multiplies, 1 add
+# FLOPs per element to dequantize a block-quantized weight (MatMulNBits, GatherBlockQuantized):
+# ``(q - zero_point) * scale``, one subtract and one multiply (as DequantizeLinear).
+WEIGHT_DEQUANTIZE_FLOPS: float = 2
+
 SDPA_KERNELS = 3  # Q K^T GEMM, softmax, context GEMM (inputs already projected)
 
 

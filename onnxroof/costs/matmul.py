@@ -38,6 +38,7 @@ from onnxroof.costs import (
 )
 from onnxroof.costs.common import (
     REQUANTIZE_FLOPS,
+    WEIGHT_DEQUANTIZE_FLOPS,
     activation_flops,
     broadcast_shape,
     mac_kernel_cost,
@@ -50,7 +51,6 @@ __all__ = [
     "ACCUMULATOR_SCALE_FLOPS",
     "ACTIVATION_QUANTIZE_FLOPS",
     "DYNAMIC_RANGE_FLOPS",
-    "WEIGHT_DEQUANTIZE_FLOPS",
     "MatMulDims",
     "det_cost",
     "einsum_cost",
@@ -69,9 +69,6 @@ ACCUMULATOR_SCALE_FLOPS: float = 1
 # one min and one max.
 DYNAMIC_RANGE_FLOPS: float = 2
 
-# FLOPs per weight element to dequantize a block-quantized weight (MatMulNBits): ``(q - zero_point) * scale``,
-# one subtract and one multiply (as DequantizeLinear), done once per call.
-WEIGHT_DEQUANTIZE_FLOPS: float = 2
 
 # FLOPs per element of A that MatMulNBits quantizes to int8 in blocks along K at accuracy_level 4: an absolute
 # value and a max for the block's range, and a multiply by its inverse scale (the rounding is a conversion, free

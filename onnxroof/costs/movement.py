@@ -21,8 +21,17 @@ from collections.abc import Sequence
 from dataclasses import replace
 from math import ceil, log2, prod
 
-from onnxroof.costs import OTHER, SHAPE, Cost, NodeView, register, register_backward, weight_params
-from onnxroof.costs.common import io_bytes, with_output_shape
+from onnxroof.costs import (
+    OTHER,
+    SHAPE,
+    Cost,
+    NodeView,
+    register,
+    register_backward,
+    register_packed,
+    weight_params,
+)
+from onnxroof.costs.common import WEIGHT_DEQUANTIZE_FLOPS, io_bytes, with_output_shape
 from onnxroof.ir import DEFAULT_DOMAINS, InvalidNode, Tensor, UnknownShape, dtype_size, format_shape
 from onnxroof.protos import TensorProto
 
@@ -48,6 +57,8 @@ __all__ = [
     "cumsum",
     "data_movement",
     "gather",
+    "gather_block_quantized",
+    "gather_block_quantized_weights",
     "interpolation_mode",
     "multinomial",
     "nonzero",
@@ -506,3 +517,56 @@ def gather_backward(node: NodeView, forward: Cost) -> Cost:
     indices = node.input(1)
     index_bytes = indices.nbytes if indices is not None and indices.known else 0.0
     return Cost(flops=out.numel, bytes_read=forward.bytes_written + index_bytes, bytes_written=data.nbytes, kernels=1)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# GatherBlockQuantized: a gather from a block-quantized table (a 4-bit embedding).
+
+
+def _values_per_element(node: NodeView, data: Tensor) -> int:
+    """How many quantized values one stored element of ``data`` holds: uint8 packs 8 / bits of them."""
+    return 8 // int(node.attr("bits", 4)) if data.dtype == TensorProto.UINT8 else 1
+
+
+@register_packed("com.microsoft::GatherBlockQuantized")
+def gather_block_quantized_weights(node: NodeView) -> dict[int, int]:
+    """data (input 0) holds its elements packed: ``8 / bits`` a byte where it is uint8."""
+    data = node.input(0)
+    if data is None or data.shape is None:
+        return {}
+    return {0: data.numel * _values_per_element(node, data)}
+
+
+@register("com.microsoft::GatherBlockQuantized", engine="movement")
+def gather_block_quantized(node: NodeView) -> Cost:
+    """GatherBlockQuantized: ``indices`` gather rows along ``gather_axis`` (0) of ``data``, quantized in blocks of
+    ``block_size`` along ``quantize_axis`` (the last) with ``scales`` (and ``zero_points``), and dequantize them:
+    the output is ``indices.shape + data.shape[1:]`` (the last dim unpacked) at the scales' type.
+
+    - FLOPs: :data:`WEIGHT_DEQUANTIZE_FLOPS` per output element (``(q - zero_point) * scale``);
+    - bytes: the indices, and of data, scales and zero points the gathered rows (at most all of them), read; the
+      output written. Along other axes the whole tables are counted read, and noted;
+    - params: data's logical elements, the scales and zero points. Kernels: 1.
+    """
+    data, indices, scales = node.need_input(0, "data"), node.need_input(1, "indices"), node.need_input(2, "scales")
+    shape = data.need_shape()
+    rows = min(indices.numel, shape[0])
+    logical = data.numel * _values_per_element(node, data)
+    outputs = indices.numel * logical // shape[0]
+    tables = [t for t in (data, scales, node.input(3)) if t is not None]
+    notes = ""
+    if int(node.attr("gather_axis", 0)) == 0 and int(node.attr("quantize_axis", len(shape) - 1)) in (
+        -1,
+        len(shape) - 1,
+    ):
+        table_read = sum(t.nbytes * rows / t.need_shape()[0] for t in tables)
+    else:
+        table_read, notes = sum(t.nbytes for t in tables), "gather or quantize axis not 0 and last: tables read whole"
+    return Cost(
+        flops=WEIGHT_DEQUANTIZE_FLOPS * outputs,
+        bytes_read=indices.nbytes + table_read,
+        bytes_written=outputs * scales.itemsize,
+        params=logical + weight_params(tables[1:]),
+        kernels=1,
+        note=notes,
+    )

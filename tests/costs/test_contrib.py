@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from onnxroof.ir import UnknownShape
-from tests.helpers import FLOAT16, INT32, INT64, T, W, cost_of, make_node
+from tests.helpers import FLOAT16, INT32, INT64, UINT8, T, W, cost_of, make_node
 
 MS = "com.microsoft"
 
@@ -197,3 +197,20 @@ def test_rotary_embedding():
     )
     # rotary dim 8 of head size 16: half the elements rotated
     assert partial.flops == 3 * 1024 // 2
+
+
+def test_gather_block_quantized():
+    # A 4-bit table of 100 rows x 64 values packed as uint8 [100, 32], fp16 scales [100, 2] (blocks of 32);
+    # indices [2, 3] gather 6 rows: output [2, 3, 64] fp16.
+    inputs = [W([100, 32], UINT8), T([2, 3], INT64), W([100, 2], FLOAT16)]
+    node = make_node(
+        "GatherBlockQuantized", inputs, [T([2, 3, 64], FLOAT16)], domain=MS, bits=4, block_size=32, quantize_axis=1
+    )
+    cost = cost_of(node)
+    # (q - zero_point) * scale per output element: 2 * 6 * 64
+    assert cost.flops == 2 * 6 * 64 == 768
+    # indices 6 x 8 bytes; of the table and its scales the 6 rows gathered: 6 x 32 + 6 x 2 x 2
+    assert cost.bytes_read == 48 + 6 * 32 + 6 * 2 * 2 == 264
+    assert cost.bytes_written == 6 * 64 * 2
+    # params: the table's 100 x 64 weights (two a byte), its 200 scales
+    assert cost.params == 100 * 64 + 200

@@ -9,6 +9,7 @@ from onnx import TensorProto, helper
 import model_zoo
 from onnxroof.errors import UserError
 from onnxroof.load.decoder import decoder_dims
+from tests.helpers import plain_ops_decoder
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 
@@ -16,26 +17,6 @@ F, I64 = TensorProto.FLOAT, TensorProto.INT64
 def _model(nodes, inputs, outputs, opset=23):
     graph = helper.make_graph(nodes, "decoder", inputs, outputs)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
-
-
-def _plain_ops(past_len="past", mask=True):
-    """h = Gather(embed, input_ids); k = Reshape(h) as [b, 2, s, 4]; present = Concat(past_key, k, axis 2); the
-    mask [b, total] feeds a Where on the scores. Names chosen unlike any exporter's."""
-    inputs = [
-        helper.make_tensor_value_info("ids", I64, ["b", "s"]),
-        helper.make_tensor_value_info("pk", F, ["b", 2, past_len, 4]),
-    ]
-    nodes = [
-        helper.make_node("Gather", ["embed", "ids"], ["h"]),
-        helper.make_node("Reshape", ["h", "shape"], ["k"]),
-        helper.make_node("Concat", ["pk", "k"], ["present_k"], axis=2),
-        helper.make_node("MatMul", ["h", "present_k"], ["scores"]),
-    ]
-    if mask:
-        inputs.append(helper.make_tensor_value_info("m", I64, ["b", "t"]))
-        nodes.append(helper.make_node("Where", ["m", "scores", "scores"], ["masked"]))
-    outputs = [helper.make_tensor_value_info("present_k", F, ["b", 2, "t", 4])]
-    return _model(nodes, inputs, outputs)
 
 
 def test_genai_layout():
@@ -58,7 +39,7 @@ def test_genai_layout():
 
 
 def test_plain_ops_attention_whatever_the_names():
-    dims = decoder_dims(_plain_ops())
+    dims = decoder_dims(plain_ops_decoder())
     assert (dims.batch, dims.sequence, dims.past, dims.total) == ("b", "s", "past", "t")
     assert dims.attention == "Concat" and dims.caches == ("pk",) and dims.presents == ("present_k",)
 
@@ -80,13 +61,13 @@ def test_no_cache_is_refused_in_one_line():
 
 def test_a_fixed_past_is_refused():
     with pytest.raises(UserError, match="past length is fixed at 7"):
-        decoder_dims(_plain_ops(past_len=7))
+        decoder_dims(plain_ops_decoder(past_len=7))
 
 
 def test_an_extra_open_dim_must_be_fixed_by_the_user():
-    model = _plain_ops(mask=False)  # no mask: t appears only in the output, s is alone again
+    model = plain_ops_decoder(mask=False)  # no mask: t appears only in the output, s is alone again
     assert decoder_dims(model).total is None
-    extra = _plain_ops()
+    extra = plain_ops_decoder()
     extra.graph.input.append(helper.make_tensor_value_info("lang", I64, ["n_lang"]))
     with pytest.raises(UserError, match="several: n_lang, s"):
         decoder_dims(extra)

@@ -13,6 +13,7 @@ from onnxroof import api
 from onnxroof.errors import UserError
 from onnxroof.load.decoder import decoder_dims
 from onnxroof.whatif.decoder import Step, decode_contexts, mean_step_time, predict_decoder
+from tests.helpers import plain_ops_decoder
 
 TINY = DECODERS["tiny-decoder"]
 
@@ -76,3 +77,8 @@ def test_the_llm_command_writes_json_and_refuses_a_model_without_a_cache(cli):
     refused = cli("llm", "zoo:conv2d_kernel", "--prompt", "8", "--generate", "4")
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
     assert "no past key/value cache" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_a_shared_buffer_is_refused_where_the_attention_reads_its_whole_past():
+    with pytest.raises(UserError, match="--shared-buffer: the decoder's attention is Concat"):
+        predict_decoder(plain_ops_decoder(), "a100-sxm4-80gb", prompt=4, generate=2, shared_buffer=True)
