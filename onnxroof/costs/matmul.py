@@ -38,6 +38,8 @@ from onnxroof.costs import (
 )
 from onnxroof.costs.common import (
     REQUANTIZE_FLOPS,
+    SIGMOID_FLOPS,
+    SOFTMAX_FLOPS,
     WEIGHT_DEQUANTIZE_FLOPS,
     activation_flops,
     broadcast_shape,
@@ -56,6 +58,7 @@ __all__ = [
     "einsum_cost",
     "gemm_dims",
     "matmul_dims",
+    "mixture_of_experts",
     "parse_einsum",
 ]
 
@@ -399,3 +402,72 @@ def det(node: NodeView) -> Cost:
 def gemm_backward(node: NodeView, forward: Cost) -> Cost:
     """dA and dB at the forward's MACs each, plus Gemm's bias gradient dC when C is given."""
     return product_backward(forward, node.need_input(0, "A"), node.need_input(1, "B"), node.input(2))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# MoE and QMoE: a mixture of experts, each token through its top k of them.
+
+# Where each op reads its expert weights (fc1, fc2, fc3) and what their element packs: MoE's are plain, QMoE's
+# uint8 hold 8 / expert_weight_bits weights each.
+_EXPERT_WEIGHTS = {"MoE": (2, 4, 6), "QMoE": (2, 5, 8)}
+# MoE's activations by name, per intermediate element: silu x * sigmoid(x), swiglu the same times the linear half
+# (one more multiply), gelu and relu as ACTIVATION_FLOPS states them.
+_MOE_ACTIVATION_FLOPS = {"relu": 1.0, "gelu": 5.0, "silu": float(SIGMOID_FLOPS + 1), "swiglu": float(SIGMOID_FLOPS + 2)}
+
+
+def _expert_elements(node: NodeView, index: int) -> int:
+    """The logical weights of one expert's ``fc`` input at ``index`` (0 where absent)."""
+    t = node.input(index)
+    if t is None:
+        return 0
+    shape = t.need_shape()
+    packed = 8 // int(node.attr("expert_weight_bits", 4)) if node.op_type == "QMoE" else 1
+    return prod(shape[1:]) * packed
+
+
+@register_packed("com.microsoft::QMoE")
+def qmoe_weights(node: NodeView) -> dict[int, int]:
+    """QMoE's expert weights hold 8 / expert_weight_bits weights a byte."""
+    weights = _EXPERT_WEIGHTS["QMoE"]
+    return {i: _expert_elements(node, i) * t.need_shape()[0] for i in weights if (t := node.input(i)) is not None}
+
+
+@register("com.microsoft::MoE", "com.microsoft::QMoE", engine="gemm")
+def mixture_of_experts(node: NodeView) -> Cost:
+    """MoE / QMoE: input ``[rows, hidden]`` (or ``[B, S, hidden]``), router_probs ``[rows, E]``, each expert's
+    fc1 (and fc3, the gate's other half) and fc2 weights ``[E, ...]``; each row goes through its ``k`` best experts.
+    Counted from the weights' element counts, whatever their layout (fc1 ``[E, hidden, inter]`` or transposed, or
+    fused with fc3): every weight of an expert is one multiply-add per row it serves.
+
+    - MACs = ``rows * k * W`` with W one expert's weights over fc1, fc2 and fc3;
+    - FLOPs = 2 * MACs + softmax over the router's E logits per row (5 each) + the activation per intermediate
+      element (``inter`` = fc2's elements / hidden; silu 5, swiglu 6, gelu 5, relu 1) of each of the ``rows * k``
+      passes + the weighted sum of the k outputs (2 per output element each) + dequantizing QMoE's weights
+      (2 per weight of the experts used);
+    - bytes: the input and router read; of every expert tensor (weights, biases, scales) the share of the experts
+      used (``min(E, rows * k)`` of E); the output written. Kernels: 3 (routing, fc1, fc2).
+    """
+    x, router = node.need_input(0, "input"), node.need_input(1, "router_probs")
+    rows, experts = prod(x.need_shape()[:-1]), router.need_shape()[-1]
+    hidden, k = x.need_shape()[-1], int(node.attr("k", 1))
+    fc1, fc2, fc3 = (_expert_elements(node, i) for i in _EXPERT_WEIGHTS[node.op_type])
+    per_expert, passes = fc1 + fc2 + fc3, rows * k
+    macs = passes * per_expert
+    activation = _MOE_ACTIVATION_FLOPS.get(node.text("activation_type", "relu").lower(), 1.0)
+    flops = 2 * macs + SOFTMAX_FLOPS * rows * experts + activation * passes * (fc2 // hidden) + 2 * passes * hidden
+    used = min(experts, passes)
+    if node.op_type == "QMoE":
+        flops += WEIGHT_DEQUANTIZE_FLOPS * used * per_expert
+    tables = [t for t in node.inputs[2:] if t is not None and t.known and t.rank and t.is_weight]
+    read = x.nbytes + router.nbytes + sum(t.nbytes * used / t.need_shape()[0] for t in tables)
+    weights = _EXPERT_WEIGHTS[node.op_type]
+    others = [t for i, t in enumerate(node.inputs) if i >= 2 and i not in weights]
+    logical = sum(_expert_elements(node, i) * t.need_shape()[0] for i in weights if (t := node.input(i)))
+    return Cost(
+        flops=flops,
+        macs=macs,
+        bytes_read=read,
+        bytes_written=x.nbytes,
+        params=weight_params(others) + logical,
+        kernels=3,
+    )

@@ -385,3 +385,38 @@ def test_parse_einsum_output_shape_agrees_with_numpy(equation, shapes):
     _, output, sizes = parse_einsum(equation, shapes)
     expected = np.einsum(equation, *[np.zeros(s) for s in shapes]).shape
     assert tuple(sizes[label] for label in output) == expected
+
+
+def moe_node(rows: int) -> NodeView:
+    """4 experts of hidden 8 and intermediate 16 (fc1 and fc3 [4, 8, 16], fc2 [4, 16, 8]), top 2, silu."""
+    inputs = [T([rows, 8]), T([rows, 4]), W([4, 8, 16]), None, W([4, 16, 8]), None, W([4, 8, 16])]
+    return make_node("MoE", inputs, [T([rows, 8])], domain=MS, k=2, activation_type="silu")
+
+
+def test_mixture_of_experts():
+    c = cost_of(moe_node(3))
+    # 3 rows x 2 experts = 6 passes, each over one expert's 128 + 128 + 128 weights
+    assert c.macs == 6 * 384 == 2304
+    softmax = 5 * 3 * 4  # the router's 4 logits per row
+    silu = 5 * 6 * 16  # x * sigmoid(x) per intermediate element (fc2's 128 / hidden 8 = 16) of each pass
+    combine = 2 * 6 * 8  # each pass's output weighted into the row's
+    assert c.flops == 2 * 2304 + softmax + silu + combine == 5244
+    # 6 passes reach all 4 experts: input 96 + router 48 + the three tables 3 x 512 floats
+    assert (c.bytes_read, c.bytes_written) == (96 + 48 + 3 * 512 * 4, 96)
+    assert c.params == 3 * 512
+
+
+def test_mixture_of_experts_reads_only_the_experts_a_token_uses():
+    # one row, top 2: 2 of the 4 experts' weights read
+    assert cost_of(moe_node(1)).bytes_read == 32 + 16 + 3 * 512 * 4 // 2
+
+
+def test_quantized_mixture_of_experts_counts_weights_not_bytes():
+    # The same experts in 4 bits: each uint8 holds 2 weights (fc1 [4, 16, 4] = 4 x 128 weights), fp32 scales [4, 16]
+    packed = [W([4, 16, 4], UINT8), W([4, 16]), None]
+    inputs = [T([3, 8]), T([3, 4]), *packed, W([4, 8, 8], UINT8), W([4, 8]), None, W([4, 16, 4], UINT8), W([4, 16])]
+    c = cost_of(make_node("QMoE", inputs, [T([3, 8])], domain=MS, k=2, activation_type="silu", expert_weight_bits=4))
+    assert c.macs == 6 * 384
+    # as MoE's, plus dequantizing the 4 experts used: 2 FLOPs per weight
+    assert c.flops == 5244 + 2 * 4 * 384
+    assert c.params == 3 * 512 + 64 + 32 + 64  # logical weights + scales
