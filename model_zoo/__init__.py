@@ -121,11 +121,17 @@ def decoder_names() -> list[str]:
     return sorted(f"{shape}-{quant}" for shape in DECODERS for quant in _DECODER_QUANTS)
 
 
-def describe_decoder(name: str) -> str:
-    """One line: the decoder's sizes and weights. KeyError for an unknown name."""
+def _decoder_parts(name: str) -> tuple[str, str]:
+    """A zoo decoder's shape and weight format; KeyError for an unknown name."""
     if name not in decoder_names():
         raise KeyError(f"unknown zoo decoder {name!r}; known: {', '.join(decoder_names())}")
     shape, quant = name.rsplit("-", 1)
+    return shape, quant
+
+
+def describe_decoder(name: str) -> str:
+    """One line: the decoder's sizes and weights. KeyError for an unknown name."""
+    shape, quant = _decoder_parts(name)
     d = DECODERS[shape]
     return (
         f"{shape} decoder step, {quant} weights: {d.layers} layers, hidden {d.hidden}, {d.heads} heads sharing "
@@ -135,7 +141,5 @@ def describe_decoder(name: str) -> str:
 
 def build_decoder(name: str, *, weights: bool = True) -> onnx.ModelProto:
     """Build zoo decoder ``name`` (one of :func:`decoder_names`); KeyError for an unknown name."""
-    if name not in decoder_names():
-        raise KeyError(f"unknown zoo decoder {name!r}; known: {', '.join(decoder_names())}")
-    shape, quant = name.rsplit("-", 1)
+    shape, quant = _decoder_parts(name)
     return genai_decoder(shape, quant=quant, weights=weights)  # type: ignore[arg-type]

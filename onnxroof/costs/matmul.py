@@ -37,8 +37,9 @@ from onnxroof.costs import (
     weight_params,
 )
 from onnxroof.costs.common import (
+    ACTIVATION_FLOPS,
     REQUANTIZE_FLOPS,
-    SIGMOID_FLOPS,
+    SILU_FLOPS,
     SOFTMAX_FLOPS,
     WEIGHT_DEQUANTIZE_FLOPS,
     activation_flops,
@@ -412,7 +413,12 @@ def gemm_backward(node: NodeView, forward: Cost) -> Cost:
 _EXPERT_WEIGHTS = {"MoE": (2, 4, 6), "QMoE": (2, 5, 8)}
 # MoE's activations by name, per intermediate element: silu x * sigmoid(x), swiglu the same times the linear half
 # (one more multiply), gelu and relu as ACTIVATION_FLOPS states them.
-_MOE_ACTIVATION_FLOPS = {"relu": 1.0, "gelu": 5.0, "silu": float(SIGMOID_FLOPS + 1), "swiglu": float(SIGMOID_FLOPS + 2)}
+_MOE_ACTIVATION_FLOPS = {
+    "relu": float(ACTIVATION_FLOPS["Relu"]),
+    "gelu": float(ACTIVATION_FLOPS["Gelu"]),
+    "silu": float(SILU_FLOPS),
+    "swiglu": float(SILU_FLOPS + 1),
+}
 
 
 def _expert_elements(node: NodeView, index: int) -> int:
@@ -426,9 +432,9 @@ def _expert_elements(node: NodeView, index: int) -> int:
 
 
 @register_packed("com.microsoft::QMoE")
-def qmoe_weights(node: NodeView) -> dict[int, int]:
-    """QMoE's expert weights hold 8 / expert_weight_bits weights a byte."""
-    weights = _EXPERT_WEIGHTS["QMoE"]
+def expert_weights(node: NodeView) -> dict[int, int]:
+    """The logical weights of every expert weight input, by index (QMoE's hold 8 / expert_weight_bits a byte)."""
+    weights = _EXPERT_WEIGHTS[node.op_type]
     return {i: _expert_elements(node, i) * t.need_shape()[0] for i in weights if (t := node.input(i)) is not None}
 
 
@@ -460,14 +466,13 @@ def mixture_of_experts(node: NodeView) -> Cost:
         flops += WEIGHT_DEQUANTIZE_FLOPS * used * per_expert
     tables = [t for t in node.inputs[2:] if t is not None and t.known and t.rank and t.is_weight]
     read = x.nbytes + router.nbytes + sum(t.nbytes * used / t.need_shape()[0] for t in tables)
-    weights = _EXPERT_WEIGHTS[node.op_type]
-    others = [t for i, t in enumerate(node.inputs) if i >= 2 and i not in weights]
-    logical = sum(_expert_elements(node, i) * t.need_shape()[0] for i in weights if (t := node.input(i)))
+    logical = expert_weights(node)
+    others = [t for i, t in enumerate(node.inputs) if i >= 2 and i not in logical]
     return Cost(
         flops=flops,
         macs=macs,
         bytes_read=read,
         bytes_written=x.nbytes,
-        params=weight_params(others) + logical,
+        params=weight_params(others) + sum(logical.values()),
         kernels=3,
     )

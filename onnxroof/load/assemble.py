@@ -20,7 +20,7 @@ import numpy as np
 
 from onnxroof.ir import DEFAULT_DOMAINS, Graph, Node, Tensor
 from onnxroof.load.evaluate import evaluate
-from onnxroof.load.fold import FOLD_LIMIT
+from onnxroof.load.fold import FOLD_LIMIT, shape_query_value
 from onnxroof.load.read import RawGraph, ValueTypes, read_graph, value_types
 from onnxroof.protos import AttributeProto, GraphProto, TensorProto
 
@@ -152,13 +152,7 @@ def _folded_value(
     of a static tensor, or an op the evaluator knows on known values; else None."""
     if op_type in SHAPE_QUERIES:
         shape = tensors[inputs[0]].shape
-        if shape is None:
-            return None
-        dims = np.array(shape, dtype=np.int64)
-        if op_type == "Size":
-            return np.array(dims.prod(), dtype=np.int64)
-        start, end = attrs.get("start", 0), attrs.get("end", len(dims))
-        return dims[int(start) : int(end)]  # type: ignore[call-overload]
+        return None if shape is None else shape_query_value(op_type, shape, attrs)
     if not all(name in constants for name in inputs if name):
         return None
     values = [constants[name] if name else None for name in inputs]

@@ -12,7 +12,7 @@ it computed are then given to the model as initializers, and one more inference 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -71,6 +71,15 @@ def fold_shape_values(model: ModelProto, constants: Mapping[str, np.ndarray], ty
     return _give(model, values, computed)
 
 
+def shape_query_value(op_type: str, shape: Sequence[int], attrs: Mapping[str, Any]) -> np.ndarray:
+    """The value of a Shape (its ``start``/``end`` slice; ONNX clamps them as slicing does) or a Size of a tensor of
+    static ``shape``."""
+    dims = np.array(shape, dtype=np.int64)
+    if op_type == "Size":
+        return np.array(dims.prod(), dtype=np.int64)
+    return dims[int(attrs.get("start", 0)) : int(attrs.get("end", len(dims)))]
+
+
 def _value(node: NodeProto, values: Mapping[str, np.ndarray], known: Mapping[str, Tensor], opset: int) -> Any:
     """A node's (first) output value where the walk can compute it, else None."""
     op_type = node.op_type
@@ -78,11 +87,7 @@ def _value(node: NodeProto, values: Mapping[str, np.ndarray], known: Mapping[str
         tensor = known.get(node.input[0]) if node.input else None
         if tensor is None or tensor.shape is None:
             return None
-        dims = np.array(tensor.shape, dtype=np.int64)
-        if op_type == "Size":
-            return np.array(dims.prod(), dtype=np.int64)
-        bounds = {a.name: a.i for a in node.attribute}
-        return dims[bounds.get("start", 0) : bounds.get("end", len(dims))]  # ONNX clamps as slicing does
+        return shape_query_value(op_type, tensor.shape, {a.name: a.i for a in node.attribute})
     if op_type not in OPS or not all(name in values for name in node.input if name):
         return None
     inputs = [values[name] if name else None for name in node.input]

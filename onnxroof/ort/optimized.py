@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from math import prod
 
 import onnx
@@ -27,6 +27,7 @@ from onnxroof.ort.relax import declare_inputs
 from onnxroof.ort.run_for_shapes import shapes_from_run
 from onnxroof.ort.session_spec import SessionSpec
 from onnxroof.ort.sessions import RunnableModel, make_session, runnable_model
+from onnxroof.passes.input_shapes import at_input_shapes
 from onnxroof.predict.fusion import fuse
 from onnxroof.predict.profiles import EXPORTED_GRAPH, ONNXRUNTIME_CUDA_GRAPH, engine_profile
 
@@ -88,7 +89,7 @@ def engine_graph(model: ModelSpec | Source, device: Device) -> Graph:
             dims=spec.dims,
             values=spec.values,
             shape_run=shapes_from_run,
-            reshape=_at_input_shapes,
+            reshape=at_input_shapes,
         )
     else:
         runnable = runnable_model(model)
@@ -100,15 +101,6 @@ def engine_graph(model: ModelSpec | Source, device: Device) -> Graph:
     if profile.fusion is not None:
         graph = fuse(graph, profile.fusion.at(device.engine_release))
     return graph
-
-
-def _at_input_shapes(
-    model: ModelProto, shapes: Mapping[str, tuple[int, ...]], dims: Mapping[str, int]
-) -> tuple[ModelProto, str] | None:
-    """The model at its fixed input shapes, the hard-coded sizes repaired (passes.input_shapes)."""
-    from onnxroof.passes.input_shapes import at_input_shapes
-
-    return at_input_shapes(model, shapes, dims)
 
 
 # onnxruntime's optimizer at its basic level, on one CPU thread: the rewrites it makes for every provider (constants
