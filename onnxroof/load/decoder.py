@@ -24,6 +24,7 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 from onnxroof.errors import UserError
+from onnxroof.ir import op_domain
 from onnxroof.protos import ModelProto, NodeProto, ValueInfoProto
 
 __all__ = ["DecoderDims", "decoder_dims"]
@@ -68,10 +69,6 @@ def _dims(info: ValueInfoProto) -> list[str | int]:
     return [d.dim_param or d.dim_value for d in info.type.tensor_type.shape.dim]
 
 
-def _domain(node: NodeProto) -> str:
-    return "" if node.domain in ("", "ai.onnx") else node.domain
-
-
 def _producers(model: ModelProto) -> dict[str, NodeProto]:
     return {out: node for node in model.graph.node for out in node.output if out}
 
@@ -94,7 +91,7 @@ def _graph_inputs_above(name: str, producers: Mapping[str, NodeProto], inputs: M
 def _concatenated_caches(model: ModelProto, inputs: Mapping[str, ValueInfoProto]) -> Iterator[str]:
     """Rank-4 graph inputs concatenated along their sequence axis: the past caches of an attention in plain ops."""
     for node in model.graph.node:
-        if node.op_type != "Concat" or _domain(node):
+        if node.op_type != "Concat" or op_domain(node.domain):
             continue
         axis = next((a.i for a in node.attribute if a.name == "axis"), None)
         if axis not in _SEQUENCE_AXES:
@@ -108,7 +105,7 @@ def _attention_caches(model: ModelProto, inputs: Mapping[str, ValueInfoProto]) -
     masks: list[str] = []
     found = ""
     for node in model.graph.node:
-        key = (_domain(node), node.op_type)
+        key = (op_domain(node.domain), node.op_type)
         if key not in _PAST_INPUTS:
             continue
         past = [node.input[i] for i in _PAST_INPUTS[key] if i < len(node.input) and node.input[i] in inputs]
