@@ -67,7 +67,7 @@ DECODERS: dict[str, DecoderShape] = {
     "qwen2.5-0.5b": DecoderShape(24, 896, 14, 2, 4864, 151936, 32768, qkv_bias=True),
     "phi-3-mini": DecoderShape(32, 3072, 32, 32, 8192, 32064, 4096),
     "tinyllama-1.1b": DecoderShape(22, 2048, 32, 4, 5632, 32000, 2048),
-    # Small enough to run here with random weights: 2 layers, 4 heads of 16 sharing 2 KV heads.
+    # Small enough for the tests to run on a CPU with random weights: 2 layers, 4 heads of 16 sharing 2 KV heads.
     "tiny-decoder": DecoderShape(2, 64, 4, 2, 128, 256, 512),
 }
 
