@@ -20,14 +20,15 @@ one line naming it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 from onnxroof.errors import UserError
 from onnxroof.ir import op_domain
-from onnxroof.protos import ModelProto, NodeProto, ValueInfoProto
+from onnxroof.protos import ModelProto, NodeProto, TensorProto, ValueInfoProto
 
-__all__ = ["DecoderDims", "decoder_dims"]
+__all__ = ["DecoderDims", "DecoderInputs", "decoder_dims", "decoder_inputs"]
 
 # Where each attention op reads its past key and value, and the inputs its mask reaches it through.
 _PAST_INPUTS: dict[tuple[str, str], tuple[int, int]] = {
@@ -39,6 +40,19 @@ _MASK_INPUTS: dict[tuple[str, str], tuple[int, ...]] = {
     ("com.microsoft", "GroupQueryAttention"): (5, 6),
     ("com.microsoft", "MultiHeadAttention"): (4, 5),
     ("", "Attention"): (3, 6),
+}
+# GroupQueryAttention's inputs that hold lengths: seqlens_k (each sequence's total length minus 1) and
+# total_sequence_length (the longest).
+_LENGTH_INPUTS: dict[tuple[str, str], tuple[int, int]] = {("com.microsoft", "GroupQueryAttention"): (5, 6)}
+_INTEGER_TYPES = {
+    TensorProto.INT64,
+    TensorProto.INT32,
+    TensorProto.INT16,
+    TensorProto.INT8,
+    TensorProto.UINT64,
+    TensorProto.UINT32,
+    TensorProto.UINT16,
+    TensorProto.UINT8,
 }
 _SEQUENCE_AXES = (2, -2)  # a [batch, heads, sequence, head] cache is concatenated along this axis
 
@@ -62,6 +76,19 @@ class DecoderDims:
         if self.total is not None:
             dims[self.total] = context + new_tokens
         return dims
+
+
+@dataclass(frozen=True)
+class DecoderInputs:
+    """The graph inputs of a decoder step whose values must agree with its cache for the step to run: what each
+    holds, by name."""
+
+    caches: tuple[str, ...]  # [batch, heads, past, head]
+    tokens: str | None  # [batch, sequence] token ids: the indices of the largest table gathered
+    masks: tuple[str, ...]  # [batch, total]: every row attended
+    lengths: tuple[str, ...]  # seqlens_k: each sequence's total length minus 1
+    totals: tuple[str, ...]  # total_sequence_length: the total length
+    positions: tuple[str, ...]  # [batch, sequence] integer inputs besides the tokens: the new tokens' positions
 
 
 def _dims(info: ValueInfoProto) -> list[str | int]:
@@ -119,6 +146,31 @@ def _attention_caches(model: ModelProto, inputs: Mapping[str, ValueInfoProto]) -
     return list(caches), found, masks
 
 
+def _runtime_inputs(model: ModelProto) -> dict[str, ValueInfoProto]:
+    weights = {t.name for t in model.graph.initializer}
+    return {i.name: i for i in model.graph.input if i.name not in weights}
+
+
+def _mask_candidates(
+    model: ModelProto,
+    inputs: Mapping[str, ValueInfoProto],
+    caches: Collection[str],
+    masks: Collection[str],
+    batch: object,
+) -> list[str]:
+    """The ``[batch, X]`` graph inputs that can be the attention mask: those the attention's mask inputs are
+    computed from or, in plain ops, those the new keys are not computed from (input_ids is, the mask not)."""
+    producers = _producers(model)
+    led = {n for n, i in inputs.items() if len(_dims(i)) == 2 and _dims(i)[0] == batch}
+    if masks:
+        above = set().union(*(_graph_inputs_above(m, producers, inputs) for m in masks))
+    else:
+        concats = [node for node in model.graph.node if node.op_type == "Concat" and set(node.input) & set(caches)]
+        keys = {n for node in concats for n in node.input if n not in caches}
+        above = led - set().union(*(_graph_inputs_above(k, producers, inputs) for k in keys))
+    return sorted(led & above)
+
+
 def _symbol(dims: list[str | int], axis: int, what: str, name: str) -> str:
     value = dims[axis]
     if isinstance(value, int):
@@ -132,9 +184,7 @@ def _symbol(dims: list[str | int], axis: int, what: str, name: str) -> str:
 def decoder_dims(model: ModelProto, fixed: Collection[str] = ()) -> DecoderDims:
     """The phase dims of a decoder step, or a UserError saying what the graph lacks; the dims named in ``fixed``
     are the user's to set (``--dim``) and are none of them."""
-    inputs = {i.name: i for i in model.graph.input}
-    weights = {t.name for t in model.graph.initializer}
-    inputs = {n: i for n, i in inputs.items() if n not in weights}
+    inputs = _runtime_inputs(model)
     caches, attention, masks = _attention_caches(model, inputs)
     if not caches:
         raise UserError(
@@ -144,15 +194,7 @@ def decoder_dims(model: ModelProto, fixed: Collection[str] = ()) -> DecoderDims:
     first = _dims(inputs[caches[0]])
     batch = _symbol(first, 0, "batch", caches[0])
     past = _symbol(first, 2, "past length", caches[0])
-    producers = _producers(model)
-    led = {n for n, i in inputs.items() if len(_dims(i)) == 2 and _dims(i)[0] == batch}  # [batch, X] inputs
-    if masks:
-        above = set().union(*(_graph_inputs_above(m, producers, inputs) for m in masks))
-    else:  # plain ops: the [batch, X] input the new keys are not computed from (input_ids is, the mask not)
-        concats = [node for node in model.graph.node if node.op_type == "Concat" and set(node.input) & set(caches)]
-        keys = {n for node in concats for n in node.input if n not in caches}
-        above = led - set().union(*(_graph_inputs_above(k, producers, inputs) for k in keys))
-    candidates = sorted(led & above)
+    candidates = _mask_candidates(model, inputs, caches, masks, batch)
     mask = candidates[0] if len(candidates) == 1 else None
     total = _symbol(_dims(inputs[mask]), 1, "total length", mask) if mask is not None else None
     others = {d for i in inputs.values() for d in _dims(i) if isinstance(d, str)} - {batch, past, total, *fixed}
@@ -166,3 +208,52 @@ def decoder_dims(model: ModelProto, fixed: Collection[str] = ()) -> DecoderDims:
         o.name for o in model.graph.output if len(dims := _dims(o)) == 4 and dims[0] == batch and dims[2] != past
     )
     return DecoderDims(batch, others.pop(), past, total, tuple(caches), presents, attention)
+
+
+def _token_input(model: ModelProto, candidates: Collection[str]) -> str | None:
+    """The candidate gathered from the largest weight table: the token ids index the embedding, positions a
+    smaller cos/sin table (or none)."""
+    sizes = {t.name: math.prod(t.dims) for t in model.graph.initializer}
+    gathered = [
+        (sizes.get(node.input[0], 0), node.input[1])
+        for node in model.graph.node
+        if node.op_type == "Gather" and len(node.input) > 1 and node.input[1] in candidates
+    ]
+    return max(gathered)[1] if gathered else None
+
+
+def _length_inputs(model: ModelProto, inputs: Mapping[str, ValueInfoProto]) -> tuple[list[str], list[str]]:
+    """(seqlens_k inputs, total_sequence_length inputs) that are graph inputs."""
+    lengths: dict[str, None] = {}
+    totals: dict[str, None] = {}
+    for node in model.graph.node:
+        where = _LENGTH_INPUTS.get((op_domain(node.domain), node.op_type))
+        if where is None:
+            continue
+        for index, found in zip(where, (lengths, totals)):
+            if index < len(node.input) and node.input[index] in inputs:
+                found[node.input[index]] = None
+    return list(lengths), list(totals)
+
+
+def decoder_inputs(model: ModelProto) -> DecoderInputs | None:
+    """The inputs of a decoder step by what they hold, found as ``decoder_dims`` finds its dims, or None for a
+    graph without a past cache. Fixed dims are allowed here: a model ready to run has them."""
+    inputs = _runtime_inputs(model)
+    caches, _, masks = _attention_caches(model, inputs)
+    if not caches:
+        return None
+    batch = _dims(inputs[caches[0]])[0]
+    mask_inputs = _mask_candidates(model, inputs, caches, masks, batch)
+    lengths, totals = _length_inputs(model, inputs)
+    integer = [
+        n
+        for n, i in inputs.items()
+        if len(_dims(i)) == 2
+        and _dims(i)[0] == batch
+        and i.type.tensor_type.elem_type in _INTEGER_TYPES
+        and n not in mask_inputs
+    ]
+    tokens = _token_input(model, integer)
+    positions = tuple(n for n in integer if n != tokens)
+    return DecoderInputs(tuple(caches), tokens, tuple(mask_inputs), tuple(lengths), tuple(totals), positions)

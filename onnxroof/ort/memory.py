@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from onnx import ModelProto
 
 from onnxroof.errors import UserError, first_line
@@ -137,7 +138,7 @@ def measure_peak_memory(
     a timeout after ``timeout_s`` seconds included, is a UserError with the child's last error line. Nothing is
     left on disk."""
     from onnxroof.ort.measure import prepare_for_level
-    from onnxroof.ort.sessions import runnable_model
+    from onnxroof.ort.sessions import fixed_feeds, runnable_model
 
     SessionSpec(threads=threads, opt_level=opt_level)  # a UserError for settings no session can have
     if runs < 1:
@@ -150,8 +151,12 @@ def measure_peak_memory(
         model_path = Path(folder) / "model.onnx"
         _save(proto, model_path)
         del proto
+        known_path = Path(folder) / "known.npz"
+        known: dict[str, Any] = fixed_feeds(runnable)  # Any: numpy's stubs match a ** dict to allow_pickle
+        np.savez(known_path, **known)
         request = {
             "model": str(model_path),
+            "known": str(known_path),
             "inputs": {name: [list(shape), elem] for name, (shape, elem) in runnable.inputs.items()},
             "arena": arena,
             "pattern": pattern,
@@ -308,7 +313,9 @@ def _measure_here(request: Mapping[str, Any]) -> dict[str, Any]:
 
     rt = ort()
     shapes = {name: (tuple(shape), int(elem)) for name, (shape, elem) in request["inputs"].items()}
-    feeds = random_feeds(RunnableModel(ModelProto(), "", shapes))
+    with np.load(str(request["known"])) as known:
+        values = {name: known[name] for name in known.files}
+    feeds = random_feeds(RunnableModel(ModelProto(), "", shapes, values=values))
     options = session_options(SessionSpec(threads=int(request["threads"]), opt_level=str(request["opt_level"])))
     options.enable_cpu_mem_arena = bool(request["arena"])
     options.enable_mem_pattern = bool(request["pattern"])

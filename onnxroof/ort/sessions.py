@@ -24,8 +24,10 @@ from onnx import ModelProto, TensorProto, numpy_helper
 
 from onnxroof.errors import UserError, first_line
 from onnxroof.load import fix_inputs, read_model, runtime_inputs
+from onnxroof.load.decoder import DecoderInputs, decoder_inputs
 from onnxroof.load.model_spec import ModelSpec, Source, model_spec
 from onnxroof.load.values import value_arrays
+from onnxroof.ort.decoder_feeds import decoder_feeds
 from onnxroof.ort.relax import open_inputs, refused_by_inference
 from onnxroof.ort.session_spec import DEFAULT_SESSION, SessionSpec
 from onnxroof.passes.input_shapes import at_input_shapes
@@ -49,6 +51,7 @@ class RunnableModel:
     inputs: Mapping[str, tuple[tuple[int, ...], int]]  # runtime input -> (shape, ONNX element type)
     notes: tuple[str, ...] = field(default_factory=tuple)
     values: Mapping[str, np.ndarray] = field(default_factory=dict)  # inputs whose value was given: their feeds
+    decoder: DecoderInputs | None = None  # a decoder step's inputs that must agree with its cache
 
 
 def ort() -> Any:
@@ -106,7 +109,7 @@ def runnable_model(model: ModelSpec | Source, seed: int = 0) -> RunnableModel:
     notes = ((_RANDOM_WEIGHTS_NOTE.format(count=filled),) if filled else ()) + (
         (reshaped.repaired,) if reshaped is not None and reshaped.repaired else ()
     )
-    return RunnableModel(copy, name, typed, notes, arrays)
+    return RunnableModel(copy, name, typed, notes, arrays, decoder_inputs(proto))
 
 
 def _load_or_fill_weights(graph: onnx.GraphProto, base: Path | None, rng: np.random.Generator) -> int:
@@ -176,14 +179,22 @@ for _name in ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", 
 _PACKED = {getattr(TensorProto, n) for n in ("INT4", "UINT4", "FLOAT4E2M1", "INT2", "UINT2") if hasattr(TensorProto, n)}
 
 
+def fixed_feeds(model: RunnableModel) -> dict[str, np.ndarray]:
+    """The feeds random values must not replace: the decoder inputs that agree with its cache, and the values the
+    user gave (which win)."""
+    return {**(decoder_feeds(model.decoder, model.inputs) if model.decoder else {}), **model.values}
+
+
 def random_feeds(model: RunnableModel, seed: int = 0) -> dict[str, Any]:
     """Random inputs of the right dtype and shape for every runtime input, as onnxruntime takes them: numpy
-    arrays, or OrtValues for bfloat16 and float8 inputs (numpy has no such types)."""
+    arrays, or OrtValues for bfloat16 and float8 inputs (numpy has no such types). A decoder's masks, lengths
+    and positions agree with its cache (decoder_feeds.py)."""
     rng = np.random.default_rng(seed)
+    known = fixed_feeds(model)
     feeds: dict[str, Any] = {}
     for name, (shape, elem) in model.inputs.items():
-        if name in model.values:
-            feeds[name] = model.values[name]
+        if name in known:
+            feeds[name] = known[name]
             continue
         if elem in _PACKED:
             raise UserError(
