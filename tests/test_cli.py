@@ -462,3 +462,9 @@ def test_plot_and_report_feed_their_measurement_from_the_inputs_file(command: st
     monkeypatch.setattr("onnxroof.cli.inputs.resolve_devices", lambda *a, **k: [])  # no calibration for this
     assert main([command, "zoo:conv2d_kernel", "--measure", "--inputs", "x.npz", "-o", str(out)]) == 2
     assert "recorded" in capsys.readouterr().err and asked["feeds_path"] == "x.npz"
+
+
+@pytest.mark.parametrize("command", [("compare", "zoo:conv2d_kernel", "zoo:conv2d_kernel"), ("explore", "zoo:unet")])
+def test_compare_and_explore_refuse_inputs_without_measure(command, capsys):
+    assert main([*command, "--inputs", "x.npz"]) == 2
+    assert "--inputs feeds the runs of --measure" in capsys.readouterr().err

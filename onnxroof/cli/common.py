@@ -178,6 +178,22 @@ def apply_engine(args: argparse.Namespace) -> None:
     args.device = [f"{device}@{engine}" for device in named for engine in engines]
 
 
+def add_measured_inputs_option(parser: argparse.ArgumentParser) -> None:
+    """--inputs for the runs --measure makes."""
+    parser.add_argument(
+        "--inputs",
+        default=None,
+        metavar="FILE.npz",
+        help="--measure: inputs from an .npz (arrays named like the model's inputs) instead of random ones",
+    )
+
+
+def inputs_need_measure(args: argparse.Namespace) -> None:
+    """--inputs feeds the model's runs, which only --measure makes: refused without it, rather than ignored."""
+    if args.inputs and not args.measure:
+        raise UserError("--inputs feeds the runs of --measure", "add --measure, or drop --inputs")
+
+
 def split_list(values: list[str] | None) -> list[str]:
     """Repeatable, comma-separated option values as one list: ['a,b', 'c'] -> ['a', 'b', 'c']."""
     return [item.strip() for value in values or [] for item in value.split(",") if item.strip()]

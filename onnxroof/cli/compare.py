@@ -7,9 +7,11 @@ import argparse
 from onnxroof.cli.common import (
     Progress,
     add_devices_option,
+    add_measured_inputs_option,
     add_output_options,
     check_output_option,
     emit,
+    inputs_need_measure,
     resolve_devices,
     split_list,
 )
@@ -33,6 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("b", metavar="B", help="the second model")
     add_devices_option(parser, "catalog key, device file or host; repeatable or comma-separated (default v100-sxm2)")
     parser.add_argument("--measure", action="store_true", help="also time both models here (onnxruntime, CPU)")
+    add_measured_inputs_option(parser)
     parser.add_argument("--threads", type=int, default=1, metavar="N", help="threads to measure and predict at")
     parser.add_argument("--top", type=int, default=20, metavar="N", help="table: the N layers that changed most")
     parser.add_argument("-f", "--format", default="table", choices=("table", "json"), help="output format")
@@ -49,8 +52,17 @@ def run(args: argparse.Namespace) -> int:
     devices = split_list(args.device) or [DEFAULT_DEVICE]
     progress = Progress("comparing")
     try:
+        inputs_need_measure(args)
         resolve_devices(devices + (["host"] if args.measure else []), args.threads, progress)
-        result = compare(args.a, args.b, devices, measure=args.measure, threads=args.threads, progress=progress.stage)
+        result = compare(
+            args.a,
+            args.b,
+            devices,
+            measure=args.measure,
+            threads=args.threads,
+            feeds_path=args.inputs,
+            progress=progress.stage,
+        )
     finally:
         progress.close()
     emit(render_compare(result, args.format, args.top, width=output_width(args.output)), args.output)

@@ -7,9 +7,11 @@ import argparse
 from onnxroof.cli.common import (
     Progress,
     add_engine_option,
+    add_measured_inputs_option,
     add_output_options,
     check_output_option,
     emit,
+    inputs_need_measure,
     resolve_devices,
     split_list,
 )
@@ -33,6 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-d", "--device", default=None, help="catalog key, device file or host (default v100-sxm2)")
     add_engine_option(parser)
     parser.add_argument("--measure", type=int, default=0, metavar="N", help="time the N best rewrites here")
+    add_measured_inputs_option(parser)
     parser.add_argument("--only", action="append", default=None, metavar="R", help="try only these rewrites")
     parser.add_argument("--threads", type=int, default=1, metavar="N", help="threads to measure and predict at")
     parser.add_argument("-f", "--format", default="table", choices=("table", "json"), help="output format")
@@ -48,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     check_output_option(args)
     progress = Progress("exploring")
     try:
+        inputs_need_measure(args)
         resolve_devices([args.device or DEFAULT_DEVICE] + (["host"] if args.measure else []), args.threads, progress)
         result = explore(
             args.model,
@@ -55,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
             measure=args.measure,
             threads=args.threads,
             only=tuple(split_list(args.only)),
+            feeds_path=args.inputs,
             progress=progress.stage,
         )
     finally:

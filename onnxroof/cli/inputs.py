@@ -10,13 +10,14 @@ from onnxroof.cli import sweep as sweep_command
 from onnxroof.cli.common import (
     Progress,
     add_devices_option,
+    add_measured_inputs_option,
     add_shape_options,
     dims,
+    inputs_need_measure,
     model_spec,
     resolve_devices,
     split_list,
 )
-from onnxroof.errors import UserError
 
 if TYPE_CHECKING:
     from onnxroof.report.figures import FigureInputs
@@ -31,9 +32,7 @@ def add_input_options(parser: argparse.ArgumentParser, measure_help: str) -> Non
     )
     sweep_command.add_sweep_axes(parser)
     parser.add_argument("--measure", action="store_true", help=measure_help)
-    parser.add_argument(
-        "--inputs", default=None, metavar="FILE.npz", help="--measure: inputs from an .npz instead of random ones"
-    )
+    add_measured_inputs_option(parser)
     parser.add_argument(
         "--threads", type=int, default=1, metavar="N", help="--device host and --measure: threads (default 1)"
     )
@@ -62,7 +61,7 @@ def analyzed(args: argparse.Namespace, progress: Progress) -> FigureInputs:
     from onnxroof.report.figures import FigureInputs
 
     shape_dims = dims(args)
-    _inputs_need_measure(args)
+    inputs_need_measure(args)
     targets = resolve_devices(devices(args), args.threads, progress)  # a bad name refused first
     if args.measure:
         resolve_devices(["host"], args.threads, progress)  # calibrated first where needed, with its progress
@@ -106,7 +105,7 @@ def swept(args: argparse.Namespace, progress: Progress) -> FigureInputs:
     from onnxroof.report.figures import FigureInputs
     from onnxroof.whatif.sweep import sweep
 
-    _inputs_need_measure(args)
+    inputs_need_measure(args)
     named = devices(args)
     targets = tuple(resolve_devices(named, args.threads, progress))  # the roofs; refused early
     result = sweep(
@@ -120,12 +119,6 @@ def swept(args: argparse.Namespace, progress: Progress) -> FigureInputs:
         progress=progress,
     )
     return FigureInputs(sweep=result, devices=targets)
-
-
-def _inputs_need_measure(args: argparse.Namespace) -> None:
-    """--inputs feeds the model's runs, which only --measure makes: refused without it, rather than ignored."""
-    if args.inputs and not args.measure:
-        raise UserError("--inputs feeds the runs of --measure", "add --measure, or drop --inputs")
 
 
 def warnings_of(inputs: FigureInputs) -> list[str]:

@@ -244,11 +244,12 @@ def compare(
     threads: int = 1,
     repeat: int = 20,
     here: str | Device = "host",
+    feeds_path: str | os.PathLike[str] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Comparison:
     """Compare ``a`` and ``b`` on each of ``devices`` (the first gives the per-layer table) and, with
-    ``measure``, time both here at ``threads`` threads against the prediction for ``here``, this machine's
-    device (its calibrated profile by default)."""
+    ``measure``, time both here at ``threads`` threads (on the inputs at ``feeds_path`` where given) against the
+    prediction for ``here``, this machine's device (its calibrated profile by default)."""
     from onnxroof.api import analyze
 
     say = progress or (lambda _: None)
@@ -274,22 +275,33 @@ def compare(
         say("predicting on this machine's calibrated profile")
         ha, hb = analyze(a, here, threads=threads), analyze(b, here, threads=threads)
         say("timing both models here")
-        ta, tb = time_pair(a, b, threads=threads, repeat=repeat)
+        ta, tb = time_pair(a, b, threads=threads, repeat=repeat, feeds_path=feeds_path)
         measured = MeasuredSpeedup(ta, tb, ha.totals.predicted_time_s, hb.totals.predicted_time_s, threads)
     layers = tuple(match_layers(first[0].nodes, first[1].nodes))
     return Comparison(Side.of(first[0]), Side.of(first[1]), tuple(speedups), layers, measured)
 
 
-def time_pair(a: Model, b: Model, *, threads: int = 1, repeat: int = 20, rounds: int = 2) -> tuple[float, float]:
-    """Both models timed in alternating rounds on this machine; each one's best idle-machine estimate (the
-    fastest rounds are the quiet ones on a shared machine)."""
+def time_pair(
+    a: Model,
+    b: Model,
+    *,
+    threads: int = 1,
+    repeat: int = 20,
+    rounds: int = 2,
+    feeds_path: str | os.PathLike[str] | None = None,
+) -> tuple[float, float]:
+    """Both models timed in alternating rounds on this machine, on random inputs or both on the .npz at
+    ``feeds_path``; each one's best idle-machine estimate (the fastest rounds are the quiet ones on a shared
+    machine)."""
     from onnxroof.ort.measure import measure
     from onnxroof.ort.session_spec import SessionSpec
-    from onnxroof.ort.sessions import runnable_model
+    from onnxroof.ort.sessions import load_feeds, runnable_model
 
     models = [runnable_model(a), runnable_model(b)]
+    feeds = [load_feeds(feeds_path, m) if feeds_path is not None else None for m in models]
     best = [math.inf, math.inf]
     for _ in range(rounds):
         for i, model in enumerate(models):
-            best[i] = min(best[i], measure(model, SessionSpec(threads=threads), repeat=repeat, warmup=3).fast_s)
+            timing = measure(model, SessionSpec(threads=threads), repeat=repeat, warmup=3, feeds=feeds[i])
+            best[i] = min(best[i], timing.fast_s)
     return best[0], best[1]

@@ -119,11 +119,12 @@ def explore(
     threads: int = 1,
     only: tuple[str, ...] = (),
     here: str | Device = "host",
+    feeds_path: str | os.PathLike[str] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Exploration:
     """Try every candidate (or those named in ``only``) on ``model`` and rank them on ``device``; with
     ``measure`` N, time the N best here against the prediction for ``here``, this machine's device (its
-    calibrated profile by default)."""
+    calibrated profile by default), on the inputs at ``feeds_path`` where given."""
     from onnxroof.api import analyze, get_device
     from onnxroof.passes.model_file import read_source
 
@@ -165,7 +166,7 @@ def explore(
         )
     applied.sort(key=lambda c: -c.predicted_speedup)
     if measure:
-        applied = _measured(source, applied, variants, measure, threads, here, say)
+        applied = _measured(source, applied, variants, Timing(measure, threads, here, feeds_path), say)
     ranked = tuple(applied + refused)
     return Exploration(
         source.name, base.device.key, base.graph, base.totals.predicted_time_s, ranked, source.graph_only
@@ -207,16 +208,22 @@ def _dtypes(model: ModelProto) -> dict[str, int]:
     return types
 
 
+@dataclass(frozen=True)
+class Timing:
+    """How the best candidates are timed: how many, at how many threads, predicted for which device of this
+    machine, on which inputs (random where None)."""
+
+    count: int
+    threads: int
+    here: str | Device
+    feeds_path: str | os.PathLike[str] | None = None
+
+
 def _measured(
-    source: Any,
-    ranked: list[Candidate],
-    variants: dict[str, Any],
-    count: int,
-    threads: int,
-    here: str | Device,
-    say: Callable[[str], None],
+    source: Any, ranked: list[Candidate], variants: dict[str, Any], timing: Timing, say: Callable[[str], None]
 ) -> list[Candidate]:
-    """The ``count`` best runnable candidates timed here against the original, with this machine's prediction."""
+    """The ``timing.count`` best runnable candidates timed here against the original, with this machine's
+    prediction."""
     from dataclasses import replace
 
     from onnxroof.api import analyze
@@ -227,16 +234,16 @@ def _measured(
             "put the weight file beside the model, or drop --measure",
         )
     say("predicting on this machine's calibrated profile")
-    host_before = analyze(source.model, here, threads=threads).totals.predicted_time_s
+    host_before = analyze(source.model, timing.here, threads=timing.threads).totals.predicted_time_s
     out = []
     for i, candidate in enumerate(ranked):
-        if i >= count:
+        if i >= timing.count:
             out.append(candidate)
             continue
-        say(f"timing {candidate.name} against the original ({i + 1}/{min(count, len(ranked))})")
+        say(f"timing {candidate.name} against the original ({i + 1}/{min(timing.count, len(ranked))})")
         variant = variants[candidate.name].model
-        host_after = analyze(variant, here, threads=threads).totals.predicted_time_s
-        before, after = time_pair(source.model, variant, threads=threads)
+        host_after = analyze(variant, timing.here, threads=timing.threads).totals.predicted_time_s
+        before, after = time_pair(source.model, variant, threads=timing.threads, feeds_path=timing.feeds_path)
         out.append(
             replace(
                 candidate,

@@ -83,3 +83,28 @@ def test_compare_gives_the_speedup_per_device() -> None:
 def test_agreement_rules(predicted: float, measured: float, direction: bool, size: bool) -> None:
     assert direction_agrees(predicted, measured) is direction
     assert size_agrees(predicted, measured) is size
+
+
+@pytest.mark.ort
+def test_time_pair_feeds_both_models_from_the_inputs_file(tmp_path, monkeypatch) -> None:
+    from onnxroof.errors import UserError
+    from onnxroof.ort import measure as measure_module
+    from onnxroof.whatif.compare import time_pair
+    from tests.helpers import tiny_model
+
+    given = np.full((4, 8), 3.0, np.float32)
+    npz = tmp_path / "x.npz"
+    np.savez(npz, x=given)
+    seen: list = []
+    real = measure_module.measure
+
+    def recording(model, session, **kwargs):
+        seen.append(kwargs["feeds"])
+        return real(model, session, **kwargs)
+
+    monkeypatch.setattr(measure_module, "measure", recording)
+    a, b = time_pair(tiny_model(), tiny_model(), repeat=3, rounds=1, feeds_path=npz)
+    assert a > 0 and b > 0
+    assert len(seen) == 2 and all(np.array_equal(f["x"], given) for f in seen)
+    with pytest.raises(UserError, match="has shape 4x8, the model wants 2x8"):
+        time_pair(tiny_model(), tiny_model((2, 8)), repeat=3, rounds=1, feeds_path=npz)
