@@ -15,6 +15,7 @@ from onnxroof.cli.common import (
     emit,
     resolve_devices,
 )
+from onnxroof.errors import UserError
 
 HELP = "a decoder's generation: time to first token, time per token as the KV cache grows, tokens/s, memory"
 DESCRIPTION = """Predict how a decoder LLM generates on a device, from its one-step ONNX graph with a KV cache
@@ -27,6 +28,10 @@ interpolated between that many analyzed ones, evenly spaced (the output says so)
 throughput: batch / mean step time. Memory: the weights, the KV cache at P+G tokens, the largest step's
 activations (the caches left out), and their sum, the peak.
 
+--measure times the prefill and each decode step analyzed here with onnxruntime (on inputs whose masks, lengths
+and positions agree with the cache; random weights where the model has none) and shows them beside this machine's
+calibrated prediction (--device host, the default with --measure).
+
 --shared-buffer predicts what onnxruntime GenAI runs on a GPU: past and present share one buffer of P+G rows, so
 each step writes its new rows only. Every step is the analysis 'onnxroof analyze' makes, on the device and engine
 given; --format json has prefill_s, decode_s (first, mean, last), tokens_per_s, kv_cache_bytes, weights_bytes,
@@ -36,6 +41,7 @@ examples:
   onnxroof llm zoo:llama-3-8b-int4 --prompt 512 --generate 128 -d a100-sxm4-80gb
   onnxroof llm zoo:llama-3.2-1b-fp16 --prompt 2048 --generate 256 --batch 8 -d h100-sxm5 --engine tensorrt
   onnxroof llm model.onnx --prompt 128 --generate 32 -d host --format json -o llm.json
+  onnxroof llm zoo:tiny-decoder-int4 --prompt 64 --generate 16 --measure
 """
 
 
@@ -56,6 +62,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--samples", type=int, default=None, metavar="N", help="decode steps analyzed where there are more (default 9)"
     )
+    parser.add_argument(
+        "--measure", action="store_true", help="also time the steps here with onnxruntime (against --device host)"
+    )
     add_dim_option(parser, "fix another symbolic dim of the model (repeatable)")
     parser.add_argument("--threads", type=int, default=1, metavar="N", help="--device host: the calibration's threads")
     parser.add_argument("-f", "--format", default="table", choices=("table", "json"), help="output format")
@@ -71,9 +80,14 @@ def run(args: argparse.Namespace) -> int:
 
     check_output_option(args)
     fixed = dims(args)
+    if args.measure and args.device not in (None, "host"):
+        raise UserError(
+            f"--measure times this machine, not {args.device}", "drop --device (or give --device host) with --measure"
+        )
     progress = Progress("predicting")
     try:
-        (device,) = resolve_devices([args.device or DEFAULT_DEVICE], args.threads, progress)
+        default = "host" if args.measure else DEFAULT_DEVICE
+        (device,) = resolve_devices([args.device or default], args.threads, progress)
         progress.stage("reading the model")
         model, name = read_model(args.model, weight_bytes=False)
         result = predict_decoder(
@@ -88,6 +102,10 @@ def run(args: argparse.Namespace) -> int:
             name=name,
             progress=progress.stage,
         )
+        if args.measure:
+            from onnxroof.whatif.decoder_measure import measure_generation
+
+            result = measure_generation(args.model, result, threads=args.threads, dims=fixed, progress=progress.stage)
     finally:
         progress.close()
     emit(render_decoder(result, args.format, width=output_width(args.output)), args.output)

@@ -6,7 +6,7 @@ import json
 
 from onnxroof.report.format import Column, seconds, table, wrap
 from onnxroof.units import decimal_bytes
-from onnxroof.whatif.decoder import DecoderPrediction
+from onnxroof.whatif.decoder import DecoderPrediction, MeasuredGeneration
 
 __all__ = ["render_decoder"]
 
@@ -41,17 +41,42 @@ def _lines(p: DecoderPrediction, width: int | None) -> list[str]:
         + ("; past and present share one buffer" if p.shared_buffer else "")
         + f"; includes {p.includes}",
     ]
+    if p.measured is not None:
+        prose.insert(1, _measured_line(p, p.measured))
     lines = [line for text in prose for line in wrap(text, width)]
-    columns = [
-        Column("step"),
-        Column("cache", right=True),
-        Column("tokens", right=True),
-        Column("time", right=True),
-        Column("bound"),
-    ]
-    rows = [["prefill", "0", str(p.prefill.new_tokens), seconds(p.prefill.time_s), p.prefill.bound]]
-    rows += [["decode", str(s.context), "1", seconds(s.time_s), s.bound] for s in p.decode]
-    return [*lines, "", *table(columns, rows, width)]
+    return [*lines, "", *table(_columns(p), _rows(p), width)]
+
+
+def _measured_line(p: DecoderPrediction, m: MeasuredGeneration) -> str:
+    return (
+        f"measured here ({m.threads} thread{'s' if m.threads != 1 else ''}, onnxruntime, median of each step): "
+        f"time to first token {seconds(m.prefill_s)} ({_error(p.prefill.time_s, m.prefill_s)}), mean decode step "
+        f"{seconds(m.decode_mean_s)} ({_error(p.decode_mean_s, m.decode_mean_s)}), {m.tokens_per_s:.4g} tokens/s"
+    )
+
+
+def _error(predicted: float, measured: float) -> str:
+    """The prediction's error against the measurement, signed: + where the prediction is slower."""
+    return f"{(predicted / measured - 1) * 100:+.0f}%"
+
+
+def _columns(p: DecoderPrediction) -> list[Column]:
+    columns = [Column("step"), Column("cache", right=True), Column("tokens", right=True), Column("time", right=True)]
+    if p.measured is not None:
+        columns += [Column("measured", right=True), Column("error", right=True)]
+    return [*columns, Column("bound")]
+
+
+def _rows(p: DecoderPrediction) -> list[list[str]]:
+    measured = [p.measured.prefill_s, *(t for _, t in p.measured.decode)] if p.measured else None
+    steps = [("prefill", p.prefill), *(("decode", s) for s in p.decode)]
+    rows = []
+    for i, (kind, s) in enumerate(steps):
+        row = [kind, str(s.context), str(s.new_tokens), seconds(s.time_s)]
+        if measured is not None:
+            row += [seconds(measured[i]), _error(s.time_s, measured[i])]
+        rows.append([*row, s.bound])
+    return rows
 
 
 def render_decoder(p: DecoderPrediction, fmt: str = "table", width: int | None = None) -> str:

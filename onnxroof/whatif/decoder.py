@@ -22,7 +22,7 @@ is their sum.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,16 @@ from onnxroof.ir import Tensor
 from onnxroof.load.decoder import DecoderDims, decoder_dims
 from onnxroof.protos import ModelProto
 
-__all__ = ["DEFAULT_SAMPLES", "DecoderMemory", "DecoderPrediction", "Step", "predict_decoder"]
+__all__ = [
+    "DEFAULT_SAMPLES",
+    "DecoderMemory",
+    "DecoderPrediction",
+    "MeasuredGeneration",
+    "Step",
+    "decode_contexts",
+    "mean_step_time",
+    "predict_decoder",
+]
 
 DEFAULT_SAMPLES = 9  # decode steps analyzed where there are more
 
@@ -73,6 +82,30 @@ class DecoderMemory:
 
 
 @dataclass(frozen=True)
+class MeasuredGeneration:
+    """The same steps timed on this machine with onnxruntime: the median of each step's samples."""
+
+    threads: int
+    batch: int
+    prefill_s: float
+    decode: tuple[tuple[int, float], ...]  # (context, seconds) of the decode steps the prediction analyzed
+    decode_mean_s: float  # over all G steps, interpolated as the prediction's mean is
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.batch / self.decode_mean_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "threads": self.threads,
+            "prefill_s": self.prefill_s,
+            "decode_s": {"first": self.decode[0][1], "mean": self.decode_mean_s, "last": self.decode[-1][1]},
+            "tokens_per_s": self.tokens_per_s,
+            "steps": [{"context": c, "time_s": t} for c, t in self.decode],
+        }
+
+
+@dataclass(frozen=True)
 class DecoderPrediction:
     """A generation of ``generate`` tokens after a prompt of ``prompt``, at ``batch`` sequences."""
 
@@ -90,6 +123,7 @@ class DecoderPrediction:
     decode_mean_s: float
     memory: DecoderMemory
     includes: str
+    measured: MeasuredGeneration | None = None
 
     @property
     def complete(self) -> bool:
@@ -128,6 +162,7 @@ class DecoderPrediction:
             "exact": self.exact,
             "complete": self.complete,
             "steps": {"prefill": self.prefill.to_dict(), "decode": [s.to_dict() for s in self.decode]},
+            "measured": self.measured.to_dict() if self.measured else None,
         }
 
 
@@ -140,11 +175,11 @@ def decode_contexts(prompt: int, generate: int, samples: int) -> list[int]:
     return sorted({round(float(c)) for c in spaced})
 
 
-def mean_step_time(steps: tuple[Step, ...], prompt: int, generate: int) -> float:
-    """The mean time of the G decode steps: of the analyzed steps where every one was, else of the steps
-    interpolated linearly between them."""
-    contexts = np.array([s.context for s in steps], dtype=float)
-    times = np.array([s.time_s for s in steps])
+def mean_step_time(steps: Sequence[tuple[int, float]], prompt: int, generate: int) -> float:
+    """The mean time of the G decode steps from (context, seconds) of those analyzed or timed: their mean where
+    every one was, else that of the steps interpolated linearly between them."""
+    contexts = np.array([c for c, _ in steps], dtype=float)
+    times = np.array([t for _, t in steps])
     return float(np.interp(np.arange(prompt, prompt + generate, dtype=float), contexts, times).mean())
 
 
@@ -212,7 +247,7 @@ def predict_decoder(
         prefill=prefill,
         decode=steps,
         exact=len(steps) == generate,
-        decode_mean_s=mean_step_time(steps, prompt, generate),
+        decode_mean_s=mean_step_time([(s.context, s.time_s) for s in steps], prompt, generate),
         memory=memory,
         includes=first.includes,
     )

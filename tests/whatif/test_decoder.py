@@ -12,7 +12,7 @@ from model_zoo.decoder import DECODERS
 from onnxroof import api
 from onnxroof.errors import UserError
 from onnxroof.load.decoder import decoder_dims
-from onnxroof.whatif.decoder import Step, decode_contexts, mean_step_time, predict_decoder
+from onnxroof.whatif.decoder import decode_contexts, mean_step_time, predict_decoder
 from tests.helpers import plain_ops_decoder
 
 TINY = DECODERS["tiny-decoder"]
@@ -31,7 +31,7 @@ def test_every_decode_step_is_analyzed_up_to_the_samples_then_spaced_over_them()
 def test_the_mean_of_steps_linear_in_the_context_is_their_midpoint():
     # t(c) = 1 ms + 2 us * c over the contexts 100 .. 1099: the mean is t at 100 + 999 / 2 = 599.5, exactly, from
     # the two ends alone
-    steps = tuple(Step(c, 1, 1e-3 + 2e-6 * c, "memory", 0.0, 0.0) for c in (100, 1099))
+    steps = [(c, 1e-3 + 2e-6 * c) for c in (100, 1099)]
     assert mean_step_time(steps, 100, 1000) == pytest.approx(1e-3 + 2e-6 * 599.5)
 
 
@@ -82,3 +82,42 @@ def test_the_llm_command_writes_json_and_refuses_a_model_without_a_cache(cli):
 def test_a_shared_buffer_is_refused_where_the_attention_reads_its_whole_past():
     with pytest.raises(UserError, match="--shared-buffer: the decoder's attention is Concat"):
         predict_decoder(plain_ops_decoder(), "a100-sxm4-80gb", prompt=4, generate=2, shared_buffer=True)
+
+
+@pytest.mark.ort
+def test_measure_times_the_steps_the_prediction_analyzed(monkeypatch):
+    from onnxroof.ort import measure as measure_module
+    from onnxroof.whatif.decoder_measure import measure_generation
+
+    p = predict_decoder(_tiny(), "a100-sxm4-80gb", prompt=4, generate=5, batch=2, samples=2)
+    asked: list[dict] = []
+    real = measure_module.measure
+
+    def recording(spec, session, **kwargs):
+        asked.append(dict(spec.dims))
+        return real(spec, session, **kwargs)
+
+    monkeypatch.setattr(measure_module, "measure", recording)
+    m = measure_generation("zoo:tiny-decoder-int4", p, repeat=3).measured
+    assert m is not None
+    # the prefill over an empty cache, then the two decode steps analyzed: contexts 4 and 4 + 5 - 1 = 8
+    assert [(d["sequence_length"], d["past_sequence_length"], d["total_sequence_length"]) for d in asked] == [
+        (4, 0, 4),
+        (1, 4, 5),
+        (1, 8, 9),
+    ]
+    assert all(d["batch_size"] == 2 for d in asked)
+    assert [c for c, _ in m.decode] == [4, 8] and m.prefill_s > 0
+    # the mean of 5 steps interpolated between contexts 4 and 8 is the midpoint of the two ends
+    assert m.decode_mean_s == pytest.approx((m.decode[0][1] + m.decode[1][1]) / 2)
+    assert m.tokens_per_s == pytest.approx(2 / m.decode_mean_s)
+
+
+def test_measure_refuses_another_device(capsys):
+    from onnxroof.cli import main
+
+    assert (
+        main(["llm", "zoo:tiny-decoder-int4", "--prompt", "4", "--generate", "2", "-d", "a100-sxm4-80gb", "--measure"])
+        == 2
+    )
+    assert "--measure times this machine, not a100-sxm4-80gb" in capsys.readouterr().err
