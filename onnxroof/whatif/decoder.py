@@ -40,7 +40,11 @@ __all__ = [
     "DecoderPrediction",
     "MeasuredGeneration",
     "Step",
+    "StepAt",
+    "analyze_step",
     "decode_contexts",
+    "decoder_memory",
+    "kv_bytes_per_token",
     "mean_step_time",
     "predict_decoder",
 ]
@@ -207,8 +211,6 @@ def predict_decoder(
     """Predict a generation on ``device`` (a catalog key, device file or host, with ``@ENGINE`` where given).
     ``dims`` fix the model's other symbolic dims. A UserError for a model that is no decoder with a KV cache, or
     for a shared buffer where its attention is not GroupQueryAttention."""
-    from onnxroof.api import analyze
-
     _check(prompt, generate, batch, samples)
     found = decoder_dims(model, fixed=dims or {})
     if shared_buffer and found.attention != "GroupQueryAttention":
@@ -216,25 +218,17 @@ def predict_decoder(
             f"--shared-buffer: the decoder's attention is {found.attention}, which reads its whole past",
             "a buffer shared by past and present is GroupQueryAttention's (onnxruntime GenAI); drop --shared-buffer",
         )
-    buffer = prompt + generate if shared_buffer else None
+    at = StepAt(model, found, batch, prompt + generate if shared_buffer else None, dims or {})
     say = progress or (lambda text: None)
-
-    def step(new_tokens: int, context: int) -> tuple[Step, Any]:
-        analysis = analyze(model, device, dims={**(dims or {}), **found.step(batch, new_tokens, context, buffer)})
-        totals = analysis.totals
-        bound = max(totals.time_by_bound.items(), key=lambda kv: kv[1])[0] if totals.time_by_bound else "memory"
-        time_s, moved = totals.prediction.predicted_time_s, totals.bytes_read + totals.bytes_written
-        return Step(context, new_tokens, time_s, bound, totals.flops, moved, totals.uncounted), analysis
-
     say("prefill")
-    prefill, first = step(prompt, 0)
+    prefill, first = analyze_step(at, device, prompt, 0)
     contexts = decode_contexts(prompt, generate, samples)
     decode = []
     for i, context in enumerate(contexts):
         say(f"decode step {i + 1} of {len(contexts)} (context {context})")
-        decode.append(step(1, context)[0])
+        decode.append(analyze_step(at, device, 1, context)[0])
     steps = tuple(decode)
-    memory = _memory(model, found, batch, prompt, generate, buffer, dims or {})
+    memory = decoder_memory(at, [(prompt, 0), (1, prompt + generate - 1)], prompt + generate)
     return DecoderPrediction(
         model=name or model.graph.name,
         device=first.device.key,
@@ -253,39 +247,62 @@ def predict_decoder(
     )
 
 
-def _kv_bytes_per_token(model: ModelProto, found: DecoderDims) -> int:
-    """One sequence's cache row: over every past input, its element size times its dims but batch and past."""
+@dataclass(frozen=True)
+class StepAt:
+    """What fixes a step's dims beside its new tokens and context: the model, its decoder dims, the batch, the
+    shared buffer's rows (None: past and present apart) and the user's other dims."""
+
+    model: ModelProto
+    found: DecoderDims
+    batch: int
+    buffer: int | None
+    dims: dict[str, int]
+
+    def dims_of(self, new_tokens: int, context: int) -> dict[str, int]:
+        return {**self.dims, **self.found.step(self.batch, new_tokens, context, self.buffer)}
+
+
+def analyze_step(at: StepAt, device: str | Device, new_tokens: int, context: int) -> tuple[Step, Any]:
+    """One step analyzed on ``device``: its Step and the Analysis behind it."""
+    from onnxroof.api import analyze
+
+    analysis = analyze(at.model, device, dims=at.dims_of(new_tokens, context))
+    totals = analysis.totals
+    bound = max(totals.time_by_bound.items(), key=lambda kv: kv[1])[0] if totals.time_by_bound else "memory"
+    time_s, moved = totals.prediction.predicted_time_s, totals.bytes_read + totals.bytes_written
+    return Step(context, new_tokens, time_s, bound, totals.flops, moved, totals.uncounted), analysis
+
+
+def kv_bytes_per_token(model: ModelProto, found: DecoderDims, element_bits: float | None = None) -> int:
+    """One sequence's cache row: over every past input, its element size (``element_bits`` where given, else its
+    dtype's) times its dims but batch and past."""
     total = 0.0
     for info in model.graph.input:
         if info.name not in found.caches:
             continue
         t = info.type.tensor_type
         row = tuple(d.dim_value for i, d in enumerate(t.shape.dim) if i not in (0, 2))
-        total += Tensor(info.name, t.elem_type, row).nbytes
+        tensor = Tensor(info.name, t.elem_type, row)
+        total += tensor.nbytes if element_bits is None else tensor.numel * element_bits / 8
     return math.ceil(total)
 
 
-def _memory(
-    model: ModelProto,
-    found: DecoderDims,
-    batch: int,
-    prompt: int,
-    generate: int,
-    buffer: int | None,
-    dims: dict[str, int],
+def decoder_memory(
+    at: StepAt, steps: Sequence[tuple[int, int]], tokens: int, kv_bits: float | None = None
 ) -> DecoderMemory:
+    """Weights, the KV cache of ``tokens`` rows a sequence (its elements of ``kv_bits`` bits where given, else of
+    the graph's dtype) and the largest activations of ``steps``, each (new tokens, context), the caches left out."""
     from onnxroof.load import load_graph
     from onnxroof.predict.memory import estimate_memory
 
-    held = set(found.caches) | set(found.presents)
-    estimates = []
-    for new_tokens, context in ((prompt, 0), (1, prompt + generate - 1)):
-        graph = load_graph(model, dims={**dims, **found.step(batch, new_tokens, context, buffer)})
-        estimates.append(estimate_memory(graph, held=held))
-    per_token = _kv_bytes_per_token(model, found)
+    held = set(at.found.caches) | set(at.found.presents)
+    estimates = [
+        estimate_memory(load_graph(at.model, dims=at.dims_of(new, context)), held=held) for new, context in steps
+    ]
+    per_token = kv_bytes_per_token(at.model, at.found, kv_bits)
     return DecoderMemory(
         weights_bytes=estimates[0].weights_bytes,
         kv_bytes_per_token=per_token,
-        kv_cache_bytes=per_token * batch * (prompt + generate),
+        kv_cache_bytes=per_token * at.batch * tokens,
         activation_bytes=max(e.peak_activation_bytes for e in estimates),
     )
