@@ -6,9 +6,11 @@ needs neither network access nor a deep-learning framework. The networks follow 
 paper 001's Conv2D and LSTM kernels). Every model has one graph input named ``input`` with a fixed shape and
 its main output named ``output``.
 
-Decoders are a family of their own (decoder.py): ``decoder_names()`` lists them as ``SHAPE-QUANT``
-(``llama-3-8b-int4``), one forward step in onnxruntime GenAI's layout with symbolic batch and sequence dims, and
-``build_decoder(name)`` builds one.
+Decoders are a family of their own: ``decoder_names()`` lists them and ``build_decoder(name)`` builds one, a
+forward step with symbolic batch and sequence dims and a KV cache, in one of two layouts at the same shapes:
+``SHAPE-QUANT`` (``llama-3-8b-int4``, ``-fp16``) in onnxruntime GenAI's layout (decoder.py, GroupQueryAttention),
+``SHAPE-hf-QUANT`` (``llama-3-8b-hf-fp16``, ``-hf-fp32``) as Hugging Face optimum exports it (decoder_hf.py,
+attention in standard ops).
 
 ``build(name, weights=False)`` gives the same graph with every initializer reduced to its name, dims and dtype,
 pointing at external data that does not exist: enough for shape inference and cost analysis without
@@ -25,6 +27,7 @@ import onnx
 
 from .alexnet import alexnet
 from .decoder import DECODERS, genai_decoder
+from .decoder_hf import HF_QUANTS, hf_decoder
 from .kernels import conv2d_kernel, lstm_kernel
 from .mobilenet import mobilenetv2
 from .resnet import resnet18, resnet34, resnet50
@@ -34,8 +37,10 @@ from .vit import vit_b_16
 
 __all__ = ["build", "build_decoder", "decoder_names", "describe", "describe_decoder", "names"]
 
-# The weight formats the zoo builds each decoder in: 4-bit blocks (CPU, fp32 activations) and fp16.
+# The weight formats the zoo builds each decoder in: GenAI's layout in 4-bit blocks (CPU, fp32 activations) and
+# fp16; optimum's in fp16 and fp32, as it exports them.
 _DECODER_QUANTS = ("int4", "fp16")
+_HF = "hf"  # the name part that marks optimum's layout: SHAPE-hf-QUANT
 
 
 @dataclass(frozen=True)
@@ -116,30 +121,41 @@ def _entry(name: str) -> _Entry:
         raise KeyError(f"unknown zoo model {name!r}; known: {', '.join(names())}") from None
 
 
+def _decoder_table() -> dict[str, tuple[str, str, str]]:
+    """Each zoo decoder's name and its (shape, layout, weight format); the layout "" for GenAI's, "hf" for
+    optimum's."""
+    table = {f"{shape}-{quant}": (shape, "", quant) for shape in DECODERS for quant in _DECODER_QUANTS}
+    table |= {f"{shape}-{_HF}-{quant}": (shape, _HF, quant) for shape in DECODERS for quant in HF_QUANTS}
+    return table
+
+
 def decoder_names() -> list[str]:
-    """The zoo's decoders as ``SHAPE-QUANT``, sorted."""
-    return sorted(f"{shape}-{quant}" for shape in DECODERS for quant in _DECODER_QUANTS)
+    """The zoo's decoders as ``SHAPE-QUANT`` (GenAI's layout) and ``SHAPE-hf-QUANT`` (optimum's), sorted."""
+    return sorted(_decoder_table())
 
 
-def _decoder_parts(name: str) -> tuple[str, str]:
-    """A zoo decoder's shape and weight format; KeyError for an unknown name."""
-    if name not in decoder_names():
-        raise KeyError(f"unknown zoo decoder {name!r}; known: {', '.join(decoder_names())}")
-    shape, quant = name.rsplit("-", 1)
-    return shape, quant
+def _decoder_parts(name: str) -> tuple[str, str, str]:
+    """A zoo decoder's shape, layout and weight format; KeyError for an unknown name."""
+    try:
+        return _decoder_table()[name]
+    except KeyError:
+        raise KeyError(f"unknown zoo decoder {name!r}; known: {', '.join(decoder_names())}") from None
 
 
 def describe_decoder(name: str) -> str:
-    """One line: the decoder's sizes and weights. KeyError for an unknown name."""
-    shape, quant = _decoder_parts(name)
+    """One line: the decoder's layout, sizes and weights. KeyError for an unknown name."""
+    shape, layout, quant = _decoder_parts(name)
     d = DECODERS[shape]
+    where = "Hugging Face optimum's layout (plain-op attention)" if layout == _HF else "onnxruntime GenAI's layout"
     return (
-        f"{shape} decoder step, {quant} weights: {d.layers} layers, hidden {d.hidden}, {d.heads} heads sharing "
-        f"{d.kv_heads} KV heads of {d.head}, MLP {d.intermediate}, vocabulary {d.vocab}"
+        f"{shape} decoder step in {where}, {quant} weights: {d.layers} layers, hidden {d.hidden}, {d.heads} heads "
+        f"sharing {d.kv_heads} KV heads of {d.head}, MLP {d.intermediate}, vocabulary {d.vocab}"
     )
 
 
 def build_decoder(name: str, *, weights: bool = True) -> onnx.ModelProto:
     """Build zoo decoder ``name`` (one of :func:`decoder_names`); KeyError for an unknown name."""
-    shape, quant = _decoder_parts(name)
+    shape, layout, quant = _decoder_parts(name)
+    if layout == _HF:
+        return hf_decoder(shape, quant=quant, weights=weights)  # type: ignore[arg-type]
     return genai_decoder(shape, quant=quant, weights=weights)  # type: ignore[arg-type]

@@ -1,13 +1,16 @@
-"""The zoo's decoders in onnxruntime GenAI's layout: their parameters against the published counts, what the
-analysis reads of their cache, and a prefill and a decode step in onnxruntime."""
+"""The zoo's decoders in onnxruntime GenAI's layout and in Hugging Face optimum's: their parameters against the
+published counts, what the analysis reads of their cache, and a prefill and a decode step in onnxruntime."""
 
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto
 
 import model_zoo
 from model_zoo.decoder import DECODERS, genai_decoder
+from model_zoo.decoder_hf import TOTAL_LENGTH, hf_decoder
 from onnxroof.devices import load_device
 from onnxroof.load import load_graph
 from onnxroof.predict.analysis import analyze_graph
@@ -89,3 +92,126 @@ def test_prefill_then_decode_runs_in_onnxruntime(quant: str):
     step |= {f"past_key_values.{i // 2}.{('key', 'value')[i % 2]}": p for i, p in enumerate(present)}
     logits, *present = session.run(None, step)
     assert logits.shape == (1, 1, shape.vocab) and present[0].shape == (1, shape.kv_heads, prompt + 1, shape.head)
+
+
+# -- optimum's layout ---------------------------------------------------------------------------------------------
+
+# The HF layout computes cos and sin from position_ids, so it holds no rotary tables; the analysis counts its float
+# Constants as parameters: the inverse frequencies inv_freq, head_dim / 2 = 128 / 2 = 64 of them, and six scalars
+# (RMSNorm's exponent 2, its eps and the 1 it divides, the attention scale, the mask's 0 and its lowest value).
+HF_CONSTANTS = 64 + 6
+HF_DECODE = {"batch_size": 1, "sequence_length": 1, "past_sequence_length": 16, TOTAL_LENGTH: 17}
+
+
+@pytest.mark.parametrize("quant", ["fp16", "fp32"])
+def test_llama_3_8b_hf_has_the_published_parameter_count(quant: str):
+    graph = load_graph(hf_decoder("llama-3-8b", quant=quant, weights=False), dims=HF_DECODE)
+    params = analyze_graph(graph, load_device("a100-sxm4-80gb")).totals.params
+    assert params == LLAMA_3_8B_PARAMS + HF_CONSTANTS
+
+
+def test_hf_layout_has_optimums_inputs_and_outputs_in_standard_ops():
+    model = model_zoo.build_decoder("llama-3-8b-hf-fp16", weights=False)
+    onnx.checker.check_model(model)
+    shape = DECODERS["llama-3-8b"]
+
+    def dims(info: onnx.ValueInfoProto) -> list[int | str]:
+        return [d.dim_param or d.dim_value for d in info.type.tensor_type.shape.dim]
+
+    inputs = {i.name: (dims(i), i.type.tensor_type.elem_type) for i in model.graph.input}
+    tokens = ["batch_size", "sequence_length"]
+    assert list(inputs)[:3] == ["input_ids", "attention_mask", "position_ids"]
+    assert inputs["input_ids"] == inputs["position_ids"] == (tokens, TensorProto.INT64)
+    assert inputs["attention_mask"] == (["batch_size", "past_sequence_length + sequence_length"], TensorProto.INT64)
+    past = ["batch_size", shape.kv_heads, "past_sequence_length", shape.head]
+    assert inputs["past_key_values.31.value"] == (past, TensorProto.FLOAT16) and len(inputs) == 3 + 2 * shape.layers
+    outputs = {o.name: dims(o) for o in model.graph.output}
+    assert outputs["logits"] == [*tokens, shape.vocab]
+    assert outputs["present.0.key"] == ["batch_size", shape.kv_heads, TOTAL_LENGTH, shape.head]
+    assert {n.domain for n in model.graph.node} == {""} and [o.version for o in model.opset_import] == [17]
+    concats = [n for n in model.graph.node if n.output[0].startswith("present.")]
+    assert len(concats) == 2 * shape.layers and all(n.op_type == "Concat" for n in concats)
+
+
+def test_hf_names_and_unknown_ones():
+    names = model_zoo.decoder_names()
+    assert {"llama-3-8b-hf-fp16", "llama-3-8b-hf-fp32", "tiny-decoder-hf-fp16"} <= set(names)
+    assert "optimum" in model_zoo.describe_decoder("llama-3-8b-hf-fp16")
+    with pytest.raises(KeyError):
+        model_zoo.build_decoder("llama-3-8b-hf-int4")
+    with pytest.raises(ValueError):
+        hf_decoder("tiny-decoder", quant="int4")
+
+
+class _HFSession:
+    """tiny-decoder-hf-QUANT in onnxruntime: one step over given tokens, mask, positions and cache."""
+
+    def __init__(self, quant: str) -> None:
+        import onnxruntime as ort
+
+        self.shape = DECODERS["tiny-decoder"]
+        model = model_zoo.build_decoder(f"tiny-decoder-hf-{quant}")
+        self.session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        self.dtype = np.float16 if quant == "fp16" else np.float32
+
+    def step(self, tokens, cache=None, mask=None, positions=None) -> tuple[np.ndarray, list[np.ndarray]]:
+        """(logits, presents) of ``tokens`` after ``cache`` (none: an empty one), every row attended and the
+        tokens at the positions after the cache unless ``mask`` and ``positions`` say otherwise."""
+        s, new = self.shape, len(tokens)
+        cache = cache or [np.zeros((1, s.kv_heads, 0, s.head), self.dtype)] * (2 * s.layers)
+        past = cache[0].shape[2]
+        feeds = {
+            "input_ids": np.array([tokens], np.int64),
+            "attention_mask": np.array([mask or [1] * (past + new)], np.int64),
+            "position_ids": np.array([positions or range(past, past + new)], np.int64),
+        }
+        feeds |= {f"past_key_values.{i // 2}.{('key', 'value')[i % 2]}": c for i, c in enumerate(cache)}
+        logits, *presents = self.session.run(None, feeds)
+        return logits.astype(np.float32), presents
+
+
+@pytest.mark.ort
+@pytest.mark.parametrize("quant", ["fp16", "fp32"])
+def test_hf_prefill_then_decode_matches_one_prefill(quant: str):
+    # Prefilling t0..t4 and prefilling t0..t3 then decoding t4 over the returned cache attend the same keys and
+    # values from the same positions: the last logits agree, and the earlier ones do not see the later tokens.
+    hf = _HFSession(quant)
+    s, tolerance = hf.shape, 2e-2 if quant == "fp16" else 1e-4
+    tokens = [7, 3, 200, 41, 9]
+    logits, presents = hf.step(tokens)
+    assert logits.shape == (1, 5, s.vocab) and np.isfinite(logits).all() and np.abs(logits).max() > 0.1
+    assert len(presents) == 2 * s.layers and presents[0].shape == (1, s.kv_heads, 5, s.head)
+    after, grown = hf.step([11], presents)
+    assert after.shape == (1, 1, s.vocab) and grown[-1].shape == (1, s.kv_heads, 6, s.head)
+    prefix, cache = hf.step(tokens[:4])
+    np.testing.assert_allclose(prefix, logits[:, :4], atol=tolerance)
+    last, _ = hf.step(tokens[4:], cache)
+    np.testing.assert_allclose(last[0, 0], logits[0, -1], atol=tolerance)
+    assert np.abs(last[0, 0] - prefix[0, -1]).max() > 0.1  # a different token after the same prefix
+
+
+@pytest.mark.ort
+@pytest.mark.parametrize("quant", ["fp16", "fp32"])
+def test_hf_padding_is_masked(quant: str):
+    # A left-padded prompt, positions counted from its first real token as transformers' generate counts them,
+    # gives the unpadded prompt's logits: no query attends the padding row, whatever it holds.
+    hf = _HFSession(quant)
+    tolerance = 2e-2 if quant == "fp16" else 1e-4
+    alone, _ = hf.step([7, 3, 200, 41])
+    padded, _ = hf.step([0, 7, 3, 200, 41], mask=[0, 1, 1, 1, 1], positions=[1, 0, 1, 2, 3])
+    np.testing.assert_allclose(padded[:, 1:], alone, atol=tolerance)
+
+
+@pytest.mark.ort
+@pytest.mark.parametrize("quant", ["fp16", "fp32"])
+def test_hf_rotary_reads_the_relative_positions(quant: str):
+    # Rotary embedding makes each score depend on the distance between query and key: positions shifted by 100
+    # give the same logits, positions spaced twice as far do not.
+    hf = _HFSession(quant)
+    tolerance = 2e-2 if quant == "fp16" else 1e-4
+    tokens = [7, 3, 200, 41, 9]
+    logits, _ = hf.step(tokens)
+    shifted, _ = hf.step(tokens, positions=[100, 101, 102, 103, 104])
+    spread, _ = hf.step(tokens, positions=[0, 2, 4, 6, 8])
+    np.testing.assert_allclose(shifted, logits, atol=tolerance)
+    assert np.abs(spread - logits).max() > 0.1

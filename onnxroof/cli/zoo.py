@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 HELP = "list the built-in models"
-DESCRIPTION = """Built-in models, usable as zoo:NAME or zoo:NAME?batch=B&size=S; then the decoders, one step in
-onnxruntime GenAI's layout with open batch and sequence dims (for 'onnxroof llm', or analyze with --dim)."""
+DESCRIPTION = """Built-in models, usable as zoo:NAME or zoo:NAME?batch=B&size=S; then the decoders, one step with
+open batch and sequence dims (for 'onnxroof llm', or analyze with --dim): NAME-QUANT in onnxruntime GenAI's layout,
+NAME-hf-QUANT as Hugging Face optimum exports it."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -159,16 +159,17 @@ def _mask_candidates(
     batch: object,
 ) -> list[str]:
     """The ``[batch, X]`` graph inputs that can be the attention mask: those the attention's mask inputs are
-    computed from or, in plain ops, those the new keys are not computed from (input_ids is, the mask not)."""
+    computed from or, in plain ops, those the first layer's new keys are not computed from (input_ids is, the
+    mask not; a later layer's keys are computed from the mask through the attentions before it). The first
+    layer's are the new rows computed from no past cache."""
     producers = _producers(model)
     led = {n for n, i in inputs.items() if len(_dims(i)) == 2 and _dims(i)[0] == batch}
     if masks:
-        above = set().union(*(_graph_inputs_above(m, producers, inputs) for m in masks))
-    else:
-        concats = [node for node in model.graph.node if node.op_type == "Concat" and set(node.input) & set(caches)]
-        keys = {n for node in concats for n in node.input if n not in caches}
-        above = led - set().union(*(_graph_inputs_above(k, producers, inputs) for k in keys))
-    return sorted(led & above)
+        return sorted(led & set().union(*(_graph_inputs_above(m, producers, inputs) for m in masks)))
+    concats = [node for node in model.graph.node if node.op_type == "Concat" and set(node.input) & set(caches)]
+    rows = [_graph_inputs_above(n, producers, inputs) for node in concats for n in node.input if n not in caches]
+    first = [above for above in rows if not above & set(caches)]
+    return sorted(led - set().union(*first))
 
 
 def _symbol(dims: list[str | int], axis: int, what: str, name: str) -> str:

@@ -72,3 +72,26 @@ def test_an_extra_open_dim_must_be_fixed_by_the_user():
     with pytest.raises(UserError, match="several: n_lang, s"):
         decoder_dims(extra)
     assert decoder_dims(extra, fixed={"n_lang": 1}).sequence == "s"
+
+
+def test_hf_optimum_layout():
+    # optimum's text-generation-with-past export: attention in standard ops, one Concat per cache along axis -2,
+    # the mask's dim named 'past_sequence_length + sequence_length', position_ids a third [batch, sequence] input.
+    dims = decoder_dims(model_zoo.build_decoder("tiny-decoder-hf-fp16", weights=False))
+    assert (dims.batch, dims.sequence, dims.past, dims.total) == (
+        "batch_size",
+        "sequence_length",
+        "past_sequence_length",
+        "past_sequence_length + sequence_length",
+    )
+    assert dims.attention == "Concat" and len(dims.caches) == len(dims.presents) == 4
+    assert dims.step(1, 1, 10)["past_sequence_length + sequence_length"] == 11
+
+
+def test_hf_inputs_by_what_they_hold():
+    # the mask is what layer 0's new keys are not computed from; position_ids is gathered from no table
+    from onnxroof.load.decoder import decoder_inputs
+
+    found = decoder_inputs(model_zoo.build_decoder("tiny-decoder-hf-fp16", weights=False))
+    assert found is not None
+    assert (found.tokens, found.masks, found.positions) == ("input_ids", ("attention_mask",), ("position_ids",))
