@@ -12,7 +12,7 @@ from onnxroof.report.format import Column, seconds, si, table, wrap
 from onnxroof.units import in_unit
 from onnxroof.whatif.fit import Check, DeviceFit, Fit, MaxBatch, MemoryDetail
 
-__all__ = ["render_fit", "render_max_batch", "render_ranking", "summary"]
+__all__ = ["check_text", "render_fit", "render_max_batch", "render_ranking", "summary"]
 
 
 def _shown(value: float, check: Check) -> str:
@@ -22,7 +22,8 @@ def _shown(value: float, check: Check) -> str:
     return seconds(value) if check.unit == "s" else si(value, "B")
 
 
-def _check_text(check: Check) -> str:
+def check_text(check: Check) -> str:
+    """A check as text: its figure against its budget, in the budget's unit."""
     if check.budget is None:
         return f"{check.name} {_shown(check.value, check)} (no budget)"
     return f"{check.name} {_shown(check.value, check)} {'<=' if check.passed else '>'} {_shown(check.budget, check)}"
@@ -32,7 +33,7 @@ def summary(f: Fit) -> str:
     """PASS or FAIL, the model, device, batch and precision, and each check with its numbers; a latency whose
     totals leave nodes out says it is a lower bound."""
     lower = f" (INCOMPLETE, a lower bound: {f.uncounted} node(s) not counted in full)" if not f.complete else ""
-    checks = "; ".join(_check_text(c) + (lower if c.name == "latency" else "") for c in f.checks)
+    checks = "; ".join(check_text(c) + (lower if c.name == "latency" else "") for c in f.checks)
     return f"{'PASS' if f.passed else 'FAIL'} {f.model} on {f.device}, batch {f.batch}, {f.precision}: {checks}"
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from onnx import ModelProto
 
@@ -33,6 +33,7 @@ __all__ = [
     "MemoryDetail",
     "Training",
     "fit",
+    "largest_passing",
     "max_batch",
     "rank_devices",
 ]
@@ -211,7 +212,7 @@ def max_batch(
     ``progress(done, total)`` is called after each fit, ``total`` being the most the search can make
     (SEARCH_FITS), and once more with ``done == total`` when it ends."""
     target = _device(device, threads)
-    if latency_budget is None and _memory_budget(target, memory_budget) is None:
+    if latency_budget is None and default_memory_budget(target, memory_budget) is None:
         raise UserError(
             f"{target.key} lists no memory capacity and no budget was given: every batch fits",
             "pass --memory-budget or --latency-budget",
@@ -244,7 +245,7 @@ def rank_devices(
     for spec in devices:
         target = _device(spec, threads)
         at_batch = _fit_at(base, name, target, batch, budgets)
-        if latency_budget is None and _memory_budget(target, memory_budget) is None:
+        if latency_budget is None and default_memory_budget(target, memory_budget) is None:
             largest = MaxBatch(0, "no budget to stop it (the device lists no memory capacity)", None, None)
         else:
             largest = _largest_batch(base, name, target, budgets)
@@ -288,15 +289,30 @@ def _largest_batch(
     return found
 
 
-def _search(at: Callable[[int], Fit]) -> MaxBatch:
-    """Doubling from batch 1 until a fit fails, then bisecting the last gap; ``at(n)`` is the fit at batch n."""
+class Passing(Protocol):
+    """A fit of any kind: its checks and whether they all pass."""
+
+    @property
+    def passed(self) -> bool: ...
+
+    @property
+    def checks(self) -> tuple[Check, ...]: ...
+
+
+FitT = TypeVar("FitT", bound=Passing)
+
+
+def largest_passing(at: Callable[[int], FitT], limit: int) -> tuple[int, str, FitT | None, FitT | None]:
+    """The largest n in 1 .. ``limit`` whose fit ``at(n)`` passes, found by doubling from 1 until a fit fails, then
+    bisecting the last gap (the fits' figures grow with n, so the first failure bounds it): (n, what stops n + 1,
+    the fit at n, the first failing fit), n 0 where even 1 fails."""
     if not at(1).passed:
-        return MaxBatch(0, _stopper(at(1)), None, at(1))
+        return 0, stopper(at(1)), None, at(1)
     good, bad = 1, None
     while bad is None:
-        trial = good * 2
-        if trial > MAX_BATCH_LIMIT:
-            return MaxBatch(good, f"the search limit ({MAX_BATCH_LIMIT})", at(good), None)
+        trial = min(good * 2, limit)
+        if trial == good:
+            return good, f"the search limit ({limit})", at(good), None
         if at(trial).passed:
             good = trial
         else:
@@ -304,7 +320,11 @@ def _search(at: Callable[[int], Fit]) -> MaxBatch:
     while bad - good > 1:
         middle = (good + bad) // 2
         good, bad = (middle, bad) if at(middle).passed else (good, middle)
-    return MaxBatch(good, _stopper(at(bad)), at(good), at(bad))
+    return good, stopper(at(bad)), at(good), at(bad)
+
+
+def _search(at: Callable[[int], Fit]) -> MaxBatch:
+    return MaxBatch(*largest_passing(at, MAX_BATCH_LIMIT))
 
 
 def _device(device: str | Device, threads: int) -> Device:
@@ -319,20 +339,22 @@ def _weightless(model: ModelSource) -> tuple[ModelProto, str]:
     return read_model(model, weight_bytes=False)
 
 
-def _memory_budget(device: Device, budget: Budget) -> Budget:
+def default_memory_budget(device: Device, budget: Budget) -> Budget:
+    """The budget given, else the device's memory capacity (None where it lists none)."""
     if budget is not None:
         return budget
     return device.memory_capacity.value if device.memory_capacity is not None else None
 
 
-def _check(name: str, value: float, budget: Budget, unit: str) -> Check:
+def budget_check(name: str, value: float, budget: Budget, unit: str) -> Check:
     """A check of ``value`` against ``budget``, which keeps the unit an Amount was written in."""
     if isinstance(budget, Amount):
         return Check(name, value, budget.value, unit, budget.unit)
     return Check(name, value, budget, unit)
 
 
-def _stopper(failed: Fit) -> str:
+def stopper(failed: Passing) -> str:
+    """The budgets a failing fit misses, named."""
     names = [c.name for c in failed.checks if not c.passed]
     return " and ".join(names) + (" budget" if len(names) == 1 else " budgets")
 
@@ -343,7 +365,7 @@ def _fit_at(
     """One fit of the model (read without its weights' bytes) at ``batch``; with ``detail``, where its memory goes.
     On an onnxruntime host the graph onnxruntime runs is built once and serves both the latency and the memory."""
     model = base if batch is None else _rebatched(base, batch)
-    budget = _memory_budget(device, budgets.memory)
+    budget = default_memory_budget(device, budgets.memory)
     notes = [] if budget is not None else [f"{device.key} lists no memory capacity: pass --memory-budget to check it"]
     if budgets.training is not None:
         return _training_fit(model, name, device, budgets, budget, notes)
@@ -369,7 +391,7 @@ def _fit_at(
             "with this host's calibrated session and arena factors (docs/accuracy.md says how close it comes)"
         )
     time_s = analysis.totals.predicted_time_s
-    checks = (_check("latency", time_s, budgets.latency, "s"), _check("memory", total, budget, "B"))
+    checks = (budget_check("latency", time_s, budgets.latency, "s"), budget_check("memory", total, budget, "B"))
     where = _memory_detail(model, graph, memory, engine, precision) if detail else None
     return Fit(
         name,
@@ -422,8 +444,8 @@ def _training_fit(
     )
     memory = step.memory.total
     checks = (
-        _check("step time", step.step_time_s, budgets.latency, "s"),
-        _check("memory", memory, memory_budget, "B"),
+        budget_check("step time", step.step_time_s, budgets.latency, "s"),
+        budget_check("memory", memory, memory_budget, "B"),
     )
     return Fit(
         name,
