@@ -32,6 +32,11 @@ activations (the caches left out), and their sum, the peak.
 and positions agree with the cache; random weights where the model has none) and shows them beside this machine's
 calibrated prediction (--device host, the default with --measure).
 
+--tensor-parallel N splits the model over N GPUs as Megatron-LM does (TensorRT-LLM's and vLLM's tensor
+parallelism): each runs 1/N of every matrix product and attention, the norms and residual adds whole, and two
+all-reduces a layer over the device's GPU-to-GPU link (NVLink or PCIe, by NCCL's ring cost model); times and
+memory are one GPU's.
+
 --shared-buffer predicts what onnxruntime GenAI runs on a GPU: past and present share one buffer of P+G rows, so
 each step writes its new rows only. Every step is the analysis 'onnxroof analyze' makes, on the device and engine
 given; --format json has prefill_s, decode_s (first, mean, last), tokens_per_s, kv_cache_bytes, weights_bytes,
@@ -60,6 +65,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="past and present share one buffer of P+G rows (GroupQueryAttention, as onnxruntime GenAI runs on GPUs)",
     )
     parser.add_argument(
+        "--tensor-parallel",
+        type=int,
+        default=1,
+        metavar="N",
+        help="split the model over N GPUs of the device (Megatron's split, all-reduces over its NVLink or PCIe)",
+    )
+    parser.add_argument(
         "--samples", type=int, default=None, metavar="N", help="decode steps analyzed where there are more (default 9)"
     )
     parser.add_argument(
@@ -80,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
 
     check_output_option(args)
     fixed = dims(args)
+    if args.measure and args.tensor_parallel != 1:
+        raise UserError("--measure times this machine, which is one device", "drop --tensor-parallel with --measure")
     if args.measure and args.device not in (None, "host"):
         raise UserError(
             f"--measure times this machine, not {args.device}", "drop --device (or give --device host) with --measure"
@@ -99,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
             shared_buffer=args.shared_buffer,
             samples=args.samples or DEFAULT_SAMPLES,
             dims=fixed,
+            tensor_parallel=args.tensor_parallel,
             name=name,
             progress=progress.stage,
         )

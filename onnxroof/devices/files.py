@@ -413,6 +413,8 @@ def _gpu(table: Any, where: str) -> GpuFigures:
         dram_achievable=figure("dram_achievable"),
         l2_bandwidth=figure("l2_bandwidth"),
         shortest_kernel=figure("shortest_kernel"),
+        nvlink_bandwidth=figure("nvlink_bandwidth"),
+        pcie_bandwidth=figure("pcie_bandwidth"),
     )
 
 

@@ -284,6 +284,8 @@ GPU_FIGURES = (
     "dram_achievable",
     "l2_bandwidth",
     "shortest_kernel",
+    "nvlink_bandwidth",
+    "pcie_bandwidth",
 )
 
 
@@ -295,7 +297,9 @@ class GpuFigures:
     ``gemm_achievable`` (FLOP/s per precision: the most a published large matrix-product benchmark reached) and
     ``gemm_sustained`` (what one held over minutes, where a power cap lowers it: the rate a model's run sees),
     ``dram_achievable`` (bytes/s: a published streaming benchmark's), ``l2_bandwidth`` (bytes/s) and
-    ``shortest_kernel`` (seconds: the least time a kernel holds the stream when kernels run back to back). A figure
+    ``shortest_kernel`` (seconds: the least time a kernel holds the stream when kernels run back to back);
+    ``nvlink_bandwidth`` and ``pcie_bandwidth`` (bytes/s one GPU sends to its peers each way, over NVLink where
+    the GPUs have it, else over PCIe: what a tensor-parallel all-reduce moves at). A figure
     no publication gives is absent, or its source says "assumed"."""
 
     sm_count: Sourced | None = None
@@ -306,6 +310,8 @@ class GpuFigures:
     dram_achievable: Sourced | None = None
     l2_bandwidth: Sourced | None = None
     shortest_kernel: Sourced | None = None
+    nvlink_bandwidth: Sourced | None = None
+    pcie_bandwidth: Sourced | None = None
 
     def to_toml_lines(self) -> list[str]:
         """The figures as ``[gpu.NAME]`` tables of a device file."""

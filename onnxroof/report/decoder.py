@@ -13,6 +13,7 @@ __all__ = ["render_decoder"]
 
 def _headline(p: DecoderPrediction) -> str:
     engine = f" through {p.engine}" if p.engine else ""
+    engine += f", split over {p.tensor_parallel} GPUs (one GPU's times and memory)" if p.tensor_parallel > 1 else ""
     lower = "" if p.complete else " (INCOMPLETE: some nodes are not counted in full; the times are lower bounds)"
     return (
         f"{p.model} on {p.device}{engine}: batch {p.batch}, prompt {p.prompt}, {p.generate} generated; "
@@ -64,6 +65,8 @@ def _columns(p: DecoderPrediction) -> list[Column]:
     columns = [Column("step"), Column("cache", right=True), Column("tokens", right=True), Column("time", right=True)]
     if p.measured is not None:
         columns += [Column("measured", right=True), Column("error", right=True)]
+    if p.tensor_parallel > 1:
+        columns.append(Column("all-reduce", right=True))
     return [*columns, Column("bound")]
 
 
@@ -75,6 +78,8 @@ def _rows(p: DecoderPrediction) -> list[list[str]]:
         row = [kind, str(s.context), str(s.new_tokens), seconds(s.time_s)]
         if measured is not None:
             row += [seconds(measured[i]), _error(s.time_s, measured[i])]
+        if p.tensor_parallel > 1:
+            row.append(seconds(s.all_reduce_s))
         rows.append([*row, s.bound])
     return rows
 

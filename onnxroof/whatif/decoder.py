@@ -33,6 +33,8 @@ from onnxroof.errors import UserError
 from onnxroof.ir import Tensor
 from onnxroof.load.decoder import DecoderDims, decoder_dims
 from onnxroof.protos import ModelProto
+from onnxroof.whatif.tensor_parallel import TensorParallel
+from onnxroof.whatif.tensor_parallel import tensor_parallel as parallel_plan
 
 __all__ = [
     "DEFAULT_SAMPLES",
@@ -63,6 +65,7 @@ class Step:
     flops: float
     bytes: float
     uncounted: int = 0  # nodes its analysis could not count in full: its figures are then lower bounds
+    all_reduce_s: float = 0.0  # split over GPUs: the part of time_s its all-reduces take
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -128,6 +131,7 @@ class DecoderPrediction:
     memory: DecoderMemory
     includes: str
     measured: MeasuredGeneration | None = None
+    tensor_parallel: int = 1  # GPUs the model is split over; times and memory are one GPU's
 
     @property
     def complete(self) -> bool:
@@ -153,6 +157,7 @@ class DecoderPrediction:
             "prompt": self.prompt,
             "generate": self.generate,
             "shared_buffer": self.shared_buffer,
+            "tensor_parallel": self.tensor_parallel,
             "attention": self.dims.attention,
             "prefill_s": self.prefill.time_s,
             "decode_s": {"first": self.decode[0].time_s, "mean": self.decode_mean_s, "last": self.decode[-1].time_s},
@@ -205,28 +210,34 @@ def predict_decoder(
     shared_buffer: bool = False,
     samples: int = DEFAULT_SAMPLES,
     dims: dict[str, int] | None = None,
+    tensor_parallel: int = 1,
     name: str = "",
     progress: Callable[[str], None] | None = None,
 ) -> DecoderPrediction:
-    """Predict a generation on ``device`` (a catalog key, device file or host, with ``@ENGINE`` where given).
-    ``dims`` fix the model's other symbolic dims. A UserError for a model that is no decoder with a KV cache, or
-    for a shared buffer where its attention is not GroupQueryAttention."""
+    """Predict a generation on ``device`` (a catalog key, device file or host, with ``@ENGINE`` where given),
+    split over ``tensor_parallel`` such GPUs (onnxroof.whatif.tensor_parallel). ``dims`` fix the model's other
+    symbolic dims. A UserError for a model that is no decoder with a KV cache, or for a shared buffer where its
+    attention is not GroupQueryAttention."""
+    from onnxroof.api import get_device
+
     _check(prompt, generate, batch, samples)
+    target = device if isinstance(device, Device) else get_device(device)
+    split = None if tensor_parallel == 1 else parallel_plan(model, target, tensor_parallel)
     found = decoder_dims(model, fixed=dims or {})
     if shared_buffer and found.attention != "GroupQueryAttention":
         raise UserError(
             f"--shared-buffer: the decoder's attention is {found.attention}, which reads its whole past",
             "a buffer shared by past and present is GroupQueryAttention's (onnxruntime GenAI); drop --shared-buffer",
         )
-    at = StepAt(model, found, batch, prompt + generate if shared_buffer else None, dims or {})
+    at = StepAt(model, found, batch, prompt + generate if shared_buffer else None, dims or {}, split)
     say = progress or (lambda text: None)
     say("prefill")
-    prefill, first = analyze_step(at, device, prompt, 0)
+    prefill, first = analyze_step(at, target, prompt, 0)
     contexts = decode_contexts(prompt, generate, samples)
     decode = []
     for i, context in enumerate(contexts):
         say(f"decode step {i + 1} of {len(contexts)} (context {context})")
-        decode.append(analyze_step(at, device, 1, context)[0])
+        decode.append(analyze_step(at, target, 1, context)[0])
     steps = tuple(decode)
     memory = decoder_memory(at, [(prompt, 0), (1, prompt + generate - 1)], prompt + generate)
     return DecoderPrediction(
@@ -244,6 +255,7 @@ def predict_decoder(
         decode_mean_s=mean_step_time([(s.context, s.time_s) for s in steps], prompt, generate),
         memory=memory,
         includes=first.includes,
+        tensor_parallel=tensor_parallel,
     )
 
 
@@ -257,6 +269,7 @@ class StepAt:
     batch: int
     buffer: int | None
     dims: dict[str, int]
+    split: TensorParallel | None = None  # the model split over GPUs: each step is one GPU's share
 
     def dims_of(self, new_tokens: int, context: int) -> dict[str, int]:
         return {**self.dims, **self.found.step(self.batch, new_tokens, context, self.buffer)}
@@ -270,7 +283,11 @@ def analyze_step(at: StepAt, device: str | Device, new_tokens: int, context: int
     totals = analysis.totals
     bound = max(totals.time_by_bound.items(), key=lambda kv: kv[1])[0] if totals.time_by_bound else "memory"
     time_s, moved = totals.prediction.predicted_time_s, totals.bytes_read + totals.bytes_written
-    return Step(context, new_tokens, time_s, bound, totals.flops, moved, totals.uncounted), analysis
+    communication = 0.0
+    if at.split is not None:
+        time_s, communication = at.split.step_time(analysis, at.batch, new_tokens)
+    step = Step(context, new_tokens, time_s, bound, totals.flops, moved, totals.uncounted, communication)
+    return step, analysis
 
 
 def kv_bytes_per_token(model: ModelProto, found: DecoderDims, element_bits: float | None = None) -> int:
@@ -287,6 +304,12 @@ def kv_bytes_per_token(model: ModelProto, found: DecoderDims, element_bits: floa
     return math.ceil(total)
 
 
+def _kv_heads(model: ModelProto, found: DecoderDims) -> int:
+    """The KV heads of the caches' layout ``[batch, heads, past, head]``."""
+    info = next(i for i in model.graph.input if i.name == found.caches[0])
+    return info.type.tensor_type.shape.dim[1].dim_value or 1
+
+
 def decoder_memory(
     at: StepAt, steps: Sequence[tuple[int, int]], tokens: int, kv_bits: float | None = None
 ) -> DecoderMemory:
@@ -300,8 +323,12 @@ def decoder_memory(
         estimate_memory(load_graph(at.model, dims=at.dims_of(new, context)), held=held) for new, context in steps
     ]
     per_token = kv_bytes_per_token(at.model, at.found, kv_bits)
+    weights = estimates[0].weights_bytes
+    if at.split is not None:
+        weights = at.split.weights_bytes(weights)
+        per_token = math.ceil(per_token * at.split.kv_share(_kv_heads(at.model, at.found)))
     return DecoderMemory(
-        weights_bytes=estimates[0].weights_bytes,
+        weights_bytes=weights,
         kv_bytes_per_token=per_token,
         kv_cache_bytes=per_token * at.batch * tokens,
         activation_bytes=max(e.peak_activation_bytes for e in estimates),
