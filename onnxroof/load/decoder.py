@@ -28,7 +28,7 @@ from onnxroof.errors import UserError
 from onnxroof.ir import op_domain
 from onnxroof.protos import ModelProto, NodeProto, TensorProto, ValueInfoProto
 
-__all__ = ["DecoderDims", "DecoderInputs", "decoder_dims", "decoder_inputs"]
+__all__ = ["DecoderDims", "DecoderInputs", "decoder_dims", "decoder_inputs", "position_limit"]
 
 # Where each attention op reads its past key and value, and the inputs its mask reaches it through.
 _PAST_INPUTS: dict[tuple[str, str], tuple[int, int]] = {
@@ -44,6 +44,7 @@ _MASK_INPUTS: dict[tuple[str, str], tuple[int, ...]] = {
 # GroupQueryAttention's inputs that hold lengths: seqlens_k (each sequence's total length minus 1) and
 # total_sequence_length (the longest).
 _LENGTH_INPUTS: dict[tuple[str, str], tuple[int, int]] = {("com.microsoft", "GroupQueryAttention"): (5, 6)}
+_ROTARY_INPUTS = {("com.microsoft", "GroupQueryAttention"): 7}  # the cos cache [max positions, rotary / 2]
 _INTEGER_TYPES = {
     TensorProto.INT64,
     TensorProto.INT32,
@@ -258,3 +259,17 @@ def decoder_inputs(model: ModelProto) -> DecoderInputs | None:
     tokens = _token_input(model, integer)
     positions = tuple(n for n in integer if n != tokens)
     return DecoderInputs(tuple(caches), tokens, tuple(mask_inputs), tuple(lengths), tuple(totals), positions)
+
+
+def position_limit(model: ModelProto) -> int | None:
+    """The most positions the graph's rotary tables hold (GroupQueryAttention's cos cache rows): the longest
+    context it runs; None where its attention has no such table."""
+    rows = {t.name: t.dims[0] for t in model.graph.initializer if t.dims}
+    limits = [
+        rows[node.input[index]]
+        for node in model.graph.node
+        if (index := _ROTARY_INPUTS.get((op_domain(node.domain), node.op_type), -1)) >= 0
+        and index < len(node.input)
+        and node.input[index] in rows
+    ]
+    return min(limits) if limits else None

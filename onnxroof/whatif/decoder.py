@@ -31,7 +31,7 @@ import numpy as np
 from onnxroof.devices import Device
 from onnxroof.errors import UserError
 from onnxroof.ir import Tensor
-from onnxroof.load.decoder import DecoderDims, decoder_dims
+from onnxroof.load.decoder import DecoderDims, decoder_dims, position_limit
 from onnxroof.protos import ModelProto
 from onnxroof.whatif.tensor_parallel import TensorParallel
 from onnxroof.whatif.tensor_parallel import tensor_parallel as parallel_plan
@@ -228,6 +228,12 @@ def predict_decoder(
         raise UserError(
             f"--shared-buffer: the decoder's attention is {found.attention}, which reads its whole past",
             "a buffer shared by past and present is GroupQueryAttention's (onnxruntime GenAI); drop --shared-buffer",
+        )
+    limit = position_limit(model)
+    if limit is not None and prompt + generate > limit:
+        raise UserError(
+            f"a context of {prompt + generate} tokens: the decoder's rotary tables hold {limit} positions",
+            f"keep --prompt + --generate within {limit}",
         )
     at = StepAt(model, found, batch, prompt + generate if shared_buffer else None, dims or {}, split)
     say = progress or (lambda text: None)

@@ -23,7 +23,7 @@ from typing import Any
 
 from onnxroof.devices import Device
 from onnxroof.errors import UserError
-from onnxroof.load.decoder import decoder_dims
+from onnxroof.load.decoder import decoder_dims, position_limit
 from onnxroof.protos import ModelProto, TensorProto
 from onnxroof.whatif.decoder import DecoderMemory, StepAt, analyze_step, decoder_memory
 from onnxroof.whatif.fit import MAX_BATCH_LIMIT, Budget, Check, budget_check, default_memory_budget, largest_passing
@@ -36,7 +36,6 @@ __all__ = [
     "cache_dtype",
     "fit_decoder",
     "largest_decoder",
-    "position_limit",
 ]
 
 # Bits a KV cache element takes, by the dtype names --kv-dtype takes.
@@ -50,7 +49,6 @@ _GRAPH_DTYPES = {
     TensorProto.UINT8: "int8",
 }
 MAX_CONTEXT_LIMIT = 1 << 20  # the longest context the search tries where the graph gives no position limit
-_ROTARY_INPUTS = {"GroupQueryAttention": 7}  # the cos cache [max positions, rotary / 2]
 
 
 @dataclass(frozen=True)
@@ -137,20 +135,6 @@ def cache_dtype(model: ModelProto, caches: tuple[str, ...]) -> str:
     return _GRAPH_DTYPES.get(elem, TensorProto.DataType.Name(elem).lower())
 
 
-def position_limit(model: ModelProto) -> int:
-    """The most positions the graph's rotary tables hold (GroupQueryAttention's cos cache rows), else
-    MAX_CONTEXT_LIMIT."""
-    sizes = {t.name: t.dims[0] for t in model.graph.initializer if t.dims}
-    limits = [
-        sizes[node.input[index]]
-        for node in model.graph.node
-        if (index := _ROTARY_INPUTS.get(node.op_type)) is not None
-        and index < len(node.input)
-        and node.input[index] in sizes
-    ]
-    return min(limits) if limits else MAX_CONTEXT_LIMIT
-
-
 def _fit_at(request: _Request, batch: int, context: int) -> DecoderFit:
     m, b = request.model, request.budgets
     found = decoder_dims(m, fixed=request.dims)
@@ -215,6 +199,7 @@ def fit_decoder(
 ) -> DecoderFit:
     """The decoder serving ``batch`` sequences at ``context`` tokens on ``device``, checked against ``budgets``."""
     _positive(context=context, batch=batch)
+    _within_positions(model, context)
     request = _request(model, name or model.graph.name, device, budgets, shared_buffer, dims)
     return _fit_at(request, batch, context)
 
@@ -235,6 +220,7 @@ def largest_decoder(
     """The largest batch at ``context`` (``vary="batch"``) or the largest context at ``batch`` (``"context"``)
     within the budgets, by doubling then bisecting: times and memory grow with both."""
     _positive(context=context, batch=batch)
+    _within_positions(model, context)
     request = _request(model, name or model.graph.name, device, budgets, shared_buffer, dims)
     if (
         budgets.per_token is None
@@ -254,8 +240,17 @@ def largest_decoder(
             seen[n] = _fit_at(request, n, context) if vary == "batch" else _fit_at(request, batch, n)
         return seen[n]
 
-    limit = MAX_BATCH_LIMIT if vary == "batch" else position_limit(model)
+    limit = MAX_BATCH_LIMIT if vary == "batch" else position_limit(model) or MAX_CONTEXT_LIMIT
     return LargestDecoder(vary, *largest_passing(at, limit))
+
+
+def _within_positions(model: ModelProto, context: int) -> None:
+    limit = position_limit(model)
+    if limit is not None and context > limit:
+        raise UserError(
+            f"--context {context}: the decoder's rotary tables hold {limit} positions",
+            f"give --context {limit} or less",
+        )
 
 
 def _positive(**values: int) -> None:

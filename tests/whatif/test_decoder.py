@@ -121,3 +121,9 @@ def test_measure_refuses_another_device(capsys):
         == 2
     )
     assert "--measure times this machine, not a100-sxm4-80gb" in capsys.readouterr().err
+
+
+def test_a_context_beyond_the_rotary_tables_is_refused():
+    # tiny-decoder's cos and sin caches hold its 512 max_position_embeddings
+    with pytest.raises(UserError, match="a context of 513 tokens: the decoder's rotary tables hold 512 positions"):
+        predict_decoder(_tiny(), "a100-sxm4-80gb", prompt=500, generate=13)

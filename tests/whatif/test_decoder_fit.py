@@ -8,8 +8,9 @@ import pytest
 import model_zoo
 from onnxroof.api import get_device
 from onnxroof.errors import UserError
+from onnxroof.load.decoder import position_limit
 from onnxroof.units import parse_seconds
-from onnxroof.whatif.decoder_fit import DecoderBudgets, fit_decoder, largest_decoder, position_limit
+from onnxroof.whatif.decoder_fit import DecoderBudgets, fit_decoder, largest_decoder
 
 # tiny-decoder: 2 layers, 2 KV heads of 16. A token's cache row in one sequence: 2 layers x (K and V) x 2 heads x
 # 16 elements = 128 elements, 256 B in fp16, 128 B in int8, 64 B in int4.
@@ -76,6 +77,8 @@ def test_what_is_refused():
         fit_decoder(_tiny("hf-fp16"), device, context=8, shared_buffer=True)
     with pytest.raises(UserError, match="--context 0"):
         fit_decoder(_tiny(), device, context=0)
+    with pytest.raises(UserError, match="--context 513: the decoder's rotary tables hold 512 positions"):
+        fit_decoder(_tiny(), device, context=513)
 
 
 @pytest.mark.parametrize(
