@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from onnxroof.report.format import Column, seconds, table, wrap
 from onnxroof.units import decimal_bytes
 from onnxroof.whatif.decoder import DecoderPrediction, MeasuredGeneration
 
-__all__ = ["render_decoder"]
+__all__ = ["render_decoder", "render_decoders"]
 
 
 def _headline(p: DecoderPrediction) -> str:
@@ -82,6 +83,16 @@ def _rows(p: DecoderPrediction) -> list[list[str]]:
             row.append(seconds(s.all_reduce_s))
         rows.append([*row, s.bound])
     return rows
+
+
+def render_decoders(ps: Sequence[DecoderPrediction], fmt: str = "table", width: int | None = None) -> str:
+    """One prediction as render_decoder gives it; several (one per device) one after the other, or in JSON as
+    ``{"devices": [...]}``."""
+    if len(ps) == 1:
+        return render_decoder(ps[0], fmt, width)
+    if fmt == "json":
+        return json.dumps({"devices": [p.to_dict() for p in ps]}, indent=2) + "\n"
+    return "\n".join(render_decoder(p, fmt, width) for p in ps)
 
 
 def render_decoder(p: DecoderPrediction, fmt: str = "table", width: int | None = None) -> str:

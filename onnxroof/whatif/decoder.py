@@ -132,6 +132,7 @@ class DecoderPrediction:
     includes: str
     measured: MeasuredGeneration | None = None
     tensor_parallel: int = 1  # GPUs the model is split over; times and memory are one GPU's
+    precision: str = ""  # what its steps compute at (the analysis' precision)
 
     @property
     def complete(self) -> bool:
@@ -158,6 +159,7 @@ class DecoderPrediction:
             "generate": self.generate,
             "shared_buffer": self.shared_buffer,
             "tensor_parallel": self.tensor_parallel,
+            "precision": self.precision,
             "attention": self.dims.attention,
             "prefill_s": self.prefill.time_s,
             "decode_s": {"first": self.decode[0].time_s, "mean": self.decode_mean_s, "last": self.decode[-1].time_s},
@@ -262,6 +264,7 @@ def predict_decoder(
         memory=memory,
         includes=first.includes,
         tensor_parallel=tensor_parallel,
+        precision=first.totals.prediction.precision,
     )
 
 

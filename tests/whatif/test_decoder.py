@@ -127,3 +127,16 @@ def test_a_context_beyond_the_rotary_tables_is_refused():
     # tiny-decoder's cos and sin caches hold its 512 max_position_embeddings
     with pytest.raises(UserError, match="a context of 513 tokens: the decoder's rotary tables hold 512 positions"):
         predict_decoder(_tiny(), "a100-sxm4-80gb", prompt=500, generate=13)
+
+
+def test_the_command_predicts_on_several_devices_and_draws_them(tmp_path):
+    from onnxroof.cli import main
+
+    out, figure = tmp_path / "llm.json", tmp_path / "llm.svg"
+    argv = ["llm", "zoo:tiny-decoder-fp16", "--prompt", "8", "--generate", "4", "-d", "a100-sxm4-80gb,l4"]
+    assert main([*argv, "-f", "json", "-o", str(out), "--figure", str(figure)]) == 0
+    data = json.loads(out.read_text())
+    assert [d["device"] for d in data["devices"]] == ["a100-sxm4-80gb", "l4"]
+    assert all(d["precision"] == "fp16" for d in data["devices"])
+    assert figure.read_text().lstrip().startswith("<?xml")
+    assert main([*argv, "--figure", str(figure)]) == 2  # an existing figure is replaced only with --force
