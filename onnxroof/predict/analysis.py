@@ -84,12 +84,14 @@ def node_precision(
     inputs: Sequence[Tensor | None],
     outputs: Sequence[Tensor | None],
     attrs: Mapping[str, Any] | None = None,
+    cpu: bool = True,
 ) -> str:
     """The precision a node computes at, from its dtypes: int8 when it consumes 8-bit integers (quantized ops),
     else the first floating-point input's (or output's) type; fp32 for integer-only ops. A weight-only quantized
-    product computes at its activations' type unless its ``accuracy_level`` asks for int8."""
+    product computes at its activations' type unless its ``accuracy_level`` asks for int8, which onnxruntime's
+    CPU kernel alone honours (``cpu``; its CUDA kernel dequantizes to A's type whatever the level)."""
     if op_type in _WEIGHT_ONLY:
-        if int((attrs or {}).get("accuracy_level") or 0) == _INT8_ACCURACY_LEVEL:
+        if cpu and int((attrs or {}).get("accuracy_level") or 0) == _INT8_ACCURACY_LEVEL:
             return "int8"
         inputs = inputs[:1]
     elif op_type != "DequantizeLinear" and any(t is not None and t.dtype in _INT8 for t in inputs):
@@ -397,7 +399,7 @@ class _Walk:
         cost, reason = self.coster.cost(view)
         if ran:
             cost = replace(cost, note="; ".join(n for n in (cost.note, RUN_NOTE) if n))
-        prec = self.precision or node_precision(node.op_type, ins, outs, node.attrs)
+        prec = self.precision or node_precision(node.op_type, ins, outs, node.attrs, cpu=dev.kind == "cpu")
         if self.profile is not None:  # an If's branch is predicted node by node: its own analysis
             inner = functools.partial(
                 _analyze_graph, dev=dev, precision=self.precision, profile=self.profile, progress=None

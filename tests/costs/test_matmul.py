@@ -312,6 +312,12 @@ def test_matmul_nbits_computes_at_its_accuracy_level(a_dtype, level, expected):
     assert node_precision(node.op_type, node.inputs, node.outputs, node.attrs) == expected
 
 
+def test_matmul_nbits_on_a_gpu_computes_at_a_s_type_whatever_the_level():
+    # onnxruntime's CUDA MatMulNBits dequantizes B to A's type; accuracy_level is the CPU kernel's
+    node = matmul_nbits_node(FLOAT16, accuracy_level=4)
+    assert node_precision(node.op_type, node.inputs, node.outputs, node.attrs, cpu=False) == "fp16"
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Einsum
 
