@@ -113,6 +113,41 @@ CONV = Ceiling(compute=((1e6, 0.5), (1e8, 0.9)), memory=(), source="calibrated: 
 ELEMENTWISE = Ceiling(compute=(), memory=((1e4, 0.5), (1e6, 1.0)), source="calibrated: test elementwise")
 
 
+def gqa(heads: int, kv_heads: int, past: int, new: int = 1, head: int = 64) -> NodeView:
+    """A com.microsoft GroupQueryAttention of ``heads`` query heads of ``head`` over ``kv_heads`` key/value heads:
+    ``new`` tokens over a past of ``past`` rows, its present a tensor of its own (``past + new`` rows), its total
+    length a known constant, no rotary embedding."""
+    total = past + new
+    kv = [T((1, kv_heads, past, head))] * 2
+    return make_node(
+        "GroupQueryAttention",
+        [T((1, new, heads * head)), T((1, new, kv_heads * head)), T((1, new, kv_heads * head)), *kv, T((1,), INT32)]
+        + [T((), INT32)],
+        [T((1, new, heads * head)), T((1, kv_heads, total, head)), T((1, kv_heads, total, head))],
+        domain="com.microsoft",
+        constants={6: total},
+        num_heads=heads,
+        kv_num_heads=kv_heads,
+    )
+
+
+def nbits(rows: int, k: int, n: int, level: int) -> NodeView:
+    """A com.microsoft MatMulNBits of ``rows`` rows by a ``k x n`` weight packed in 4 bits in blocks of 32 along K
+    (uint8 ``[n, k / 32, 16]``), fp32 scales, no zero points, at accuracy_level ``level``."""
+    blocks = k // 32
+    return make_node(
+        "MatMulNBits",
+        [T((1, rows, k)), W((n, blocks, 16), UINT8), W((n * blocks,))],
+        [T((1, rows, n))],
+        domain="com.microsoft",
+        K=k,
+        N=n,
+        bits=4,
+        block_size=32,
+        accuracy_level=level,
+    )
+
+
 def conv(
     cin: int,
     cout: int,

@@ -14,7 +14,9 @@ DESCRIPTION = """Measure this machine's empirical roofline through onnxruntime m
 Peak FLOP/s per precision (fp32 MatMul and Conv, int8 MatMulInteger, fp16 where the provider has kernels),
 bandwidth per memory level (working sets sized to L1, L2, L3 and DRAM), per-run and per-node overhead, per
 op class the efficiency its kernels reach (convolutions by kind, pooling, normalization, LRN, softmax,
-elementwise, data movement, the pass a fused Clip makes over a convolution's output), and how much of a
+elementwise, data movement, the pass a fused Clip makes over a convolution's output, a decoder's 4-bit
+products (MatMulNBits) by rows and accuracy level and its GroupQueryAttention by decode step and prefill), and
+how much of a
 convolution's DRAM traffic its computation hides when its data is larger than the caches (a batch-32
 convolution), and how much faster than from DRAM a small model's weights come back from the caches between
 back-to-back runs (chains of matrix-vector products from an eighth to four times the last cache level). The

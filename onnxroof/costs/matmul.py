@@ -54,6 +54,7 @@ __all__ = [
     "ACCUMULATOR_SCALE_FLOPS",
     "ACTIVATION_QUANTIZE_FLOPS",
     "DYNAMIC_RANGE_FLOPS",
+    "INT8_ACCURACY_LEVEL",
     "MatMulDims",
     "det_cost",
     "einsum_cost",

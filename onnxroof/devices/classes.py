@@ -5,7 +5,8 @@ A row of :data:`TABLE` names a class and says
 
 - ``base``: the class an op registers with its cost function (``onnxroof.costs.register(..., engine=BASE)``)
   whose nodes ``onnxroof.predict.op_classes`` may refine into this one, by their shapes, layout or operands (a
-  class that nothing refines is its own base);
+  class that nothing refines is its own base; ``matmul``, refined from ``gemm``, is also the class the fused
+  attention ops register, and keeps those its own refinement leaves);
 - ``fallback``: the class whose ceiling a device without one for this class uses (None: the plain roofline);
 - ``roof``: the roof its ceiling corrects: ``compute`` classes are timed against FLOPs over the peak, ``memory``
   classes against bytes over the level's bandwidth (the calibration reads the other term at efficiency 1);
@@ -110,6 +111,28 @@ TABLE: tuple[OpClass, ...] = (
     _c("gemm_short", "gemm", "gemm", _C, "matrix product with a weight operand and 2 to 15 rows"),
     _c("gemv", "gemm", "gemm_short", _C, "matrix-vector product with a weight operand (one row)", "node", "read_cold"),
     _c("matmul", "gemm", "gemm", _C, "matrix products of two activations (attention scores, context)", "product"),
+    _c("gemm_nbits", "gemm", "gemm", _C, "MatMulNBits, 2 or more rows, accuracy_level under 4: fp32 products"),
+    _c(
+        "gemv_nbits",
+        "gemm",
+        "gemv",
+        _C,
+        "MatMulNBits of one row, accuracy_level under 4: each block dequantized to fp32 as the row reads it",
+        "node",
+        "read_cold",
+    ),
+    _c("gemm_nbits_int8", "gemm", "gemm", _C, "MatMulNBits, 2 or more rows, accuracy_level 4: int8 products"),
+    _c(
+        "gemv_nbits_int8",
+        "gemm",
+        "gemv",
+        _C,
+        "MatMulNBits of one row, accuracy_level 4: the row quantized to int8, integer products",
+        "node",
+        "read_cold",
+    ),
+    _c("attention", "matmul", "matmul", _C, "GroupQueryAttention over several new tokens (a prefill)", "product"),
+    _c("attention_decode", "matmul", "matmul", _C, "GroupQueryAttention over one new token (a decode step)", "product"),
     _c("pool", "pool", None, _M, "MaxPool / AveragePool / LpPool windows in onnxruntime's NCHWc layout"),
     _c("pool_nchw", "pool", "pool", _M, "the same windows in plain NCHW layout, a slower kernel per byte"),
     _c("global_pool", "global_pool", "pool", _M, "GlobalAveragePool / GlobalMaxPool"),

@@ -18,6 +18,7 @@ from math import prod
 from typing import Any, NamedTuple
 
 from onnxroof.costs import OTHER, SHAPE, NodeView, engine_class
+from onnxroof.costs.matmul import INT8_ACCURACY_LEVEL
 from onnxroof.costs.movement import interpolation_mode
 from onnxroof.devices import Ceiling, Device
 from onnxroof.devices.classes import TABLE
@@ -33,6 +34,7 @@ from onnxroof.predict.conv_windows import NCHWC_DOMAIN, border_share, taps_insid
 
 __all__ = [
     "ACTIVATION_CLASS_OF",
+    "ATTENTION",
     "BORDER_CONV_SHARE",
     "CLASS_FALLBACK",
     "NARROW_GROUP_CHANNELS",
@@ -70,6 +72,12 @@ SHORT_PRODUCT_ROWS = 16
 class ProductFacts:
     by_weight: bool  # the second operand is a weight, which the engine prepacks
     rows: int | None  # rows of the left operand, all leading axes together
+    nbits_level: int | None = None  # a MatMulNBits' accuracy_level (None for any other product)
+
+    @property
+    def nbits_int8(self) -> bool:
+        """Whether it is a MatMulNBits that multiplies in int8."""
+        return self.nbits_level == INT8_ACCURACY_LEVEL
 
 
 def product_rows(view: NodeView) -> int | None:
@@ -81,13 +89,41 @@ def product_rows(view: NodeView) -> int | None:
 
 def _product_facts(view: NodeView) -> ProductFacts:
     b = view.input(3) if view.op_type == "QLinearMatMul" else view.input(1)
-    return ProductFacts(b is not None and b.is_weight, product_rows(view))
+    level = int(view.attr("accuracy_level", 0) or 0) if view.op_type == "MatMulNBits" else None
+    return ProductFacts(b is not None and b.is_weight, product_rows(view), level)
 
 
-# A class per regime keeps a product of one row from setting the ceiling of a long one of the same FLOPs.
+def _nbits(int8: bool, one_row: bool) -> Callable[[ProductFacts], bool]:
+    """Whether a product is a MatMulNBits of that arithmetic (int8 or fp32) and of one row or more."""
+    return lambda f: f.nbits_level is not None and f.nbits_int8 == int8 and (f.rows == 1) == one_row
+
+
+# A class per regime keeps a product of one row from setting the ceiling of a long one of the same FLOPs. A
+# MatMulNBits has kernels of its own, by its arithmetic and its rows: at accuracy_level 4 (INT8_ACCURACY_LEVEL)
+# onnxruntime quantizes its rows to int8 and multiplies integers, at any other level it multiplies in fp32 by the
+# weight's blocks dequantized (its CPU kernels run levels 2 and 3, fp16 and bf16, in fp32); one row dequantizes
+# each block as it multiplies it, more rows a block of the weight for a product of many rows.
 PRODUCT: Refinement[ProductFacts] = Refinement(
     _product_facts,
     (
+        Rule(
+            "gemv_nbits_int8",
+            _nbits(True, True),
+            "MatMulNBits of one row, accuracy_level {f.nbits_level}: int8 products",
+        ),
+        Rule(
+            "gemm_nbits_int8",
+            _nbits(True, False),
+            "MatMulNBits of {f.rows} rows, accuracy_level {f.nbits_level}: int8 products",
+        ),
+        Rule(
+            "gemv_nbits", _nbits(False, True), "MatMulNBits of one row, accuracy_level {f.nbits_level}: fp32 products"
+        ),
+        Rule(
+            "gemm_nbits",
+            _nbits(False, False),
+            "MatMulNBits of {f.rows} rows, accuracy_level {f.nbits_level}: fp32 products",
+        ),
         Rule("matmul", lambda f: not f.by_weight, "a product of two activations"),
         Rule("gemm", lambda f: f.rows is None, "a product by a weight, its rows unknown"),
         Rule(
@@ -106,6 +142,35 @@ def rows_class(rows: int | None) -> str:
     SHORT_PRODUCT_ROWS - 1, gemm for more or when unknown."""
     return PRODUCT.rule_for(ProductFacts(True, rows)).cls
 
+
+# ------------------------------------------------------------------------------------------------ fused attention
+
+GQA = "com.microsoft::GroupQueryAttention"
+
+
+class AttentionFacts(NamedTuple):
+    op: str  # domain::op_type outside the default domain
+    new_tokens: int | None  # the query's sequence length: 1 in a decode step
+
+
+def _attention_facts(view: NodeView) -> AttentionFacts:
+    op = f"{view.domain}::{view.op_type}" if view.domain not in ("", "ai.onnx") else view.op_type
+    query = known_shape(view.input(0))
+    return AttentionFacts(op, query[1] if query is not None and len(query) == 3 else None)
+
+
+# onnxruntime's CPU GroupQueryAttention runs, per batch entry and query head, the scores of its new tokens over the
+# whole cache, their softmax and the context: on one new token each is a row by the cache (a step reads the cache
+# at a few FLOPs per byte), on many, products of many rows. A class per regime keeps a decode step's rate from
+# setting a prefill's at the same FLOPs per head. The other fused attention ops keep the matmul ceiling.
+ATTENTION: Refinement[AttentionFacts] = Refinement(
+    _attention_facts,
+    (
+        Rule("attention_decode", lambda f: f.op == GQA and f.new_tokens == 1, "GroupQueryAttention on one new token"),
+        Rule("attention", lambda f: f.op == GQA, "GroupQueryAttention on {f.new_tokens} new tokens"),
+        Rule("matmul", always, "{f.op}: its products of two activations"),
+    ),
+)
 
 # ------------------------------------------------------------------------------------------------ activations
 
@@ -328,6 +393,7 @@ REFINEMENTS: Mapping[str, Refinement[Any]] = {
     "conv_integer": CONV_INTEGER,
     "qconv": QCONV,
     "gemm": PRODUCT,
+    "matmul": ATTENTION,
     "recurrent": RECURRENT,
     "activation": ACTIVATION,
     "pool": POOL,
@@ -342,11 +408,12 @@ def classify(view: NodeView) -> Classification:
 
     The base class is the one the op registered with its cost function (``onnxroof.costs.engine_class``; OTHER for
     an op without one); :data:`REFINEMENTS` splits convolutions by their weight's shape, layout and the output's
-    size, integer convolutions into depthwise ones and the rest, matrix products by their second operand and rows,
-    activations by their function (Pow by its exponent), pooling windows by layout, elementwise ops by whether they
-    broadcast along the innermost axis, transposes by the axes they move, NCHWc output reorders by the size of the
-    planes they write, and resizes by whether they interpolate and in which layout. A fused kernel takes the class
-    of the node it is built around."""
+    size, integer convolutions into depthwise ones and the rest, matrix products by their second operand and rows
+    (MatMulNBits by its accuracy level and rows), GroupQueryAttention by its new tokens, activations by their
+    function (Pow by its exponent), pooling windows by layout, elementwise ops by whether they broadcast along the
+    innermost axis, transposes by the axes they move, NCHWc output reorders by the size of the planes they write,
+    and resizes by whether they interpolate and in which layout. A fused kernel takes the class of the node it is
+    built around."""
     if view.anchor is not None:
         inner = classify(view.anchor)
         return Classification(inner.cls, f"fused kernel around {view.anchor.op_type}: {inner.reason}")

@@ -9,12 +9,12 @@ import pytest
 
 from onnxroof.api import analyze
 from onnxroof.costs import Cost
-from onnxroof.devices import Ceiling, FrozenMap, Peak, WeightWait
+from onnxroof.devices import Ceiling, Device, FrozenMap, Peak, WeightWait
 from onnxroof.ort.calibrate import ceilings, graphs
 from onnxroof.ort.calibrate.jobs import Sample
 from onnxroof.ort.calibrate.network import factor_network
 from onnxroof.predict import engine
-from tests.helpers import CONV, ELEMENTWISE, INT32, UINT8, T, W, calibrated_host, conv, make_node
+from tests.helpers import CONV, ELEMENTWISE, INT32, UINT8, T, W, calibrated_host, conv, cost_of, gqa, make_node, nbits
 
 
 def test_binning_merges_close_work_sizes():
@@ -352,6 +352,68 @@ def test_a_batched_matmul_gives_a_point_at_the_work_of_one_product():
     samples = [Sample(scores, cost, 12 * one / 100e9 / 0.5, f"scores {i}") for i in range(3)]
     out = ceilings.class_ceilings(samples, calibrated_host(), 1)
     assert out["matmul"].compute == ((float(f"{one:.4g}"), 0.5),)
+
+
+def _int8_host() -> Device:
+    """The hand-made host with an int8 peak of 400 GOP/s beside its 100 GFLOP/s fp32 one."""
+    peaks = {"fp32": Peak(100e9, True, "calibrated: test"), "int8": Peak(400e9, True, "calibrated: test")}
+    return replace(calibrated_host(), peak_flops=FrozenMap(peaks))
+
+
+def test_a_4_bit_product_of_one_row_reads_its_weight_at_a_share_of_dram_and_a_longer_one_at_the_int8_peak():
+    # One row of 896 by a 896 x 4864 weight in 4 bits at accuracy_level 4: 2,179,072 B packed and 544,768 B of scales
+    # (2,723,840 B, read cold at DRAM's 10 GB/s), its 3584 B row and 19,456 B output (the 2,746,880 B working set is
+    # past L2: DRAM too): 274.688 us, against 17,435,264 OP at the 400 GOP/s int8 peak, 43.6 us. Timed at exactly
+    # 2,746,880 B / 6 GB/s it reaches 0.6 of the rate its bytes come at.
+    row = nbits(1, 896, 4864, 4)
+    row_cost = cost_of(row)
+    assert (row_cost.flops, row_cost.bytes) == (17_435_264, 2_746_880)
+    # 128 rows by an 896 x 896 weight: 207,470,592 OP, 518.68 us at the int8 peak, 1,419,264 B, 141.9 us at DRAM's
+    # rate: compute-bound. Timed at a third of the int8 peak's rate, 0.3 of it.
+    rows = nbits(128, 896, 896, 4)
+    rows_cost = cost_of(rows)
+    assert rows_cost.flops == 207_470_592
+    samples = [Sample(row, row_cost, 2_746_880 / 6e9, f"one row {i}") for i in range(3)]
+    samples += [Sample(rows, rows_cost, 207_470_592 / (400e9 * 0.3), f"128 rows {i}") for i in range(3)]
+    out = ceilings.class_ceilings(samples, _int8_host(), 1)
+    assert out["gemv_nbits_int8"].compute == () and out["gemv_nbits_int8"].memory == ((2.747e6, 0.6),)
+    assert out["gemm_nbits_int8"].compute == ((2.075e8, 0.3),) and out["gemm_nbits_int8"].memory == ()
+    assert (
+        "int8 peak" in out["gemm_nbits_int8"].source and "weight-bound gemv_nbits_int8" in out["gemv_nbits_int8"].source
+    )
+
+
+def test_a_gqa_decode_step_gives_a_point_by_its_heads_work():
+    # 14 query heads over 2 key/value heads and 1025 rows: 3,759,700 FLOPs (37.6 us at the 100 GFLOP/s peak) and
+    # 2,106,376 B past L2 (210.6 us at DRAM's 10 GB/s): bytes-bound on the roofline, but its heads share their caches,
+    # and it gives a compute point, by one head's 3,759,700 / 14 = 268,550 FLOPs: timed at an eighth of the peak's
+    # rate, 0.125.
+    shared = gqa(14, 2, 1024)
+    shared_cost = cost_of(shared)
+    assert (shared_cost.flops, shared_cost.bytes) == (3_759_700, 2_106_376)
+    # 16 heads, each over a key/value head of its own: 16,801,800 B at DRAM's rate, 1.68 ms, against 43 us of
+    # products: a memory point by one head's 1,050,112.5 B. Timed at exactly its bytes / 8 GB/s, 0.8 of the rate.
+    own = gqa(16, 16, 1024)
+    own_cost = cost_of(own)
+    assert own_cost.bytes == 16_801_800
+    # A prefill of 128 tokens, 8 heads over 2: 34,340,864 FLOPs, 4,292,608 a head, at 0.6 of the peak's rate.
+    prefill = gqa(8, 2, 0, 128)
+    prefill_cost = cost_of(prefill)
+    assert prefill_cost.flops == 34_340_864
+    samples = [Sample(shared, shared_cost, 3_759_700 / (100e9 * 0.125), f"shared {i}") for i in range(3)]
+    samples += [Sample(own, own_cost, 16_801_800 / 8e9, f"own {i}") for i in range(3)]
+    samples += [Sample(prefill, prefill_cost, 34_340_864 / (100e9 * 0.6), f"prefill {i}") for i in range(3)]
+    out = ceilings.class_ceilings(samples, calibrated_host(), 1)
+    assert out["attention_decode"].compute == ((2.686e5, 0.125),)
+    assert out["attention_decode"].memory == ((1.05e6, 0.8),)
+    assert "data-bound attention_decode kernel(s)" in out["attention_decode"].source
+    assert out["attention"].compute == ((4.293e6, 0.6),) and out["attention"].memory == ()
+    # Read back by the prediction, each gives its measured time (and 1 us of dispatch): the shared caches' read at
+    # 0.8 of DRAM's rate, 263.3 us, stays under their heads' products.
+    fitted = replace(calibrated_host(), ceilings=FrozenMap(out))
+    for s in (samples[0], samples[3], samples[6]):
+        pred, _ = engine.predict_engine(s.view, s.cost, "fp32", fitted)
+        assert pred.predicted_time_s - pred.overhead_time_s == pytest.approx(s.time_s, rel=1e-3), s.label
 
 
 def test_each_recurrent_benchmark_is_a_point_of_its_own_read_on_its_steps():

@@ -236,3 +236,21 @@ def test_the_faked_device_file_round_trips_with_its_inputs(faked: Device, tmp_pa
     path.write_text(faked.to_toml(), encoding="utf-8")
     assert load_device(path) == faked
     assert "inputs = { chain_lo = " in faked.to_toml()
+
+
+def test_a_gqa_decode_step_s_ceiling_is_its_heads_products_over_its_kernel_time(faked: Device):
+    # The quick suite's decode step, 8 heads over 2 key/value heads of 64 and one token over 256 rows: 2 * 2*8*257*64
+    # FLOPs of products, 6 per score of 8 x 257 and 3 per rotated element of 10 heads of 64: 540,592, 67,574 a head.
+    # Its heads share their caches: a compute point, its arithmetic at the fp32 peak over its kernel's time (the
+    # fake kernel less the profiler's cost).
+    flops = 2 * 2 * 8 * 257 * 64 + 6 * 8 * 257 + 3 * 10 * 64
+    assert flops == 540_592
+    peak = faked.peak_flops["fp32"].value
+    decode = faked.ceilings["attention_decode"]
+    assert decode.compute == ((float(f"{flops / 8:.4g}"), float(f"{flops / peak / (KERNEL_S - PROFILER_S):.4g}")),)
+    # The prefill of 32 tokens over no past: 2 * 2*8*32*32*64 + 6 * 8*32*32 + 3 * 10*32*64 = 2,208,768 FLOPs.
+    flops = 2 * 2 * 8 * 32 * 32 * 64 + 6 * 8 * 32 * 32 + 3 * 10 * 32 * 64
+    prefill = faked.ceilings["attention"]
+    assert prefill.compute == ((float(f"{flops / 8:.4g}"), float(f"{flops / peak / (KERNEL_S - PROFILER_S):.4g}")),)
+    # Every MatMulNBits class the quick suite times has its ceiling.
+    assert {"gemv_nbits", "gemm_nbits", "gemv_nbits_int8", "gemm_nbits_int8"} <= set(faked.ceilings)

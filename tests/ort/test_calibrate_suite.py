@@ -48,6 +48,33 @@ def test_a_row_builds_its_graph_from_its_arguments():
     assert [n.op_type for n in model.graph.node] == ["Conv", "Clip", "Neg"]
 
 
+def test_the_decoder_rows_build_one_node_of_their_class_with_its_cache_and_weight():
+    decode = next(b for b in suite.QUICK.benches if b.label.startswith("GroupQueryAttention") and "256 past" in b.label)
+    prefill = next(b for b in suite.QUICK.benches if b.label.startswith("GroupQueryAttention") and "0 past" in b.label)
+    # A decode step, 8 heads over 2 key/value heads of 64, one token over 256 rows: untailed, its lengths those of a
+    # cache of 257 rows (seqlens_k = 257 - 1), its rotary tables a row per position.
+    model, feeds = decode.build(graphs.Rand(0))
+    assert [n.op_type for n in model.graph.node] == ["GroupQueryAttention"] and not decode.cold
+    assert feeds["past_key"].shape == (1, 2, 256, 64) and feeds["query"].shape == (1, 1, 8 * 64)
+    assert int(feeds["seqlens_k"][0]) == 256 and int(feeds["total_sequence_length"]) == 257
+    assert [tuple(t.dims) for t in model.graph.initializer] == [(257, 32), (257, 32)]
+    ((view, cost),) = jobs.views(model).values()
+    assert op_classes.op_class(view) == "attention_decode"
+    # 2 * 2*8*257*64 FLOPs of products and 6 per score; 3 per rotated element of Q and K, (8 + 2) * 64 of them
+    assert cost.flops == 2 * 2 * 8 * 257 * 64 + 6 * 8 * 257 + 3 * 10 * 64
+    # A prefill of 32 tokens over no past is the other class.
+    model, _ = prefill.build(graphs.Rand(0))
+    assert op_classes.op_class(next(iter(jobs.views(model).values()))[0]) == "attention"
+    # A MatMulNBits row: one row of 896 by an 896 x 4864 weight in blocks of 32, 4 bits each, read cold.
+    row = next(b for b in suite.QUICK.benches if b.label == "MatMulNBits 1x896x4864 accuracy_level 4")
+    model, feeds = row.build(graphs.Rand(0))
+    assert row.cold and feeds["a"].shape == (1, 1, 896)
+    weights = {t.name: tuple(t.dims) for t in model.graph.initializer}
+    assert weights == {"b": (4864, 896 // graphs.NBITS_BLOCK, graphs.NBITS_BLOCK // 2), "scales": (4864 * 28,)}
+    nodes = {op_classes.op_class(v) for v, _ in jobs.views(model).values()}
+    assert nodes == {"gemv_nbits_int8", "elementwise"}  # the tail's Neg
+
+
 def test_a_squeeze_and_excitation_chain_alternates_its_products_each_with_a_weight_of_its_own():
     model, feeds = chains.vector_conv_chain(graphs.Rand(0), 3, 96, 4)
     weights = {t.name: tuple(t.dims) for t in model.graph.initializer}

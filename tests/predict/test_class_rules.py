@@ -10,7 +10,7 @@ import pytest
 from onnxroof.costs import OTHER, SHAPE, NodeView, engine_class
 from onnxroof.predict import op_classes
 from onnxroof.predict.class_rules import Classification, Refinement, Rule, always
-from tests.helpers import T, W, make_node
+from tests.helpers import T, W, gqa, make_node, nbits
 
 NCHWC = "com.microsoft.nchwc"
 MS = "com.microsoft"
@@ -200,6 +200,34 @@ CASES: list[tuple[str, NodeView, str, str]] = [
     ("16 rows", product(16), "gemm", "a product by a weight, 16 rows (16 or more)"),
     ("one row", product(1), "gemv", "a product by a weight, one row"),
     ("short product", product(15), "gemm_short", "a product by a weight, 15 rows (2 to 15)"),
+    (
+        "4-bit int8, one row",
+        nbits(1, 768, 768, 4),
+        "gemv_nbits_int8",
+        "MatMulNBits of one row, accuracy_level 4: int8 products",
+    ),
+    (
+        "4-bit int8, rows",
+        nbits(128, 768, 768, 4),
+        "gemm_nbits_int8",
+        "MatMulNBits of 128 rows, accuracy_level 4: int8 products",
+    ),
+    (
+        "4-bit fp32, one row",
+        nbits(1, 768, 768, 0),
+        "gemv_nbits",
+        "MatMulNBits of one row, accuracy_level 0: fp32 products",
+    ),
+    ("4-bit fp32, rows", nbits(4, 768, 768, 1), "gemm_nbits", "MatMulNBits of 4 rows, accuracy_level 1: fp32 products"),
+    # ---- fused attention
+    ("GQA decode step", gqa(14, 2, 128), "attention_decode", "GroupQueryAttention on one new token"),
+    ("GQA prefill", gqa(14, 2, 0, 128), "attention", "GroupQueryAttention on 128 new tokens"),
+    (
+        "MultiHeadAttention",
+        make_node("MultiHeadAttention", [T((1, 128, 768)), T((1, 128, 768)), T((1, 128, 768))], [T(None)], domain=MS),
+        "matmul",
+        "com.microsoft::MultiHeadAttention: its products of two activations",
+    ),
     # ---- recurrent ops
     ("LSTM", make_node("LSTM", [T((8, 1, 64))], [T(None)]), "lstm", "LSTM: an LSTM's steps"),
     (

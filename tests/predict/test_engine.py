@@ -29,7 +29,10 @@ from tests.helpers import (
     W,
     calibrated_host,
     conv,
+    cost_of,
+    gqa,
     make_node,
+    nbits,
 )
 
 NCHWC = "com.microsoft.nchwc"
@@ -101,6 +104,14 @@ CASES = [
     (make_node("MatMul", [T((1, 197, 768)), W((768, 768))], [T((1, 197, 768))]), "gemm"),
     (make_node("MatMul", [T((1, 12, 197, 64)), T((1, 12, 64, 197))], [T((1, 12, 197, 197))]), "matmul"),
     (make_node("FusedMatMul", [T((1, 12, 197, 64)), T((1, 12, 197, 64))], [T((1, 12, 197, 197))], domain=MS), "matmul"),
+    # 4-bit weights: one row and 128, at accuracy_level 0 (fp32 products) and 4 (int8)
+    (nbits(1, 896, 4864, 0), "gemv_nbits"),
+    (nbits(128, 896, 896, 0), "gemm_nbits"),
+    (nbits(1, 896, 4864, 4), "gemv_nbits_int8"),
+    (nbits(128, 896, 896, 4), "gemm_nbits_int8"),
+    # GroupQueryAttention: a decode step, a prefill
+    (gqa(14, 2, 1024), "attention_decode"),
+    (gqa(14, 2, 0, 128), "attention"),
     (make_node("MaxPool", [T((1, 64, 112, 112))], [T((1, 64, 56, 56))], domain=NCHWC, kernel_shape=[3, 3]), "pool"),
     (make_node("AveragePool", [T((1, 64, 28, 28))], [T((1, 64, 28, 28))], domain=NCHWC, kernel_shape=[3, 3]), "pool"),
     (make_node("MaxPool", [T((1, 24, 112, 112))], [T((1, 24, 56, 56))], kernel_shape=[3, 3]), "pool_nchw"),
@@ -388,6 +399,33 @@ def test_compute_bound_conv_closed_form():
     assert note.op_class == "conv" and note.ceiling == "conv"
     assert note.level == "L2" and note.level_bandwidth == 50e9 and note.weight_bytes == weights
     assert "70% of peak" in note.describe() and "L2" in note.describe()
+
+
+# attention_decode read by one head's work: 10% of the peak at 1e5 FLOPs a head, 20% at 1e6; half the level's
+# bandwidth at any bytes
+DECODE = Ceiling(compute=((1e5, 0.1), (1e6, 0.2)), memory=((1e3, 0.5), (1e9, 0.5)), source="calibrated: test")
+
+
+def test_a_gqa_decode_step_is_its_heads_products_at_the_attention_decode_ceiling():
+    dev = calibrated_host({"attention_decode": DECODE})
+    view = gqa(14, 2, 1024)
+    cost = cost_of(view)
+    # 14 heads over 1025 rows of 64: 2 * 2*14*1025*64 = 3,673,600 FLOPs of products + 6 * 14 * 1025 = 86,100 of
+    # scale and softmax; reads Q, K, V (3584 + 512 + 512 B), both pasts (2 * 1024*2*64*4 = 1,048,576 B) and the
+    # two int32 lengths, writes the output (3584 B) and both presents (2 * 1025*2*64*4 = 1,049,600 B)
+    assert (cost.flops, cost.bytes_read, cost.bytes_written) == (3_759_700, 1_053_192, 1_053_184)
+    pred, note = engine.predict_engine(view, cost, "fp32", dev)
+    assert note.op_class == "attention_decode" and note.ceiling == "attention_decode"
+    # one head: 3,759,700 / 14 = 268,550 FLOPs, eff 0.1 + 0.1 * log10(2.6855) = 0.142903: 263.09 us of compute;
+    # the 2,106,376 B working set is past L2, at DRAM's 10 GB/s and half of it: 421.28 us of memory
+    eff = 0.1 + 0.1 * math.log10(3_759_700 / 14 / 1e5)
+    compute, memory = 3_759_700 / (100e9 * eff), 2_106_376 / (10e9 * 0.5)
+    assert pred.compute_time_s == pytest.approx(compute) and pred.memory_time_s == pytest.approx(memory)
+    # serial: max(263.09, 421.28) + 1 us of dispatch = 422.28 us
+    assert pred.predicted_time_s == pytest.approx(memory + 1e-6)
+    # with the cache read at the level's full rate (no memory table) the heads' products bound it: 264.09 us
+    full = calibrated_host({"attention_decode": replace(DECODE, memory=())})
+    assert engine.predict_engine(view, cost, "fp32", full)[0].predicted_time_s == pytest.approx(compute + 1e-6)
 
 
 def test_a_recurrent_op_takes_the_network_factor_on_its_first_step_only():

@@ -61,8 +61,8 @@ def test_every_fallback_leads_from_a_device_class_to_a_device_class():
 
 def views_of(domain: str, op_type: str) -> list[NodeView]:
     """The same op on views that reach every branch of the refinements: convolutions of each kind (weight at
-    input 1 and, as QLinearConv has it, at input 3; NCHW and NHWC), products of a weight (many rows, a few, one)
-    and of two activations,
+    input 1 and, as QLinearConv has it, at input 3; NCHW and NHWC), products of a weight (many rows, a few, one;
+    MatMulNBits' arithmetic by its accuracy level) and of two activations, attention on one new token and many,
     broadcasting and streaming operands, short and long planes, resizes by mode, powers by a constant, unknown
     shapes."""
     views = []
@@ -104,6 +104,11 @@ def views_of(domain: str, op_type: str) -> list[NodeView]:
         make_node(op_type, [T((1, 197, 768)), W((768, 768))], [T((1, 197, 768))], domain=domain),
         make_node(op_type, [T((1, 8, 768)), W((768, 768))], [T((1, 8, 768))], domain=domain),
         make_node(op_type, [T((1, 768)), W((768, 768))], [T((1, 768))], domain=domain),
+        # a MatMulNBits' int8 arithmetic, on many rows and on one
+        make_node(op_type, [T((1, 8, 768)), W((768, 768))], [T((1, 8, 768))], domain=domain, accuracy_level=4),
+        make_node(op_type, [T((1, 768)), W((768, 768))], [T((1, 768))], domain=domain, accuracy_level=4),
+        # one new token: an attention's decode step
+        make_node(op_type, [T((1, 1, 64))], [T((1, 1, 64))], domain=domain),
         make_node(op_type, [T((1, 12, 197, 64)), T((1, 12, 64, 197))], [T((1, 12, 197, 197))], domain=domain),
         make_node(op_type, [T((1, 64, 28, 28)), W((64, 1, 1))], [T((1, 64, 28, 28))], domain=domain),
         make_node(op_type, [T((1, 64, 28, 28)), T((1, 64, 28, 28))], [T((1, 64, 28, 28))], domain=domain),

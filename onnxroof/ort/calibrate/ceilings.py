@@ -20,8 +20,9 @@ from onnxroof.devices import CEILING_NAMES, Ceiling, Device, FrozenMap, Sourced,
 from onnxroof.ir import Graph
 from onnxroof.ort import optimized
 from onnxroof.ort.calibrate.classes import (
+    ATTENTION_CLASSES,
     COMPUTE_CLASSES,
-    INT8_CONV_CLASSES,
+    INT8_CLASSES,
     MEMORY_CLASSES,
     PRODUCT_CLASSES,
     RECURRENT_CLASSES,
@@ -126,13 +127,27 @@ def bin_points(
     return tuple(sorted(out.items()))
 
 
-def _memory_point(cls: str, compute_s: float, memory_s: float) -> bool:
+def _memory_point(s: Sample, cls: str, compute_s: float, memory_s: float) -> bool:
     """Whether a sample of a compute class gives a point of its class's memory ceiling: a matrix product, a
-    ConvInteger or a single-position convolution whose data takes longer to stream than its products take at the
-    peak (a product by a weight read cold with a few rows, a deep int8 layer on a small output, a
-    squeeze-and-excitation product: their time grows with their weight). Its compute ceiling then stays that of
-    the products whose arithmetic bounds them."""
-    return (cls in PRODUCT_CLASSES or cls in {"conv_integer", "conv_vector"}) and memory_s > compute_s
+    ConvInteger, a single-position convolution or a GroupQueryAttention whose data takes longer to stream than
+    its products take at the peak (a product by a weight read cold with a few rows, a deep int8 layer on a small
+    output, a squeeze-and-excitation product, a decode step whose heads each read a cache of their own: their time
+    grows with their data). Its compute ceiling then stays that of the kernels whose arithmetic bounds them.
+
+    A GroupQueryAttention whose query heads share their key/value heads (``num_heads`` above ``kv_num_heads``)
+    gives a compute point whatever its bytes: onnxruntime runs each query head over its key/value head's cache, a
+    group's heads one after the other, so every head after a group's first finds that cache in the core's caches
+    and the group's time is its heads' products, which its bytes (one read of each cache) do not count."""
+    if cls in ATTENTION_CLASSES:
+        return memory_s > compute_s and not _shares_kv_heads(s)
+    streams = cls in PRODUCT_CLASSES or cls in {"conv_integer", "conv_vector"}
+    return streams and memory_s > compute_s
+
+
+def _shares_kv_heads(s: Sample) -> bool:
+    """Whether an attention node's query heads share key/value heads (``kv_num_heads`` below ``num_heads``)."""
+    heads = int(s.view.attr("num_heads", 0) or 0)
+    return 0 < int(s.view.attr("kv_num_heads", heads) or heads) < heads
 
 
 def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dict[str, Ceiling]:
@@ -140,11 +155,13 @@ def class_ceilings(samples: Sequence[Sample], bare: Device, threads: int) -> dic
     the time the prediction adds to a compute-bound kernel's arithmetic: the weights a matrix product waits for, a
     Gemm's pass over its output for C). The work is the node's FLOPs or bytes, or those of one unit its kernel
     repeats (``class_work.ceiling_work``: one product of a batched matmul, one group of a plain-layout grouped
-    convolution, one row of a softmax, one time step of a recurrent op), as the prediction reads them.
+    convolution, one row of a softmax, one time step of a recurrent op, one head of a GroupQueryAttention), as the
+    prediction reads them.
 
     A compute class's points are by FLOPs against the peak of the precision the node computes at (int8 for the
-    8-bit convolutions), a memory class's by bytes against the level bandwidth; a matrix product or a ConvInteger
-    bound by its weight (it streams longer than the products take) gives a memory point of its class. An
+    8-bit convolutions and MatMulNBits at accuracy_level 4), a memory class's by bytes against the level
+    bandwidth; a matrix product, a ConvInteger or a GroupQueryAttention bound by its data (it streams longer than
+    its products take) gives a memory point of its class. An
     epilogue sample gives a point of the epilogue ceiling: its pass's bytes and time. A recurrent op's points
     are read after the products' ceilings, on the bare device with those: its input projection runs as one
     product (the ``projection`` term), and only the rest of its time is its steps'."""
@@ -184,7 +201,7 @@ class _Points:
         precision = node_precision(s.view.op_type, s.view.inputs, s.view.outputs, s.view.attrs)
         pred, note = engine.predict_engine(s.view, s.cost, precision, device)
         flops, nbytes = class_work.ceiling_work(s.view, s.cost, cls)
-        if cls in COMPUTE_CLASSES and not _memory_point(cls, pred.compute_time_s, pred.memory_time_s):
+        if cls in COMPUTE_CLASSES and not _memory_point(s, cls, pred.compute_time_s, pred.memory_time_s):
             # The arithmetic's share of the measured time: the terms the prediction adds to it (a product's cold
             # weights, a Gemm's pass over its output for C, a recurrent op's input projection at its product's
             # ceiling) are not the kernel's rate, and the same named terms come off here.
@@ -196,8 +213,8 @@ class _Points:
             if nbytes <= 0:
                 return
             # A product bound by its weights reads them from DRAM whatever level its working set names: its
-            # points bin together.
-            level = note.level if cls in MEMORY_CLASSES else "weights"
+            # points bin together. An attention's cache is an activation, in the level its working set names.
+            level = note.level if cls in MEMORY_CLASSES or cls in ATTENTION_CLASSES else "weights"
             self.memory.setdefault(cls, []).append((nbytes, pred.memory_time_s / s.time_s, level))
         self.labels.setdefault(cls, [])
         if s.label not in self.labels[cls]:
@@ -220,7 +237,7 @@ def _ceilings(points: _Points, threads: int) -> dict[str, Ceiling]:
         parts = []
         if compute:
             parts.append(
-                f"fraction of the {'int8' if cls in INT8_CONV_CLASSES else 'fp32'} peak reached, by FLOPs, by "
+                f"fraction of the {'int8' if cls in INT8_CLASSES else 'fp32'} peak reached, by FLOPs, by "
                 f"{len(by_class[cls])} onnxruntime {cls} kernel(s)"
                 + (" per time step, their input projection apart" if cls in RECURRENT_CLASSES else "")
             )
@@ -231,7 +248,7 @@ def _ceilings(points: _Points, threads: int) -> dict[str, Ceiling]:
                 f"time with Relu)"
             )
         elif memory:
-            kind = "weight-bound " if cls in COMPUTE_CLASSES else ""
+            kind = "data-bound " if cls in ATTENTION_CLASSES else "weight-bound " if cls in COMPUTE_CLASSES else ""
             parts.append(
                 f"fraction of the memory level's bandwidth reached, by bytes moved, by {len(by_memory[cls])} "
                 f"{kind}{cls} kernel(s)"

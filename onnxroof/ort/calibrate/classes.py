@@ -8,11 +8,14 @@ from onnxroof.devices.classes import COMPUTE, MEMORY, classes, refined_from
 
 __all__ = [
     "ACTIVATION_CLASSES",
+    "ATTENTION_CLASSES",
     "COMPUTE_CLASSES",
     "CONV_CLASSES",
+    "INT8_CLASSES",
     "INT8_CONV_CLASSES",
     "INTEGER_CONV_CLASSES",
     "MEMORY_CLASSES",
+    "NBITS_CLASSES",
     "PRODUCT_CLASSES",
     "RECURRENT_CLASSES",
     "REORDER_CLASSES",
@@ -35,8 +38,16 @@ CONV_CLASSES: frozenset[str] = refined_from("conv") & COMPUTE_CLASSES
 INTEGER_CONV_CLASSES: frozenset[str] = refined_from("conv_integer")
 INT8_CONV_CLASSES: frozenset[str] = refined_from("conv_integer", "qconv")
 
-# Matrix products: by a weight, by its rows (gemm, gemm_short, gemv), and of two activations (matmul).
+# Matrix products: by a weight, by its rows (gemm, gemm_short, gemv), of two activations (matmul), and by a weight
+# packed in 4 bits (MatMulNBits), by its rows and arithmetic.
 PRODUCT_CLASSES: frozenset[str] = refined_from("gemm")
+NBITS_CLASSES: frozenset[str] = frozenset(c for c in PRODUCT_CLASSES if c.endswith(("_nbits", "_nbits_int8")))
+
+# GroupQueryAttention, its decode steps and its prefills: the fused attention ops the matmul class registers.
+ATTENTION_CLASSES: frozenset[str] = refined_from("matmul")
+
+# The compute classes timed against the int8 peak: the 8-bit convolutions and MatMulNBits at accuracy_level 4.
+INT8_CLASSES: frozenset[str] = INT8_CONV_CLASSES | frozenset(c for c in NBITS_CLASSES if c.endswith("_int8"))
 
 # The transcendental activations, each kind with a class of its own.
 ACTIVATION_CLASSES: frozenset[str] = refined_from("activation")

@@ -19,6 +19,7 @@ from onnxroof.ort import sessions
 
 __all__ = [
     "FLOAT",
+    "NBITS_BLOCK",
     "Built",
     "Rand",
     "batchnorm_nchwc",
@@ -31,8 +32,10 @@ __all__ = [
     "gemm",
     "gemv_chain",
     "global_pool",
+    "group_query_attention",
     "int8_matmul",
     "matmul_act",
+    "matmul_nbits",
     "matmul_weight",
     "pool",
     "qdq_conv",
@@ -469,3 +472,65 @@ def qdq_conv(rand: Rand, cin: int, cout: int, hw: int, k: int, stride: int = 1, 
         helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"], name="dq_out"),
     ]
     return build_model(nodes, {"x": ((1, cin, hw, hw), FLOAT)}, ["y"], weights), {"x": rand.f(1, cin, hw, hw)}
+
+
+# ---------------------------------------------------------------------------------------------------- decoder kernels
+
+NBITS_BLOCK = 32  # MatMulNBits' block along K in the decoder benchmarks: onnxruntime GenAI's default
+
+
+def group_query_attention(rand: Rand, heads: int, kv_heads: int, head: int, past: int, new: int) -> Built:
+    """One com.microsoft GroupQueryAttention as onnxruntime GenAI's CPU models run it: fp32, ``heads`` query heads
+    of ``head`` sharing ``kv_heads`` key/value heads, ``new`` tokens over a cache of ``past`` rows (a decode step:
+    1 new token; a prefill: ``past`` 0), rotary embedding inside the kernel, the past and present caches separate
+    tensors (the present ``past + new`` rows long, as its graph outputs), ``seqlens_k`` and
+    ``total_sequence_length`` agreeing with the cache (``ort.decoder_feeds``)."""
+    total = past + new
+    feeds = {
+        "query": rand.f(1, new, heads * head),
+        "key": rand.f(1, new, kv_heads * head),
+        "value": rand.f(1, new, kv_heads * head),
+        "past_key": rand.f(1, kv_heads, past, head),
+        "past_value": rand.f(1, kv_heads, past, head),
+        "seqlens_k": np.array([total - 1], np.int32),
+        "total_sequence_length": np.array(total, np.int32),
+    }
+    angles = np.arange(total, dtype=np.float32)[:, None] * rand.positive(1, head // 2)
+    rotary = {"cos_cache": np.cos(angles).astype(np.float32), "sin_cache": np.sin(angles).astype(np.float32)}
+    node = helper.make_node(
+        "GroupQueryAttention",
+        [*feeds, "cos_cache", "sin_cache"],
+        ["y", "present_key", "present_value"],
+        name="attention",
+        domain="com.microsoft",
+        num_heads=heads,
+        kv_num_heads=kv_heads,
+        do_rotary=1,
+        local_window_size=-1,
+        scale=1.0 / math.sqrt(head),
+    )
+    typed = {k: (v.shape, FLOAT if v.dtype == np.float32 else TensorProto.INT32) for k, v in feeds.items()}
+    return build_model([node], typed, ["y", "present_key", "present_value"], rotary), feeds
+
+
+def matmul_nbits(rand: Rand, m: int, k: int, n: int, accuracy_level: int) -> Built:
+    """One com.microsoft MatMulNBits as onnxruntime GenAI's int4 models write it: ``m`` rows of fp32 A (``[1, m,
+    k]``) by a ``k x n`` weight packed in 4 bits, blocks of :data:`NBITS_BLOCK` along K, fp32 scales, no zero points
+    (symmetric), at ``accuracy_level`` (0: fp32 products on the dequantized weight; 4: A quantized to int8)."""
+    blocks = math.ceil(k / NBITS_BLOCK)
+    weights: dict[str, np.ndarray] = {
+        "b": rand.rng.integers(0, 256, size=(n, blocks, NBITS_BLOCK // 2), dtype=np.uint8),
+        "scales": (rand.positive(n * blocks) * 0.02).astype(np.float32),
+    }
+    return _single(
+        "MatMulNBits",
+        {"a": rand.f(1, m, k)},
+        weights,
+        order=["a", "b", "scales"],
+        domain="com.microsoft",
+        K=k,
+        N=n,
+        bits=4,
+        block_size=NBITS_BLOCK,
+        accuracy_level=accuracy_level,
+    )

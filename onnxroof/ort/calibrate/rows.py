@@ -12,8 +12,10 @@ from onnx import TensorProto
 from onnxroof.ort.calibrate import chains, graphs
 from onnxroof.ort.calibrate.bench import Bench
 from onnxroof.ort.calibrate.classes import (
+    ATTENTION_CLASSES,
     CONV_CLASSES,
     INT8_CONV_CLASSES,
+    NBITS_CLASSES,
     PRODUCT_CLASSES,
     RECURRENT_CLASSES,
     REORDER_CLASSES,
@@ -37,8 +39,10 @@ __all__ = [
     "epilogues",
     "gemms",
     "global_pools",
+    "group_query_attention",
     "grouped",
     "int8_convs",
+    "matmul_nbits",
     "norm_chains",
     "pools",
     "pows",
@@ -158,6 +162,40 @@ def gemms(*rows: tuple[int, int, int]) -> list[Bench]:
 def attention(*rows: tuple[int, int, int, int]) -> list[Bench]:
     """MatMul of two activations (heads, m, k, n)."""
     return [profile(f"MatMul {h}x{m}x{k}x{n}", graphs.matmul_act, (h, m, k, n), {"matmul"}) for h, m, k, n in rows]
+
+
+def group_query_attention(*rows: tuple[int, int, int, int, int]) -> list[Bench]:
+    """GroupQueryAttention (heads, kv_heads, head size, past rows, new tokens), fp32 with rotary embedding, its
+    caches graph inputs and outputs as in a decoder step (untailed). Its inputs are activations, handed over hot,
+    and its rotary tables a few rows: never read cold."""
+    return [
+        Bench(
+            "profile",
+            f"GroupQueryAttention {n}/{kv}x{h}, {new} new over {past} past",
+            graphs.group_query_attention,
+            (n, kv, h, past, new),
+            ATTENTION_CLASSES,
+            cold=False,
+            tail=False,
+        )
+        for n, kv, h, past, new in rows
+    ]
+
+
+def matmul_nbits(*rows: tuple[int, int, int, int]) -> list[Bench]:
+    """MatMulNBits (rows, k, n, accuracy_level) by a 4-bit weight; one row reads its weight cold, as a decode step
+    reads each layer's after the layers before it took the caches (the suite's one-row products are past
+    COLD_WEIGHTS, as the read_cold classes have them)."""
+    return [
+        profile(
+            f"MatMulNBits {m}x{k}x{n} accuracy_level {level}",
+            graphs.matmul_nbits,
+            (m, k, n, level),
+            NBITS_CLASSES,
+            cold=True if m == 1 else None,
+        )
+        for m, k, n, level in rows
+    ]
 
 
 def pools(*rows: tuple[str, int, int, int, int, int, bool]) -> list[Bench]:

@@ -24,7 +24,7 @@ __all__ = ["FULL", "QUICK", "SUITE", "Bench", "Suite"]
 # The benchmark suite's version, recorded in every profile: bumping it makes --device host calibrate again any
 # cached profile from an older suite, which lacks what this one measures. What each version added: docs/runs/suites.md
 # and this file's history.
-SUITE = 48
+SUITE = 49
 
 # ---------------------------------------------------------------------------------------------------- the suites
 
@@ -37,6 +37,14 @@ _DYNAMIC_INT8_ROWS += ((192, 192, 28, 3, 192), (576, 576, 14, 3, 576), (960, 960
 _STATIC_INT8_ROWS: tuple[_Row, ...] = ((64, 64, 28, 3, 1), (128, 128, 14, 3, 1), (256, 256, 7, 3, 1))
 _STATIC_INT8_ROWS += ((512, 512, 4, 3, 1), (32, 192, 28, 1, 1), (96, 24, 56, 1, 1), (144, 144, 56, 3, 144))
 _STATIC_INT8_ROWS += ((192, 192, 28, 3, 192), (576, 576, 14, 3, 576), (960, 960, 7, 3, 960))
+
+# (k, n) of the one-row MatMulNBits benchmarks, weights past COLD_WEIGHTS (Qwen2.5-0.5B's up and down projections,
+# Llama-3.2-1B's), and (rows, k, n) of the longer ones, from 32 rows to 256 by an 896 x 896 weight
+_NBITS_WEIGHTS: tuple[tuple[int, int], ...] = ((896, 4864), (4864, 896), (2048, 8192))
+_NBITS_PROMPTS: tuple[tuple[int, int, int], ...] = ((32, 896, 896), (128, 256, 1024), (128, 896, 896), (256, 896, 896))
+# (heads, kv_heads, head size) of the GroupQueryAttention benchmarks
+_DECODE_HEADS: tuple[tuple[int, int, int], ...] = ((14, 2, 64), (32, 8, 64), (8, 2, 128), (16, 16, 64))
+_PREFILL_HEADS: tuple[tuple[int, int, int], ...] = ((8, 2, 64), (8, 8, 64), (8, 2, 128))
 
 _FULL_BENCHES: tuple[Bench, ...] = (
     # convolutions: ResNet, VGG, U-Net, AlexNet, Inception, MobileNet stems
@@ -167,6 +175,10 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         (1, 192, 768),
     ),
     rows.profile("MatMul 1x197x768 by weight 768x768", graphs.matmul_weight, (1, 197, 768, 768), {"gemm"}),
+    # products by 4-bit weights (MatMulNBits), at accuracy_level 0 (fp32) and 4 (int8): a decode step's one row by
+    # Qwen2.5-0.5B's MLP weights and Llama-3.2-1B's, read cold; a prompt's rows by its attention's weights
+    *rows.matmul_nbits(*((1, k, n, level) for k, n in _NBITS_WEIGHTS for level in (0, 4))),
+    *rows.matmul_nbits(*((m, k, n, level) for m, k, n in _NBITS_PROMPTS for level in (0, 4))),
     # products of two activations: per head (ViT, BERT) and per window and head (Swin's 7x7 windows)
     *rows.attention(
         (12, 197, 64, 197),
@@ -178,6 +190,11 @@ _FULL_BENCHES: tuple[Bench, ...] = (
         (48, 49, 32, 49),
         (12, 50, 64, 50),
     ),
+    # GroupQueryAttention, by the work of one head: decode steps over caches of 128 to 4096 rows with Qwen2.5-0.5B's
+    # heads (14 over 2), Llama-3's (32 over 8), 128-wide ones and one key/value head per query head (Phi-3's); and
+    # prefills of 32 to 384 tokens, each head sharing or not its key/value head
+    *rows.group_query_attention(*((*heads, past, 1) for heads in _DECODE_HEADS for past in (128, 1024, 4096))),
+    *rows.group_query_attention(*((*heads, 0, new) for heads in _PREFILL_HEADS for new in (32, 128, 384))),
     # pooling, in NCHWc after a convolution and in plain layout
     *rows.pools(
         ("MaxPool", 64, 112, 3, 2, 1, True),
@@ -352,6 +369,8 @@ _QUICK_BENCHES: tuple[Bench, ...] = (
     *rows.reduces(("ReduceMean", (1, 256, 28, 28), (2, 3))),
     *rows.int8_convs(graphs.conv_integer, "ConvInteger", (32, 32, 28, 3, 1), (64, 64, 14, 3, 64)),
     *rows.int8_convs(graphs.qdq_conv, "QDQ Conv", (32, 32, 28, 3, 1), (64, 64, 28, 3, 64)),
+    *rows.matmul_nbits((1, 896, 4864, 0), (1, 896, 4864, 4), (32, 896, 896, 0), (32, 896, 896, 4)),
+    *rows.group_query_attention((8, 2, 64, 256, 1), (8, 2, 64, 0, 32)),
 )
 
 
