@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from math import prod
@@ -286,6 +287,38 @@ def session_options(
     return options
 
 
+# protobuf serializes no message of 2 GiB or more: a larger model reaches onnxruntime as a file with its weights
+# beside it.
+PROTO_LIMIT = 2**31 - 1
+
+
+def _serializable(model: ModelProto) -> bool:
+    """Whether protobuf serializes the model (its size is refused, not counted, at 2 GiB and beyond)."""
+    from google.protobuf.message import EncodeError
+
+    try:
+        return model.ByteSize() < PROTO_LIMIT
+    except EncodeError:
+        return False
+
+
+def _inference_session(rt: Any, model: ModelProto | bytes, options: Any, providers: list[str]) -> Any:
+    """An InferenceSession of ``model``: from its bytes, or where it is too large to serialize, from a temporary
+    file whose weights are external (onnxruntime reads or maps them while it makes the session; the folder goes
+    once it is made, or stays until the system clears it where a mapped file cannot be removed)."""
+    if isinstance(model, bytes):
+        return rt.InferenceSession(model, options, providers=providers)
+    if _serializable(model):
+        return rt.InferenceSession(model.SerializeToString(), options, providers=providers)
+    copy = ModelProto()
+    copy.CopyFrom(model)  # saving as external data rewrites the initializers it saves
+    with tempfile.TemporaryDirectory(prefix="onnxroof-large-", ignore_cleanup_errors=True) as folder:
+        path = os.path.join(folder, "model.onnx")
+        onnx.save_model(copy, path, save_as_external_data=True, all_tensors_to_one_file=True, location="weights.bin")
+        del copy
+        return rt.InferenceSession(path, options, providers=providers)
+
+
 def make_session(
     model: ModelProto | bytes,
     session: SessionSpec = DEFAULT_SESSION,
@@ -313,13 +346,12 @@ def make_session(
         session, profile_prefix=profile_prefix, optimized_path=optimized_path, park_when_idle=park_when_idle
     )
     try:
-        serialized = model if isinstance(model, bytes) else model.SerializeToString()
         try:
-            made = rt.InferenceSession(serialized, options, providers=providers)
+            made = _inference_session(rt, model, options, providers)
         except Exception as exc:  # a branch not taken that cannot hold for the fixed input shapes: see relax.py
             if not refused_by_inference(exc) or (opened := open_inputs(model)) is None:
                 raise
-            made = rt.InferenceSession(opened.SerializeToString(), options, providers=providers)
+            made = _inference_session(rt, opened, options, providers)
     except Exception as exc:
         first = first_line(exc)
         raise UserError(
