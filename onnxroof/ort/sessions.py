@@ -294,11 +294,9 @@ PROTO_LIMIT = 2**31 - 1
 
 def _serializable(model: ModelProto) -> bool:
     """Whether protobuf serializes the model (its size is refused, not counted, at 2 GiB and beyond)."""
-    from google.protobuf.message import EncodeError
-
     try:
         return model.ByteSize() < PROTO_LIMIT
-    except EncodeError:
+    except Exception:  # protobuf's EncodeError, which its untyped package alone defines
         return False
 
 
