@@ -62,6 +62,7 @@ class DecoderShape:
 
 
 DECODERS: dict[str, DecoderShape] = {
+    "llama-2-7b": DecoderShape(32, 4096, 32, 32, 11008, 32000, 4096),
     "llama-3-8b": DecoderShape(32, 4096, 32, 8, 14336, 128256, 8192),
     "llama-3.2-1b": DecoderShape(16, 2048, 32, 8, 8192, 128256, 131072),
     "qwen2.5-0.5b": DecoderShape(24, 896, 14, 2, 4864, 151936, 32768, qkv_bias=True),

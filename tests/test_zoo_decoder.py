@@ -23,6 +23,10 @@ LLAMA_3_8B_PARAMS = 8_030_261_248
 # The GenAI layout adds the rotary caches cos_cache and sin_cache, 8192 positions x 64 each, and the
 # total_sequence_length it computes from the mask's shape (1 element, a constant once the shape is fixed).
 ROTARY_CACHES = 2 * 8192 * 64
+# Hugging Face's parameter count of Llama-2-7b-hf (6,738,415,616): embed_tokens 32000 x 4096, 32 layers of (q, k, v,
+# o 4096 x 4096 each, 32 KV heads; gate, up, down 4096 x 11008; two norms of 4096), the final norm and lm_head
+# 4096 x 32000: 2 * 131,072,000 + 32 * (67,108,864 + 135,266,304 + 8,192) + 4,096 = 6,738,415,616.
+LLAMA_2_7B_PARAMS = 6_738_415_616
 DECODE = {"batch_size": 1, "sequence_length": 1, "past_sequence_length": 16, "total_sequence_length": 17}
 
 
@@ -33,6 +37,11 @@ def _params(name: str, quant: str) -> int:
 
 def test_llama_3_8b_fp16_has_the_published_parameter_count():
     assert _params("llama-3-8b", "fp16") == LLAMA_3_8B_PARAMS + ROTARY_CACHES + 1
+
+
+def test_llama_2_7b_fp16_has_the_published_parameter_count():
+    # with GenAI's rotary caches, 4096 positions x 64 each, and the constant total_sequence_length
+    assert _params("llama-2-7b", "fp16") == LLAMA_2_7B_PARAMS + 2 * 4096 * 64 + 1
 
 
 def test_int4_params_count_weights_not_packed_bytes():
