@@ -75,7 +75,7 @@ class TensorParallel:
         if kind in _PRODUCT_CLASSES:
             return True
         shape = node.output_shape
-        return kind != SHAPE and bool(shape) and shape is not None and shape[-1] != self.hidden
+        return kind != SHAPE and shape is not None and len(shape) > 0 and shape[-1] != self.hidden
 
     def node_time(self, node: NodeResult, overlap: str) -> float:
         """One GPU's time for the node."""
