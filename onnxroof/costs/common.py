@@ -21,9 +21,11 @@ __all__ = [
     "ATTENTION_BIAS_FLOPS",
     "BILINEAR_FLOPS",
     "DEQUANTIZE_FLOPS",
+    "GATE_ACTIVATION_FLOPS",
     "MASK_FLOPS",
     "QUANTIZE_FLOPS",
     "REQUANTIZE_FLOPS",
+    "RMS_NORM_FLOPS",
     "ROTARY_FLOPS",
     "SCALE_FLOPS",
     "SDPA_KERNELS",
@@ -59,6 +61,7 @@ __all__ = [
 SIGMOID_FLOPS = 4  # 1 / (1 + exp(-x)): neg, exp, add 1, div
 SILU_FLOPS = SIGMOID_FLOPS + 1  # x * sigmoid(x): sigmoid (4) + mul x = 5
 SOFTMAX_FLOPS = 5  # per element of the row: max over the row, subtract max, exp, add into sum, divide by sum
+RMS_NORM_FLOPS = 4  # per element: square, add into the sum of squares, mul by 1/rms, mul by scale
 QUANTIZE_FLOPS = 2  # x / scale + zero_point (the division is a multiply by 1/scale); rounding and saturation free
 DEQUANTIZE_FLOPS = 2  # (q - zero_point) * scale
 # FLOPs per element to quantize to int8/uint8: to requantize an int32 accumulator (QLinearConv, QLinearMatMul,
@@ -92,6 +95,17 @@ ACTIVATION_FLOPS: dict[str, float] = {
     "ScaledTanh": 3,  # alpha * tanh(beta * x): mul, tanh, mul
     "ParametricSoftplus": 5,  # alpha * log(exp(beta * x) + 1): mul, exp, add, log, mul
     "Affine": 2,  # alpha * x + beta: mul, add
+}
+
+
+# The activations onnxruntime's LLM ops name in lower case (MoE's ``activation_type``, MatMulNBitsMlp's
+# ``activation``), per element: silu x * sigmoid(x), swiglu the same times the linear half (one more multiply),
+# gelu and relu as ACTIVATION_FLOPS states them.
+GATE_ACTIVATION_FLOPS: dict[str, float] = {
+    "relu": float(ACTIVATION_FLOPS["Relu"]),
+    "gelu": float(ACTIVATION_FLOPS["Gelu"]),
+    "silu": float(SILU_FLOPS),
+    "swiglu": float(SILU_FLOPS + 1),
 }
 
 

@@ -1,8 +1,9 @@
 """Cost functions: matrix products.
 
 Gemm, MatMul, Einsum, their integer and quantized forms (MatMulInteger, QLinearMatMul) and onnxruntime's fused
-and quantized variants (FusedGemm, FusedMatMul, MatMulIntegerToFloat, DynamicQuantizeMatMul, QGemm, MatMulNBits),
-and Det, whose LU factorization is a sequence of rank-1 matrix updates.
+and quantized variants (FusedGemm, FusedMatMul, MatMulIntegerToFloat, DynamicQuantizeMatMul, QGemm, MoE, QMoE),
+and Det, whose LU factorization is a sequence of rank-1 matrix updates. The weight-only block-quantized products
+(MatMulNBits and its fused forms) are in nbits.py.
 
 A product of an ``M x K`` and a ``K x N`` matrix is ``M*N*K`` MACs (``2*M*N*K`` FLOPs), times the number of
 broadcast batch matrices; per output element there is one more FLOP for each of a bias add, a non-unit alpha and
@@ -30,16 +31,14 @@ from onnxroof.costs import (
     OTHER,
     Cost,
     NodeView,
-    logical_weights,
     register,
     register_backward,
     register_packed,
     weight_params,
 )
 from onnxroof.costs.common import (
-    ACTIVATION_FLOPS,
+    GATE_ACTIVATION_FLOPS,
     REQUANTIZE_FLOPS,
-    SILU_FLOPS,
     SOFTMAX_FLOPS,
     WEIGHT_DEQUANTIZE_FLOPS,
     activation_flops,
@@ -52,9 +51,7 @@ from onnxroof.ir import InvalidNode, Tensor, UnknownShape, format_shape
 
 __all__ = [
     "ACCUMULATOR_SCALE_FLOPS",
-    "ACTIVATION_QUANTIZE_FLOPS",
     "DYNAMIC_RANGE_FLOPS",
-    "INT8_ACCURACY_LEVEL",
     "MatMulDims",
     "det_cost",
     "einsum_cost",
@@ -73,13 +70,6 @@ ACCUMULATOR_SCALE_FLOPS: float = 1
 # FLOPs per input element to find the quantization range of a float tensor at run time (DynamicQuantizeMatMul):
 # one min and one max.
 DYNAMIC_RANGE_FLOPS: float = 2
-
-
-# FLOPs per element of A that MatMulNBits quantizes to int8 in blocks along K at accuracy_level 4: an absolute
-# value and a max for the block's range, and a multiply by its inverse scale (the rounding is a conversion, free
-# as Cast is).
-ACTIVATION_QUANTIZE_FLOPS: float = 3
-INT8_ACCURACY_LEVEL = 4  # onnxruntime's "input int8, accumulator int32"
 
 
 class MatMulDims(NamedTuple):
@@ -264,33 +254,6 @@ def qgemm(node: NodeView) -> Cost:
     return mac_kernel_cost(resolved, 2 * dims.macs + per_output * prod(dims.out_shape), dims.macs)
 
 
-@register_packed("com.microsoft::MatMulNBits")
-def matmul_nbits_weights(node: NodeView) -> dict[int, int]:
-    """B (input 1) holds the N*K weights, ``bits`` each."""
-    return {1: int(node.attr("N")) * int(node.attr("K"))}
-
-
-@register("com.microsoft::MatMulNBits", engine="gemm")
-def matmul_nbits(node: NodeView) -> Cost:
-    """onnxruntime MatMulNBits (A, B packed, scales, zero_points, g_idx, bias; attributes K, N, bits): A
-    ``[..., K]`` times a ``K x N`` weight stored block-quantized in ``bits`` bits. prod(A.shape[:-1]) * N * K MACs,
-    2 FLOPs each, plus :data:`WEIGHT_DEQUANTIZE_FLOPS` per weight element (N*K, dequantized once per call) and
-    one add per output element for the bias. Bytes are the packed bytes actually stored; params count the N*K
-    logical weights (not the packed bytes) plus the scales, zero points and bias. At ``accuracy_level`` 4, A is
-    quantized to int8 first: :data:`ACTIVATION_QUANTIZE_FLOPS` per element of A."""
-    a = _need(node, 0)[0]
-    k, n = int(node.attr("K")), int(node.attr("N"))
-    rows = prod(a.need_shape()[:-1])
-    out_shape = (*a.need_shape()[:-1], n)
-    macs = rows * n * k
-    flops = 2 * macs + WEIGHT_DEQUANTIZE_FLOPS * n * k + _present(node, 5) * rows * n
-    if int(node.attr("accuracy_level", 0)) == INT8_ACCURACY_LEVEL:
-        flops += ACTIVATION_QUANTIZE_FLOPS * rows * k
-    cost = mac_kernel_cost(with_output_shape(node, out_shape, a.dtype), flops, macs)
-    others = [t for i, t in enumerate(node.inputs) if i != 1]
-    return replace(cost, params=weight_params(others) + sum(logical_weights(node).values()))
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Einsum.
 
@@ -412,14 +375,6 @@ def gemm_backward(node: NodeView, forward: Cost) -> Cost:
 # Where each op reads its expert weights (fc1, fc2, fc3) and what their element packs: MoE's are plain, QMoE's
 # uint8 hold 8 / expert_weight_bits weights each.
 _EXPERT_WEIGHTS = {"MoE": (2, 4, 6), "QMoE": (2, 5, 8)}
-# MoE's activations by name, per intermediate element: silu x * sigmoid(x), swiglu the same times the linear half
-# (one more multiply), gelu and relu as ACTIVATION_FLOPS states them.
-_MOE_ACTIVATION_FLOPS = {
-    "relu": float(ACTIVATION_FLOPS["Relu"]),
-    "gelu": float(ACTIVATION_FLOPS["Gelu"]),
-    "silu": float(SILU_FLOPS),
-    "swiglu": float(SILU_FLOPS + 1),
-}
 
 
 def _expert_elements(node: NodeView, index: int) -> int:
@@ -460,7 +415,7 @@ def mixture_of_experts(node: NodeView) -> Cost:
     fc1, fc2, fc3 = (_expert_elements(node, i) for i in _EXPERT_WEIGHTS[node.op_type])
     per_expert, passes = fc1 + fc2 + fc3, rows * k
     macs = passes * per_expert
-    activation = _MOE_ACTIVATION_FLOPS.get(node.text("activation_type", "relu").lower(), 1.0)
+    activation = GATE_ACTIVATION_FLOPS.get(node.text("activation_type", "relu").lower(), 1.0)
     flops = 2 * macs + SOFTMAX_FLOPS * rows * experts + activation * passes * (fc2 // hidden) + 2 * passes * hidden
     used = min(experts, passes)
     if node.op_type == "QMoE":

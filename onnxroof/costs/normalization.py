@@ -21,6 +21,7 @@ from onnxroof.costs import OTHER, Cost, NodeView, register, register_backward
 from onnxroof.costs.common import (
     DEQUANTIZE_FLOPS,
     QUANTIZE_FLOPS,
+    RMS_NORM_FLOPS,
     SILU_FLOPS,
     SOFTMAX_FLOPS,
     kernel_cost,
@@ -32,7 +33,6 @@ from onnxroof.protos import TensorProto
 
 # Per-element steps shared by the constants below.
 LAYER_NORM_CORE_FLOPS = 6  # add into mean, subtract mean, square, add into variance, mul by 1/std, mul by scale
-RMS_NORM_FLOPS = 4  # square, add into sum of squares, mul by 1/rms, mul by scale
 
 # FLOPs per element for ops whose output has input 0's shape and whose constant does not depend on attributes,
 # one table per engine class.

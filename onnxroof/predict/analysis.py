@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from onnxroof.costs import SHAPE, Cost, NodeView, compute_cost, logical_weights, node_view, reads_packed, weight_params
+from onnxroof.costs.nbits import INT8_ACCURACY_LEVEL, NBITS_PRODUCTS
 from onnxroof.devices import Device
 from onnxroof.ir import Graph, InvalidNode, Node, Tensor, UnknownShape
 from onnxroof.predict import roofline
@@ -72,13 +73,6 @@ class UnsupportedOpWarning(UserWarning):
     """An op has no cost function: it is charged its tensor bytes only."""
 
 
-# Ops whose integer inputs are weights stored in a few bits and unpacked inside the product (weight-only
-# quantization): they compute at A's type, or at int8 with ``accuracy_level`` 4 ("input int8, accumulator int32",
-# onnxruntime's matmul_nbits.cc; levels 1-3 fall back to A's type there, fp16 to fp32 on a CPU).
-_WEIGHT_ONLY: frozenset[str] = frozenset({"MatMulNBits"})
-_INT8_ACCURACY_LEVEL = 4
-
-
 def node_precision(
     op_type: str,
     inputs: Sequence[Tensor | None],
@@ -88,10 +82,12 @@ def node_precision(
 ) -> str:
     """The precision a node computes at, from its dtypes: int8 when it consumes 8-bit integers (quantized ops),
     else the first floating-point input's (or output's) type; fp32 for integer-only ops. A weight-only quantized
-    product computes at its activations' type unless its ``accuracy_level`` asks for int8, which onnxruntime's
-    CPU kernel alone honours (``cpu``; its CUDA kernel dequantizes to A's type whatever the level)."""
-    if op_type in _WEIGHT_ONLY:
-        if cpu and int((attrs or {}).get("accuracy_level") or 0) == _INT8_ACCURACY_LEVEL:
+    product (NBITS_PRODUCTS, whose uint8 inputs are packed weights) computes at its activations' type unless its
+    ``accuracy_level`` asks for int8 ("input int8, accumulator int32", onnxruntime's matmul_nbits.cc; levels 1-3
+    fall back to A's type there, fp16 to fp32 on a CPU), which onnxruntime's CPU kernel alone honours (``cpu``;
+    its CUDA kernel dequantizes to A's type whatever the level)."""
+    if op_type in NBITS_PRODUCTS:
+        if cpu and int((attrs or {}).get("accuracy_level") or 0) == INT8_ACCURACY_LEVEL:
             return "int8"
         inputs = inputs[:1]
     elif op_type != "DequantizeLinear" and any(t is not None and t.dtype in _INT8 for t in inputs):

@@ -21,6 +21,7 @@ from __future__ import annotations
 from math import ceil, prod
 
 from onnxroof.costs import Cost, NodeView
+from onnxroof.costs.nbits import NBITS_PRODUCTS, nbits_columns
 from onnxroof.devices import Device
 from onnxroof.devices.classes import TABLE
 
@@ -69,8 +70,8 @@ class ProductShape:
 _CONV_WEIGHT = {"Conv": 1, "ConvInteger": 1, "FusedConv": 1, "NhwcConv": 1, "QLinearConv": 3}
 
 
-# Products whose B is one stored matrix whatever its input's layout (MatMulNBits packs it in blocks).
-_ONE_WEIGHT_MATRIX = frozenset({"Gemm", "MatMulNBits"})
+# Products whose B is one stored matrix whatever its input's layout.
+_ONE_WEIGHT_MATRIX = frozenset({"Gemm"})
 
 
 def product_shape(view: NodeView) -> ProductShape | None:
@@ -96,6 +97,8 @@ def product_shape(view: NodeView) -> ProductShape | None:
         return None
     transposed = view.op_type == "Gemm" and view.attr("transA", 0)
     depth = a_shape[0] if transposed else a_shape[-1]
+    if view.op_type in NBITS_PRODUCTS:  # its weight matrices side by side: one GEMM of all their columns
+        return ProductShape(1, prod(out_shape[:-1]), nbits_columns(view), depth)
     b = view.input(1)
     if view.op_type in _ONE_WEIGHT_MATRIX or (b is not None and b.shape is not None and len(b.shape) <= 2):
         # one matrix B for every row of A: a single GEMM over A's leading dims, as cuBLAS runs it

@@ -18,8 +18,8 @@ from math import prod
 from typing import Any, NamedTuple
 
 from onnxroof.costs import OTHER, SHAPE, NodeView, engine_class
-from onnxroof.costs.matmul import INT8_ACCURACY_LEVEL
 from onnxroof.costs.movement import interpolation_mode
+from onnxroof.costs.nbits import INT8_ACCURACY_LEVEL, NBITS_PRODUCTS
 from onnxroof.devices import Ceiling, Device
 from onnxroof.devices.classes import TABLE
 from onnxroof.predict.class_rules import Classification, Refinement, Rule, always, known_shape
@@ -88,9 +88,10 @@ def product_rows(view: NodeView) -> int | None:
 
 
 def _product_facts(view: NodeView) -> ProductFacts:
+    if view.op_type in NBITS_PRODUCTS:  # its weights are packed inputs, wherever the fused forms place them
+        return ProductFacts(True, product_rows(view), int(view.attr("accuracy_level", 0) or 0))
     b = view.input(3) if view.op_type == "QLinearMatMul" else view.input(1)
-    level = int(view.attr("accuracy_level", 0) or 0) if view.op_type == "MatMulNBits" else None
-    return ProductFacts(b is not None and b.is_weight, product_rows(view), level)
+    return ProductFacts(b is not None and b.is_weight, product_rows(view))
 
 
 def _nbits(int8: bool, one_row: bool) -> Callable[[ProductFacts], bool]:

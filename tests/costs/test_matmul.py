@@ -13,8 +13,7 @@ from onnx import TensorProto, helper
 from onnxroof.costs import NodeView
 from onnxroof.costs.matmul import matmul_dims, parse_einsum
 from onnxroof.ir import Tensor, UnknownShape
-from onnxroof.predict.analysis import node_precision
-from tests.helpers import FLOAT, FLOAT16, INT8, INT32, UINT8, T, W, cost_of, make_node
+from tests.helpers import FLOAT, INT8, INT32, UINT8, T, W, cost_of, make_node
 
 MS = "com.microsoft"
 UNDEFINED = TensorProto.UNDEFINED  # the element type a contrib op's output has when shape inference skipped it
@@ -265,57 +264,6 @@ def test_qgemm_float_output_alpha():
     # 2*MACs + (scale multiply 1 + alpha 1) per output: 65536 + 2048 = 67584
     assert c.flops == 2 * 32768 + (1 + 1) * 16 * 64
     assert c.bytes_written == 4 * 16 * 64  # float = 4096
-
-
-def matmul_nbits_node(a_dtype: int = FLOAT, **attrs) -> NodeView:
-    """A [2,3,64] @ a 64 x 32 weight in 4 bits, blocks of 16 along K: k_blocks = 64/16 = 4, blob = 16*4/8 = 8
-    bytes."""
-    inputs = [
-        T([2, 3, 64], a_dtype),  # A
-        W([32, 4, 8], UINT8),  # B packed: N x k_blocks x blob = 1024 bytes = 32*64 weights / 2
-        W([32, 4]),  # scales, N x k_blocks
-        W([32, 2], UINT8),  # zero_points, packed: N x ceil(4 * 4 / 8)
-        None,  # g_idx
-        W([32]),  # bias
-    ]
-    return make_node("MatMulNBits", inputs, [T(None, UNDEFINED)], domain=MS, K=64, N=32, bits=4, block_size=16, **attrs)
-
-
-def test_matmul_nbits():
-    c = cost_of(matmul_nbits_node())
-    assert c.macs == 2 * 3 * 32 * 64  # = 12288
-    # 2*MACs + dequantize (2) per weight (32*64) + bias add per output (2*3*32): 24576 + 4096 + 192 = 28864
-    assert c.flops == 2 * 12288 + 2 * 32 * 64 + 2 * 3 * 32
-    assert c.bytes_read == 4 * 384 + 1024 + 4 * 128 + 64 + 4 * 32  # packed bytes as stored = 3264
-    assert c.bytes_written == 4 * 2 * 3 * 32  # = 768
-    assert c.params == 32 * 64 + 128 + 64 + 32  # logical weights + scales + zero points + bias = 2272
-
-
-def test_matmul_nbits_int8_accuracy_level_quantizes_a():
-    # accuracy_level 4 quantizes A (2*3*64 = 384 elements) to int8 first: 3 FLOPs each on top of the above
-    c = cost_of(matmul_nbits_node(accuracy_level=4))
-    assert c.flops == 2 * 12288 + 2 * 32 * 64 + 2 * 3 * 32 + 3 * 384
-
-
-@pytest.mark.parametrize(
-    ("a_dtype", "level", "expected"),
-    [
-        (FLOAT, 0, "fp32"),  # unset: A's type, although B and zero points are uint8
-        (FLOAT, 1, "fp32"),
-        (FLOAT16, 0, "fp16"),
-        (FLOAT16, 2, "fp16"),
-        (FLOAT, 4, "int8"),  # "input int8, accumulator int32"
-    ],
-)
-def test_matmul_nbits_computes_at_its_accuracy_level(a_dtype, level, expected):
-    node = matmul_nbits_node(a_dtype, accuracy_level=level)
-    assert node_precision(node.op_type, node.inputs, node.outputs, node.attrs) == expected
-
-
-def test_matmul_nbits_on_a_gpu_computes_at_a_s_type_whatever_the_level():
-    # onnxruntime's CUDA MatMulNBits dequantizes B to A's type; accuracy_level is the CPU kernel's
-    node = matmul_nbits_node(FLOAT16, accuracy_level=4)
-    assert node_precision(node.op_type, node.inputs, node.outputs, node.attrs, cpu=False) == "fp16"
 
 
 # ---------------------------------------------------------------------------------------------------------

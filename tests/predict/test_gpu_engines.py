@@ -18,7 +18,7 @@ from onnxroof.predict.analysis import analyze_graph
 from onnxroof.predict.gpu_times import ProductShape, tile_efficiency
 from onnxroof.predict.pipeline import streamed
 from onnxroof.predict.profiles import named_profile
-from tests.helpers import T, W, loaded_graph, make_node
+from tests.helpers import UINT8, T, W, loaded_graph, make_node
 
 # ------------------------------------------------------------------------------------------------ tiles and waves
 
@@ -51,6 +51,18 @@ def test_a_product_with_one_weight_matrix_is_one_gemm_over_all_rows_of_a():
     assert (shape.batch, shape.rows, shape.cols, shape.depth) == (1, 8, 512, 2048)
     batched = gpu_times.product_shape(make_node("MatMul", [T([8, 16, 64]), T([8, 64, 16])], [T([8, 16, 16])]))
     assert (batched.batch, batched.rows, batched.cols, batched.depth) == (8, 16, 16, 64)
+
+
+def test_a_fused_4_bit_product_is_one_gemm_of_all_its_weights_columns():
+    # MatMulNBitsQkv of A [4, 1, 64] by Q (64 -> 64), K and V (64 -> 16): one GEMM of 4 rows by 64 + 2*16 = 96
+    # columns of depth 64, not three products (nor the 64 columns of its first output).
+    inputs = [T([4, 1, 64]), None, W([64])]  # A, no skip, norm_scale
+    for n in (64, 16, 16):
+        inputs += [W([n, 4, 8], UINT8), W([n, 4]), None]  # packed weight, scales, no bias
+    outputs = [T([4, 1, 64]), T([4, 1, 16]), T([4, 1, 16])]
+    node = make_node("MatMulNBitsQkv", inputs, outputs, domain="com.microsoft", K=64, Nq=64, Nkv=16)
+    shape = gpu_times.product_shape(node)
+    assert (shape.batch, shape.rows, shape.cols, shape.depth) == (1, 4, 96, 64)
 
 
 def test_a_product_of_fewer_than_five_rows_runs_on_the_cuda_cores():
