@@ -32,6 +32,8 @@ at N rows), --ttft-budget the time to first token of an N-token prompt, memory t
 width), the KV cache of N rows a sequence (in its dtype, or --kv-dtype fp16, int8, int4 for its memory) and the
 activations. --max-batch with --context finds the largest batch at that context; --max-context the longest
 context at --batch (up to the positions the graph's rotary tables hold), each naming the budget that stops it.
+--tensor-parallel N splits it over N GPUs of the device as Megatron-LM does: times and memory are one GPU's,
+its all-reduces over the device's NVLink or PCIe included.
 
 Exit codes: 0 when every check passes, 1 when one fails, 2 for bad input (an unknown device, a budget that does
 not parse, a batch the model cannot take).
@@ -43,6 +45,7 @@ examples:
   onnxroof fit zoo:resnet50 --device v100-sxm2 --batch 32 --training --optimizer adam --mixed-precision
   onnxroof fit zoo:llama-3-8b-fp16 -d a100-sxm4-80gb --context 8192 --batch 4 --latency-budget 30ms
   onnxroof fit zoo:llama-3-8b-int4 -d l4 --max-context --batch 8 --kv-dtype int8
+  onnxroof fit zoo:llama-3-8b-fp16 -d l4 --tensor-parallel 2 --max-batch --context 4096
 """
 
 
@@ -85,6 +88,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     decoder.add_argument("--ttft-budget", default=None, metavar="T", help="time to first token of a --context prompt")
     decoder.add_argument(
         "--shared-buffer", action="store_true", help="past and present share one buffer (GroupQueryAttention)"
+    )
+    decoder.add_argument(
+        "--tensor-parallel",
+        type=int,
+        default=None,
+        metavar="N",
+        help="split the model over N GPUs of the device; times and memory are one GPU's (default 1)",
     )
     parser.add_argument("--threads", type=int, default=1, metavar="N", help="--device host: calibration threads")
     parser.add_argument("-f", "--format", default="table", choices=("table", "json"), help="output format")
@@ -164,7 +174,12 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result.passed else 1
 
 
-_DECODER_ONLY = {"--kv-dtype": "kv_dtype", "--ttft-budget": "ttft_budget", "--shared-buffer": "shared_buffer"}
+_DECODER_ONLY = {
+    "--kv-dtype": "kv_dtype",
+    "--ttft-budget": "ttft_budget",
+    "--shared-buffer": "shared_buffer",
+    "--tensor-parallel": "tensor_parallel",
+}
 _NOT_FOR_DECODERS = {"--training": "training", "--precision": "precision", "--all-devices": "all_devices"}
 
 
@@ -202,7 +217,7 @@ def _run_decoder(args: argparse.Namespace) -> int:
         memory=parse_bytes(args.memory_budget) if args.memory_budget else None,
         kv_dtype=args.kv_dtype,
     )
-    options = {"budgets": budgets, "shared_buffer": args.shared_buffer}
+    options = {"budgets": budgets, "shared_buffer": args.shared_buffer, "tensor_parallel": args.tensor_parallel or 1}
     width = output_width(args.output)
     progress = Progress("fitting")
     try:

@@ -17,8 +17,9 @@ def decoder_summary(f: DecoderFit) -> str:
     """PASS or FAIL, the model, device, batch, context and cache dtype, and each check with its numbers."""
     lower = "" if f.uncounted == 0 else f" (INCOMPLETE, a lower bound: {f.uncounted} node(s) not counted in full)"
     checks = "; ".join(check_text(c) + (lower if c.unit == "s" else "") for c in f.checks)
+    split = f" (one of {f.tensor_parallel} GPUs)" if f.tensor_parallel > 1 else ""
     return (
-        f"{'PASS' if f.passed else 'FAIL'} {f.model} on {f.device}, batch {f.batch}, context {f.context} "
+        f"{'PASS' if f.passed else 'FAIL'} {f.model} on {f.device}{split}, batch {f.batch}, context {f.context} "
         f"({f.kv_dtype} cache): {checks}"
     )
 

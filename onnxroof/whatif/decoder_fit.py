@@ -11,6 +11,9 @@ together). Its checks:
   cache of N rows for every sequence, its elements of the cache's dtype or of ``kv_dtype``, and the larger
   activations of that prefill and that decode step. The memory budget defaults to the device's capacity.
 
+Split over ``tensor_parallel`` GPUs (onnxroof.whatif.tensor_parallel), the times are one GPU's share with its
+all-reduces, and the memory one GPU's: its share of the weights and of the KV cache's heads.
+
 A cache dtype other than the graph's sizes the memory only: the time of a step that reads an int8 cache needs a
 graph that stores it so, so a latency budget with it is refused, and no time is predicted.
 """
@@ -27,6 +30,8 @@ from onnxroof.load.decoder import decoder_dims, position_limit
 from onnxroof.protos import ModelProto, TensorProto
 from onnxroof.whatif.decoder import DecoderMemory, StepAt, analyze_step, decoder_memory
 from onnxroof.whatif.fit import MAX_BATCH_LIMIT, Budget, Check, budget_check, default_memory_budget, largest_passing
+from onnxroof.whatif.tensor_parallel import TensorParallel
+from onnxroof.whatif.tensor_parallel import tensor_parallel as parallel_plan
 
 __all__ = [
     "KV_DTYPES",
@@ -76,6 +81,7 @@ class DecoderFit:
     memory: DecoderMemory
     checks: tuple[Check, ...]
     uncounted: int = 0  # nodes not counted in full: the times are then lower bounds
+    tensor_parallel: int = 1  # GPUs the model is split over; times and memory are one GPU's
 
     @property
     def passed(self) -> bool:
@@ -88,6 +94,7 @@ class DecoderFit:
             "batch": self.batch,
             "context": self.context,
             "kv_dtype": self.kv_dtype,
+            "tensor_parallel": self.tensor_parallel,
             "time_per_token_s": self.time_per_token_s,
             "first_token_s": self.first_token_s,
             "memory": self.memory.to_dict(),
@@ -127,6 +134,7 @@ class _Request:
     budgets: DecoderBudgets
     shared_buffer: bool
     dims: dict[str, int]
+    split: TensorParallel | None  # the model split over GPUs; None on one device
 
 
 def cache_dtype(model: ModelProto, caches: tuple[str, ...]) -> str:
@@ -140,7 +148,7 @@ def _fit_at(request: _Request, batch: int, context: int) -> DecoderFit:
     found = decoder_dims(m, fixed=request.dims)
     graph_dtype = cache_dtype(m, found.caches)
     kv_dtype = b.kv_dtype or graph_dtype
-    at = StepAt(m, found, batch, context if request.shared_buffer else None, request.dims)
+    at = StepAt(m, found, batch, context if request.shared_buffer else None, request.dims, request.split)
     memory = decoder_memory(at, [(context, 0), (1, context - 1)], context, KV_DTYPES[kv_dtype])
     checks = [budget_check("memory", memory.peak_bytes, default_memory_budget(request.device, b.memory), "B")]
     per_token = first = None
@@ -153,8 +161,19 @@ def _fit_at(request: _Request, batch: int, context: int) -> DecoderFit:
             prefill, _ = analyze_step(at, request.device, context, 0)
             first, uncounted = prefill.time_s, uncounted + prefill.uncounted
             checks.insert(1, budget_check("time to first token", first, b.first_token, "s"))
+    ranks = request.split.ranks if request.split is not None else 1
     return DecoderFit(
-        request.name, request.device.key, batch, context, kv_dtype, per_token, first, memory, tuple(checks), uncounted
+        request.name,
+        request.device.key,
+        batch,
+        context,
+        kv_dtype,
+        per_token,
+        first,
+        memory,
+        tuple(checks),
+        uncounted,
+        ranks,
     )
 
 
@@ -165,8 +184,10 @@ def _request(
     budgets: DecoderBudgets,
     shared_buffer: bool,
     dims: dict[str, int] | None,
+    ranks: int,
 ) -> _Request:
-    """The request, checked: a known cache dtype, and no latency budget where the cache dtype is not the graph's."""
+    """The request, checked: a known cache dtype, no latency budget where the cache dtype is not the graph's, and
+    a model that splits over ``ranks`` GPUs where more than one."""
     found = decoder_dims(model, fixed=dims or {})
     if budgets.kv_dtype is not None and budgets.kv_dtype not in KV_DTYPES:
         raise UserError(f"--kv-dtype {budgets.kv_dtype}: unknown", "choose from " + ", ".join(KV_DTYPES))
@@ -183,7 +204,8 @@ def _request(
             f"--shared-buffer: the decoder's attention is {found.attention}, which reads its whole past",
             "drop --shared-buffer",
         )
-    return _Request(model, name, device, budgets, shared_buffer, dict(dims or {}))
+    split = parallel_plan(model, device, ranks) if ranks != 1 else None
+    return _Request(model, name, device, budgets, shared_buffer, dict(dims or {}), split)
 
 
 def fit_decoder(
@@ -196,11 +218,13 @@ def fit_decoder(
     shared_buffer: bool = False,
     dims: dict[str, int] | None = None,
     name: str = "",
+    tensor_parallel: int = 1,
 ) -> DecoderFit:
-    """The decoder serving ``batch`` sequences at ``context`` tokens on ``device``, checked against ``budgets``."""
+    """The decoder serving ``batch`` sequences at ``context`` tokens on ``device`` (split over
+    ``tensor_parallel`` of them), checked against ``budgets``."""
     _positive(context=context, batch=batch)
     _within_positions(model, context)
-    request = _request(model, name or model.graph.name, device, budgets, shared_buffer, dims)
+    request = _request(model, name or model.graph.name, device, budgets, shared_buffer, dims, tensor_parallel)
     return _fit_at(request, batch, context)
 
 
@@ -215,13 +239,14 @@ def largest_decoder(
     shared_buffer: bool = False,
     dims: dict[str, int] | None = None,
     name: str = "",
+    tensor_parallel: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> LargestDecoder:
     """The largest batch at ``context`` (``vary="batch"``) or the largest context at ``batch`` (``"context"``)
     within the budgets, by doubling then bisecting: times and memory grow with both."""
     _positive(context=context, batch=batch)
     _within_positions(model, context)
-    request = _request(model, name or model.graph.name, device, budgets, shared_buffer, dims)
+    request = _request(model, name or model.graph.name, device, budgets, shared_buffer, dims, tensor_parallel)
     if (
         budgets.per_token is None
         and budgets.first_token is None

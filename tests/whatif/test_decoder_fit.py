@@ -11,6 +11,7 @@ from onnxroof.errors import UserError
 from onnxroof.load.decoder import position_limit
 from onnxroof.units import parse_seconds
 from onnxroof.whatif.decoder_fit import DecoderBudgets, fit_decoder, largest_decoder
+from onnxroof.whatif.tensor_parallel import tensor_parallel
 
 # tiny-decoder: 2 layers, 2 KV heads of 16. A token's cache row in one sequence: 2 layers x (K and V) x 2 heads x
 # 16 elements = 128 elements, 256 B in fp16, 128 B in int8, 64 B in int4.
@@ -67,6 +68,26 @@ def test_the_largest_batch_at_a_context():
     assert (found.value, found.stopped_by) == (5, "memory budget")
 
 
+def test_a_fit_split_over_gpus_is_one_gpu_s_share():
+    # Two GPUs: each holds half the split weights and one of the 2 KV heads (half a cache row); its decode step is
+    # its share of the split products plus their all-reduces (onnxroof.whatif.tensor_parallel).
+    device = get_device(DEVICE)
+    whole = fit_decoder(_tiny(), device, context=100, batch=3)
+    split = fit_decoder(_tiny(), device, context=100, batch=3, tensor_parallel=2)
+    plan = tensor_parallel(_tiny(), device, 2)
+    assert split.memory.weights_bytes == plan.weights_bytes(whole.memory.weights_bytes)
+    assert split.memory.kv_cache_bytes * 2 == whole.memory.kv_cache_bytes
+    assert split.tensor_parallel == 2 and split.to_dict()["tensor_parallel"] == 2
+    assert split.time_per_token_s is not None and whole.time_per_token_s is not None
+    assert split.time_per_token_s != whole.time_per_token_s
+    budget = whole.memory.peak_bytes  # what one device's fit at batch 3 needs: two GPUs fit more sequences
+    single = largest_decoder(_tiny(), device, vary="batch", context=100, budgets=DecoderBudgets(memory=budget))
+    shared = largest_decoder(
+        _tiny(), device, vary="batch", context=100, budgets=DecoderBudgets(memory=budget), tensor_parallel=2
+    )
+    assert single.value == 3 and shared.value > single.value
+
+
 def test_what_is_refused():
     device = get_device(DEVICE)
     with pytest.raises(UserError, match="--kv-dtype int8 sizes the cache's memory"):
@@ -87,6 +108,7 @@ def test_what_is_refused():
         (["zoo:resnet18", "--kv-dtype", "int8"], "--kv-dtype is for decoders"),
         (["zoo:tiny-decoder-fp16", "--context", "8", "--training"], "--training does not apply to a decoder fit"),
         (["zoo:tiny-decoder-fp16", "--max-context", "--max-batch"], "--max-context searches the context"),
+        (["zoo:resnet18", "--tensor-parallel", "2"], "--tensor-parallel is for decoders"),
     ],
 )
 def test_the_command_refuses_options_of_the_other_kind(argv, message, capsys):
@@ -107,3 +129,6 @@ def test_the_command_fits_a_decoder(tmp_path):
     data = json.loads(out.read_text())
     assert data["context"] == 100 and data["kv_dtype"] == "int8"
     assert data["memory"]["kv_cache_bytes"] == 300 * ROW_ELEMENTS
+    assert main([*argv, "--tensor-parallel", "2", "-o", str(out), "--force"]) == 0
+    data = json.loads(out.read_text())
+    assert data["tensor_parallel"] == 2 and data["memory"]["kv_cache_bytes"] == 300 * ROW_ELEMENTS  # fp16, half
