@@ -23,7 +23,7 @@ from onnxroof.predict.precision import check_precision
 from onnxroof.predict.profiles import named_profile
 from onnxroof.protos import ModelProto
 
-__all__ = ["DEFAULT_DEVICE", "analyze", "get_device"]
+__all__ = ["DEFAULT_DEVICE", "analyze", "get_device", "prediction_graph"]
 
 
 def get_device(
@@ -87,21 +87,36 @@ def analyze(
     dev = get_device(device, threads, progress=progress, engine=engine)
     profiled = named_profile(dev) is not None and not as_exported  # the device names an engine profile
     with collection_paused():
-        graph: Graph
-        if isinstance(model, Graph):
-            graph = model
-        elif profiled and not optimized:
-            from onnxroof.ort.optimized import engine_graph
-
-            graph = engine_graph(ModelSpec.of(model, inputs, dims, values), dev)
-        else:
-            graph = load_graph(
-                model, inputs=inputs, dims=dims, shape_run=_shapes_from_run, reshape=_at_input_shapes, values=values
-            )
+        graph = prediction_graph(model, dev, inputs, dims, values, as_exported=as_exported, optimized=optimized)
         analysis = analyze_graph(graph, dev, precision=precision, engine=profiled, progress=progress)
         # Dropped before the collector resumes: its first pass would otherwise walk every object of the graph.
         del graph
     return analysis
+
+
+def prediction_graph(
+    model: str | os.PathLike | ModelProto | Graph,
+    device: Device,
+    inputs: Mapping[str, tuple[int, ...] | str] | None = None,
+    dims: Mapping[str, int] | None = None,
+    values: Mapping[str, Value] | None = None,
+    *,
+    as_exported: bool = False,
+    optimized: bool = False,
+) -> Graph:
+    """The graph ``analyze`` predicts ``model`` on for ``device``: the graph the device's engine runs where it
+    names an engine profile (unless ``as_exported``, or ``optimized`` says the model already is that graph), else
+    the model as exported, loaded with a shape run and the input-shape repairs where they are needed. A loaded
+    Graph is its own. Callers that predict one model on several devices or precisions load it once through here."""
+    if isinstance(model, Graph):
+        return model
+    if named_profile(device) is not None and not as_exported and not optimized:
+        from onnxroof.ort.optimized import engine_graph
+
+        return engine_graph(ModelSpec.of(model, inputs, dims, values), device)
+    return load_graph(
+        model, inputs=inputs, dims=dims, shape_run=_shapes_from_run, reshape=_at_input_shapes, values=values
+    )
 
 
 def _shapes_from_run(request: ShapeRequest) -> Mapping[str, tuple[int, tuple[int, ...]]]:

@@ -219,6 +219,7 @@ WRITERS = {
     "annotate": ["zoo:conv2d_kernel"],
     "compare": ["zoo:conv2d_kernel", "zoo:conv2d_kernel"],
     "sweep": ["zoo:conv2d_kernel"],
+    "census": ["zoo:conv2d_kernel"],
     "plot": ["zoo:conv2d_kernel"],
     "report": ["zoo:conv2d_kernel"],
     "explore": ["zoo:conv2d_kernel"],

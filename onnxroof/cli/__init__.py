@@ -9,7 +9,8 @@ Commands:
   annotate MODEL  a copy of the model with each node's FLOPs, bytes, bound and predicted time (Netron)
   compare A B     two models side by side: predicted per device, measured here
   sweep MODEL     every combination of batch, input size, precision and device
-  plot MODEL      draw a figure: roofline, time-based roofline, complexity, layers or sweep (PNG, SVG, PDF)
+  census MODELS   many models on many devices, batches and precisions: one row each, to a file that resumes
+  plot MODEL      draw a figure: roofline, time-based roofline, complexity, layers, sweep or census (PNG, SVG, PDF)
   report MODEL    one offline HTML page: summary, devices, every figure, the sortable per-layer table
   explore MODEL   the rewrites that apply, ranked by predicted speedup on a device
   fit MODEL       deploy-time check: memory and latency budgets, largest batch, best device (exit 1 on a miss)
@@ -33,6 +34,7 @@ from onnxroof.cli import (
     analyze,
     annotate,
     calibrate,
+    census,
     compare,
     devices,
     explore,
@@ -58,6 +60,7 @@ COMMANDS: dict[str, ModuleType] = {
     "annotate": annotate,
     "compare": compare,
     "sweep": sweep,
+    "census": census,
     "plot": plot,
     "report": report,
     "explore": explore,

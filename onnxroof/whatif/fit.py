@@ -32,6 +32,7 @@ __all__ = [
     "MaxBatch",
     "MemoryDetail",
     "Training",
+    "device_memory",
     "fit",
     "largest_passing",
     "max_batch",
@@ -370,26 +371,13 @@ def _fit_at(
     if budgets.training is not None:
         return _training_fit(model, name, device, budgets, budget, notes)
     from onnxroof.api import analyze
-    from onnxroof.predict.memory import estimate_memory
 
     precision = budgets.precision
     graph = _memory_graph(model, device)
     analysis = analyze(graph, device, precision=precision, threads=budgets.threads)
-    memory = estimate_memory(graph, precision=precision)
-    if memory.lower_bound:
-        notes.append(f"{len(memory.unknown)} tensor(s) of unknown shape count 0 bytes: the memory is a lower bound")
-    total: float = memory.total_bytes
+    memory, total, said = device_memory(graph, device, precision, budgets.threads)
+    notes += said
     engine = named_profile(device) is not None
-    if reads_host_memory(device):
-        from onnxroof.ort.memory_calibration import host_memory_factors
-        from onnxroof.predict.process_memory import process_peak_bytes, weights_by_kind
-
-        factors = host_memory_factors(budgets.threads)
-        total = process_peak_bytes(memory, weights_by_kind(graph, precision=precision), factors)
-        notes.append(
-            f"memory is onnxruntime's predicted process peak: the graph's need ({memory.total_bytes / 1e6:.1f} MB) "
-            "with this host's calibrated session and arena factors (docs/accuracy.md says how close it comes)"
-        )
     time_s = analysis.totals.predicted_time_s
     checks = (budget_check("latency", time_s, budgets.latency, "s"), budget_check("memory", total, budget, "B"))
     where = _memory_detail(model, graph, memory, engine, precision) if detail else None
@@ -406,6 +394,31 @@ def _fit_at(
         memory=where,
         uncounted=analysis.totals.uncounted,
     )
+
+
+def device_memory(graph: Any, device: Device, precision: str | None, threads: int = 1) -> tuple[Any, float, list[str]]:
+    """The memory ``graph`` (the graph the device runs: ``api.prediction_graph``) needs on ``device`` at the
+    what-if ``precision``: (the estimate over the graph's order, the bytes checked against a budget, notes). The
+    bytes are the estimate's weights plus peak of live activations, or on an onnxruntime host the process's
+    predicted peak (this host's calibrated session and arena factors, calibrated first where none are cached)."""
+    from onnxroof.predict.memory import estimate_memory
+
+    memory = estimate_memory(graph, precision=precision)
+    notes = []
+    if memory.lower_bound:
+        notes.append(f"{len(memory.unknown)} tensor(s) of unknown shape count 0 bytes: the memory is a lower bound")
+    total: float = memory.total_bytes
+    if reads_host_memory(device):
+        from onnxroof.ort.memory_calibration import host_memory_factors
+        from onnxroof.predict.process_memory import process_peak_bytes, weights_by_kind
+
+        factors = host_memory_factors(threads)
+        total = process_peak_bytes(memory, weights_by_kind(graph, precision=precision), factors)
+        notes.append(
+            f"memory is onnxruntime's predicted process peak: the graph's need ({memory.total_bytes / 1e6:.1f} MB) "
+            "with this host's calibrated session and arena factors (docs/accuracy.md says how close it comes)"
+        )
+    return memory, total, notes
 
 
 def _memory_detail(model: ModelProto, graph: Any, counted: Any, engine: bool, precision: str | None) -> MemoryDetail:

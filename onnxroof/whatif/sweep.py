@@ -13,14 +13,18 @@ import itertools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from onnx import ModelProto
 
 from onnxroof.errors import UserError
+from onnxroof.passes.model_file import Source
 from onnxroof.whatif.rewrite import RewriteRequest, apply_request
 
-__all__ = ["PRECISION_REWRITES", "Sweep", "SweepRow", "sweep"]
+if TYPE_CHECKING:
+    from onnxroof.predict.analysis import Analysis
+
+__all__ = ["PRECISION_REWRITES", "Sweep", "SweepRow", "sweep", "sweep_row", "sweep_source", "variant_model"]
 
 # The rewrites a sweep can add as rows, and the request each stands for.
 PRECISION_REWRITES: dict[str, RewriteRequest] = {
@@ -93,9 +97,7 @@ def sweep(
     unknown = [r for r in rewrites if r not in PRECISION_REWRITES]
     if unknown:
         raise UserError(f"unknown rewrite {unknown[0]!r}", "use " + ", ".join(PRECISION_REWRITES))
-    from onnxroof.passes.model_file import read_source
-
-    source = read_source(model) if rewrites else _weightless(model)
+    source = sweep_source(model, rewrites=bool(rewrites))
     cases: list[tuple[str | None, str | None]] = [(p, None) for p in precisions] or ([] if rewrites else [(None, None)])
     cases += [(None, r) for r in rewrites]
     batch_options: list[int | None] = list(batches) or [None]
@@ -104,39 +106,59 @@ def sweep(
     total, done = len(combos) * len(targets), 0
     rows: list[SweepRow] = []
     for batch, size, (precision, rewrite) in combos:
-        base = PRECISION_REWRITES[rewrite] if rewrite else RewriteRequest()
-        request = replace(base, batch=batch, input_size=size)
-        variant = source.model if request.empty else apply_request(source, request, compare_outputs=False).result.model
-        shape = _input_shape(variant)
+        variant = variant_model(source, batch, size, rewrite)
         for device in targets:
             analysis = analyze(variant, device, precision=precision, threads=threads)
-            t = analysis.totals
-            rows.append(
-                SweepRow(
-                    batch=shape[0] if shape else 1,
-                    input_size="x".join(map(str, shape[2:])) if len(shape) == 4 else "-",
-                    precision=rewrite or precision or "stored",
-                    kind="rewrite" if rewrite else ("what-if" if precision else "stored"),
-                    device=analysis.device.spec(),
-                    graph=analysis.graph,
-                    predicted_time_s=t.predicted_time_s,
-                    flops=t.flops,
-                    bytes_moved=t.bytes_read + t.bytes_written,
-                    intensity=t.arithmetic_intensity,
-                    bound=t.bound,
-                    uncounted=t.uncounted,
-                )
-            )
+            rows.append(sweep_row(variant, analysis, precision, rewrite))
             done += 1
             if progress:
                 progress(done, total)
     return Sweep(source.name, tuple(rows))
 
 
-def _weightless(model: str | os.PathLike[str]) -> Any:
+def sweep_source(model: str | os.PathLike[str], rewrites: bool) -> Source:
+    """The model as a sweep reads it: with its weights where a precision rewrite needs them (fp16 converts them,
+    static int8 calibrates on them), without their bytes where only shapes and what-if precisions change."""
+    from onnxroof.passes.model_file import read_source
+
+    return read_source(model) if rewrites else _weightless(model)
+
+
+def variant_model(
+    source: Source, batch: int | None, size: tuple[int, int] | None = None, rewrite: str | None = None
+) -> ModelProto:
+    """The model at ``batch`` and input ``size`` (None: its own), converted by the precision rewrite ``rewrite``
+    (a key of PRECISION_REWRITES) where one is given: the batch and input-size passes repair hard-coded shapes or
+    refuse, a UserError naming the node. The source itself where nothing changes."""
+    base = PRECISION_REWRITES[rewrite] if rewrite else RewriteRequest()
+    request = replace(base, batch=batch, input_size=size)
+    return source.model if request.empty else apply_request(source, request, compare_outputs=False).result.model
+
+
+def sweep_row(variant: ModelProto, analysis: Analysis, precision: str | None, rewrite: str | None) -> SweepRow:
+    """The row of ``analysis``, the prediction of ``variant`` at the what-if ``precision`` (None: the stored
+    dtypes) or of its ``rewrite``: batch and input size read from the variant's first input."""
+    shape = _input_shape(variant)
+    t = analysis.totals
+    return SweepRow(
+        batch=shape[0] if shape else 1,
+        input_size="x".join(map(str, shape[2:])) if len(shape) == 4 else "-",
+        precision=rewrite or precision or "stored",
+        kind="rewrite" if rewrite else ("what-if" if precision else "stored"),
+        device=analysis.device.spec(),
+        graph=analysis.graph,
+        predicted_time_s=t.predicted_time_s,
+        flops=t.flops,
+        bytes_moved=t.bytes_read + t.bytes_written,
+        intensity=t.arithmetic_intensity,
+        bound=t.bound,
+        uncounted=t.uncounted,
+    )
+
+
+def _weightless(model: str | os.PathLike[str]) -> Source:
     """The model without its weights' bytes (a sweep of shapes and what-if precisions needs none)."""
     from onnxroof.load.read import read_model
-    from onnxroof.passes.model_file import Source
 
     proto, name = read_model(model, weight_bytes=False)
     return Source(proto, name, True)

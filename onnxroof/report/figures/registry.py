@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # the registry stays light: the command line's --help reads K
     from onnxroof.report.figures.drawing import Drawn
     from onnxroof.whatif.sweep import Sweep
 
-KINDS: tuple[str, ...] = ("roofline", "time", "complexity", "layers", "sweep")
+KINDS: tuple[str, ...] = ("roofline", "time", "complexity", "layers", "sweep", "census")
 
 DESCRIPTIONS: dict[str, str] = {
     "roofline": "FLOP/s against FLOP/byte: roofs, ridge points, one point per layer, the whole model",
@@ -23,25 +23,31 @@ DESCRIPTIONS: dict[str, str] = {
     "complexity": "FLOPs against bytes per layer, with the machine-balance diagonal",
     "layers": "per-layer intensity against the ridge points; FLOPs, bytes and time by op type",
     "sweep": "a sweep's trajectories (batch, input size, precision) across the roofline",
+    "census": "a census file's models: FLOPs against memory needed, by device, coloured by intensity",
 }
 
 
 @dataclass(frozen=True)
 class FigureInputs:
     """What a figure is drawn from: analyses of one model (one per device or precision), optionally a validation
-    on this machine (measured points) and a sweep (its trajectories); ``devices`` give the sweep's roofs."""
+    on this machine (measured points) and a sweep (its trajectories); ``devices`` give the sweep's roofs;
+    ``census`` a census' rows (``whatif.census``)."""
 
     analyses: tuple[Analysis, ...] = ()
     validation: Validation | None = None
     sweep: Sweep | None = None
     devices: tuple[Device, ...] = ()
+    census: tuple[Mapping[str, Any], ...] = ()
 
 
 def applicable(kind: str, inputs: FigureInputs) -> bool:
-    """Whether ``inputs`` hold what figure ``kind`` needs: a sweep for 'sweep', analyses for the others."""
+    """Whether ``inputs`` hold what figure ``kind`` needs: a sweep for 'sweep', census rows for 'census', analyses
+    for the others."""
     check_kind(kind)
     if kind == "sweep":
         return inputs.sweep is not None and bool(inputs.sweep.rows)
+    if kind == "census":
+        return bool(inputs.census)
     return bool(inputs.analyses)
 
 
@@ -51,13 +57,14 @@ def check_kind(kind: str) -> None:
 
 
 def figure_data(kind: str, inputs: FigureInputs) -> Any:
-    """The data a figure of ``kind`` shows (a PlaneData, LayersData or SweepData)."""
+    """The data a figure of ``kind`` shows (a PlaneData, LayersData, SweepData or CensusData)."""
     from onnxroof.report.figures.bar_data import layers_data
+    from onnxroof.report.figures.census_data import census_data
     from onnxroof.report.figures.plane_data import complexity_data, roofline_data, time_data
     from onnxroof.report.figures.sweep_data import sweep_data
 
     if not applicable(kind, inputs):
-        need = "a sweep with rows" if kind == "sweep" else "at least one analysis"
+        need = {"sweep": "a sweep with rows", "census": "census rows"}.get(kind, "at least one analysis")
         raise UserError(f"the {kind} figure needs {need}", "give the inputs it is drawn from")
     makers: dict[str, Callable[[], Any]] = {
         "roofline": lambda: roofline_data(inputs.analyses, inputs.validation),
@@ -65,6 +72,7 @@ def figure_data(kind: str, inputs: FigureInputs) -> Any:
         "complexity": lambda: complexity_data(inputs.analyses),
         "layers": lambda: layers_data(inputs.analyses),
         "sweep": lambda: sweep_data(inputs.sweep, inputs.devices),  # type: ignore[arg-type]
+        "census": lambda: census_data(inputs.census),
     }
     return makers[kind]()
 
@@ -72,6 +80,7 @@ def figure_data(kind: str, inputs: FigureInputs) -> Any:
 def drawn(kind: str, inputs: FigureInputs) -> Drawn:
     """The figure of ``kind`` and where its layer points went."""
     from onnxroof.report.figures.bars import draw_layers
+    from onnxroof.report.figures.census_drawing import draw_census
     from onnxroof.report.figures.planes import draw_complexity, draw_roofline, draw_time
     from onnxroof.report.figures.sweep_drawing import draw_sweep
 
@@ -81,6 +90,7 @@ def drawn(kind: str, inputs: FigureInputs) -> Drawn:
         "complexity": draw_complexity,
         "layers": draw_layers,
         "sweep": draw_sweep,
+        "census": draw_census,
     }
     return drawers[kind](figure_data(kind, inputs))
 
