@@ -319,3 +319,17 @@ def plain_ops_decoder(past_len="past", mask=True):
         opset_imports=[helper.make_opsetid("", 23)],
         ir_version=10,
     )
+
+
+def matmul_model(path: Path) -> str:
+    """x [1, 64] times W [64, 32]: 2*64*32 = 4096 FLOPs at batch 1."""
+    w = numpy_helper.from_array(np.ones((64, 32), np.float32), "W")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")],
+        "mm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32])],
+        [w],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return str(path)

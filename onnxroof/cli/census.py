@@ -6,7 +6,15 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from onnxroof.cli import sweep as sweep_command
-from onnxroof.cli.common import Progress, add_devices_option, check_output, resolve_devices, split_list
+from onnxroof.cli.common import (
+    Progress,
+    add_devices_option,
+    add_executor_options,
+    check_output,
+    executor_of,
+    resolve_devices,
+    split_list,
+)
 from onnxroof.errors import UserError
 
 if TYPE_CHECKING:
@@ -30,14 +38,18 @@ existing FILE is resumed: its rows are kept and only the missing ones computed (
 again), then old and new are written together. --force starts afresh instead, replacing FILE. Without -o the
 rows go to stdout when the census ends (--format table, json or csv).
 
---jobs N runs N worker processes (default: the CPU count); --jobs 1 runs in this process. Each worker reads a
-model and rewrites it to a batch once for all the devices and precisions of that batch.
+--jobs N runs N worker processes (default: the CPU count); --jobs 1 runs in this process. Each task reads a
+model and rewrites it to a batch once for all the devices and precisions of that batch. --executor ADDRESS sends
+the tasks to an existing Dask cluster instead (its scheduler's tcp://HOST:PORT or scheduler file; pip install
+'onnxroof[distributed]'): each worker reads the model files itself (give paths every worker sees), a task whose
+worker is lost runs again on another, and the rows are written here as they arrive.
 
 examples:
   onnxroof census models/ -d jetson-agx-orin,t4 --batch 1 -o fleet.csv
   onnxroof census 'exports/**/*.onnx' zoo:resnet50 -d a100-sxm4-80gb,t4,l4 --batch 1,8,64 \\
       --precision fp32,fp16 -o zoo.parquet --jobs 8
   onnxroof census 'zoo:*' -d v100-sxm2@tensorrt,v100-sxm2 --format csv
+  onnxroof census /shared/models/ -d t4,l4 --batch 1,8 -o fleet.csv --executor tcp://scheduler:8786
   onnxroof plot --kind census zoo.parquet -o census.svg
 """
 
@@ -49,7 +61,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-p", "--precision", default=None, metavar="P1,P2", help="what-if precisions: fp64 ... int8 (default: stored)"
     )
-    parser.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes (default: CPU count)")
+    add_executor_options(parser)
     parser.add_argument("--threads", type=int, default=1, metavar="N", help="--device host: calibration threads")
     parser.add_argument("-f", "--format", default=None, choices=("table", "json", "csv"), help="stdout's format")
     parser.add_argument(
@@ -105,12 +117,11 @@ def _devices(args: argparse.Namespace, progress: Progress) -> list[Device]:
 def run(args: argparse.Namespace) -> int:
     from onnxroof.load.expand import expand_models
     from onnxroof.whatif.census import plan, planned_keys
-    from onnxroof.whatif.executors import local_executor
 
     _check_output(args)
     if args.threads < 1:
         raise UserError(f"--threads {args.threads}: expected a positive count", "e.g. --threads 1")
-    executor = local_executor(args.jobs)
+    executor = executor_of(args)
     models = expand_models(args.models)
     batches: list[int | None] = list(sweep_command.batches(args))
     precisions: list[str | None] = list(sweep_command.precisions(args))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from onnxroof.cli.progress import Progress
 from onnxroof.errors import UserError
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from onnxroof.devices import Device
     from onnxroof.load.model_spec import ModelSpec
     from onnxroof.ort.session_spec import SessionSpec
+    from onnxroof.whatif.executors import Executor
 
 __all__ = [
     "Progress",
@@ -176,6 +177,28 @@ def apply_engine(args: argparse.Namespace) -> None:
         return
     named = split_list(args.device) or [DEFAULT_DEVICE]
     args.device = [f"{device}@{engine}" for device in named for engine in engines]
+
+
+def add_executor_options(parser: argparse.ArgumentParser) -> None:
+    """--executor and --jobs: where a command's tasks run (read back with executor_of)."""
+    parser.add_argument(
+        "--executor",
+        default="local",
+        metavar="WHERE",
+        help="local (worker processes here, the default), or a Dask scheduler's tcp://HOST:PORT or scheduler file "
+        "(pip install 'onnxroof[distributed]')",
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=None, metavar="N", help="--executor local: worker processes (default: CPU count)"
+    )
+
+
+def executor_of(args: argparse.Namespace, resources: Callable[[Any], Mapping[str, float]] | None = None) -> Executor:
+    """The executor --executor and --jobs name (onnxroof.whatif.dask_executor.executor_for); ``resources`` gives a
+    task's worker resources on a cluster."""
+    from onnxroof.whatif.dask_executor import executor_for
+
+    return executor_for(args.executor, args.jobs, resources)
 
 
 def add_measured_inputs_option(parser: argparse.ArgumentParser) -> None:

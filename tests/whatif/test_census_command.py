@@ -9,29 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 from onnxroof.cli import main
 from onnxroof.report.census_files import read_census
 from onnxroof.whatif import census as census_module
 from onnxroof.whatif.census import Task, row_key
-
-
-def matmul_model(path: Path) -> str:
-    """x [1, 64] times W [64, 32]: 2*64*32 = 4096 FLOPs at batch 1."""
-    w = numpy_helper.from_array(np.ones((64, 32), np.float32), "W")
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")],
-        "mm",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32])],
-        [w],
-    )
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
-    return str(path)
+from tests.helpers import matmul_model
 
 
 @pytest.fixture
