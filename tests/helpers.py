@@ -108,6 +108,22 @@ def calibrated_host(ceilings: dict[str, Ceiling] | None = None, threads: int = 1
     )
 
 
+def host_file(folder: Path, key: str, cpu: str | None = None) -> str:
+    """A host device file, as `onnxroof calibrate -o FILE` writes one: the hand-made calibrated host as ``key``,
+    calibrated on ``cpu`` (None: this machine's CPU, as a calibration here names it)."""
+    from dataclasses import replace
+
+    from onnxroof.devices import save_device
+    from onnxroof.ort.calibrate import cpu_model
+
+    device = calibrated_host()
+    assert device.calibration is not None
+    calibration = replace(device.calibration, cpu=cpu or cpu_model())
+    path = folder / f"{key}.toml"
+    save_device(replace(device, key=key, calibration=calibration), path)
+    return str(path)
+
+
 # Ceilings of a conv and an elementwise class, for the hand-made host above.
 CONV = Ceiling(compute=((1e6, 0.5), (1e8, 0.9)), memory=(), source="calibrated: test conv")
 ELEMENTWISE = Ceiling(compute=(), memory=((1e4, 0.5), (1e6, 1.0)), source="calibrated: test elementwise")
@@ -321,9 +337,10 @@ def plain_ops_decoder(past_len="past", mask=True):
     )
 
 
-def matmul_model(path: Path) -> str:
-    """x [1, 64] times W [64, 32]: 2*64*32 = 4096 FLOPs at batch 1."""
-    w = numpy_helper.from_array(np.ones((64, 32), np.float32), "W")
+def matmul_model(path: Path, inner: int = 64) -> str:
+    """A model file of x [1, 64] times a weight [inner, 32]: 2*64*32 = 4096 FLOPs at batch 1 (inner 64; any other
+    inner makes the shapes contradict each other)."""
+    w = numpy_helper.from_array(np.ones((inner, 32), np.float32), "W")
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")],
         "mm",

@@ -2,7 +2,8 @@
 
 A row is a plain dict of FIELDS: the combination (model, device, engine, batch, precision: the row's key, KEY)
 and what was predicted there (FLOPs, MACs, params, bytes moved, intensity, predicted time, throughput, bound, the
-memory the model needs on the device and whether it fits the device's capacity), or its one-line ``error``. A
+memory the model needs on the device and whether it fits the device's capacity, and paper 004's memory footprint),
+or its one-line ``error``. A
 model that cannot be read, inferred or rewritten gives rows that say why; the census goes on.
 
 The work is planned as tasks (``plan``) and run through an executor (``whatif.executors``) by ``run_task``, the
@@ -22,6 +23,7 @@ the memory of ``fit`` (``whatif.fit.device_memory``); ``batch`` is the batch ask
 from __future__ import annotations
 
 import itertools
+import time
 import warnings
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,6 +52,7 @@ __all__ = [
     "resume",
     "row_key",
     "run_task",
+    "timed_task",
 ]
 
 # Every column of a row and the type of its values (None is every column's empty value, an error row's numbers).
@@ -69,6 +72,7 @@ FIELDS: dict[str, type] = {
     "throughput_per_s": float,
     "bound": str,
     "peak_memory_bytes": float,
+    "footprint_bytes": float,  # paper 004's: weights + inputs + every tensor a node writes, no reuse
     "memory_capacity_bytes": float,  # empty where the device lists none
     "fits": bool,  # peak memory within the capacity; empty where the device lists none
     "uncounted": int,
@@ -201,6 +205,14 @@ def run_task(task: Task) -> list[dict[str, Any]]:
         return [_predicted_row(task, variant, c, graphs) for c in task.configs]
 
 
+def timed_task(task: Task) -> tuple[list[dict[str, Any]], float]:
+    """``run_task``'s rows and the seconds it took, timed where it ran: what an executor adds per task is the
+    wall time its workers spent less these (tools/bench_census.py)."""
+    start = time.perf_counter()
+    rows = run_task(task)
+    return rows, time.perf_counter() - start
+
+
 def _predicted_row(task: Task, variant: Any, config: Config, graphs: dict[str | None, Any]) -> dict[str, Any]:
     """One config's row; ``graphs`` holds the graphs loaded so far, one for every device that predicts the graph
     as exported and one per device whose engine runs a graph of its own."""
@@ -215,7 +227,7 @@ def _predicted_row(task: Task, variant: Any, config: Config, graphs: dict[str | 
         if which not in graphs:
             graphs[which] = prediction_graph(variant, device)
         analysis = analyze(graphs[which], device, precision=config.precision, threads=task.threads)
-        _, memory, _ = device_memory(graphs[which], device, config.precision, task.threads)
+        estimate, memory, _ = device_memory(graphs[which], device, config.precision, task.threads)
     except Exception as exc:
         return _row(task, config, message=one_line(exc))
     swept = sweep_row(variant, analysis, config.precision, None)
@@ -234,6 +246,7 @@ def _predicted_row(task: Task, variant: Any, config: Config, graphs: dict[str | 
         throughput_per_s=swept.throughput,
         bound=swept.bound,
         peak_memory_bytes=float(memory),
+        footprint_bytes=float(estimate.footprint_bytes),
         fits=None if capacity is None else memory <= capacity,
         uncounted=swept.uncounted,
     )

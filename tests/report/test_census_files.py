@@ -22,6 +22,7 @@ def row(model: str, device: str = "v100-sxm2", **values: Any) -> dict[str, Any]:
     base.update(model=model, device=device, engine="roofline", batch=1, precision="stored", analyzed_batch=1)
     base.update(flops=4096.0, macs=2048.0, params=2048, bytes_moved=8576.0, intensity=4096 / 8576)
     base.update(predicted_time_s=4.2e-06, throughput_per_s=1 / 4.2e-06, bound="overhead", peak_memory_bytes=8576.0)
+    base.update(footprint_bytes=8704.0)
     base.update(memory_capacity_bytes=16e9, fits=True, uncounted=0)
     base.update(values)
     return base
@@ -115,10 +116,9 @@ def test_the_table_names_failures_and_empty_fits() -> None:
 
 def test_the_census_figure_has_a_point_per_analysed_row() -> None:
     data = census_data(sample())
-    assert [(p.model, p.device, p.memory_bytes, p.flops) for p in data.points] == [
-        ("a", "v100-sxm2", 8576.0, 4096.0),
-        ("unet", "colab-xeon-1core", 8576.0, 4096.0),
+    assert [(p.model, p.device, p.footprint_bytes, p.flops, p.fits) for p in data.points] == [
+        ("a", "v100-sxm2", 8704.0, 4096.0, True),
+        ("unet", "colab-xeon-1core", 8704.0, 4096.0, None),
     ]
     assert data.left_out == 1 and data.devices == ("v100-sxm2", "colab-xeon-1core")
-    assert [(c.device, c.bytes) for c in data.capacities] == [("v100-sxm2", 16e9)]
     assert data.labelled

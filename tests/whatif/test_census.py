@@ -7,10 +7,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 from onnxroof.api import get_device
 from onnxroof.whatif.census import (
@@ -22,25 +21,14 @@ from onnxroof.whatif.census import (
     planned_keys,
     resume,
     row_key,
+    run_task,
+    timed_task,
 )
 from onnxroof.whatif.executors import Done, InProcess, ProcessPool, local_executor
+from tests.helpers import matmul_model, tiny_model
 
 V100 = get_device("v100-sxm2")
 NO_CAPACITY = get_device("colab-xeon-1core")  # the catalog device that lists no memory capacity
-
-
-def matmul_model(path: Path, inner: int = 64) -> str:
-    """x [1, 64] times a weight [inner, 32] (inner 64: valid; any other: the shapes contradict each other)."""
-    w = numpy_helper.from_array(np.ones((inner, 32), np.float32), "W")
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")],
-        "mm",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32])],
-        [w],
-    )
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
-    return str(path)
 
 
 class Recording:
@@ -80,9 +68,19 @@ def test_the_numbers_are_the_matmuls(tmp_path: Path) -> None:
     assert row["intensity"] == pytest.approx(16384 / 9728)
     # memory: the weight 8192 + x and y, both live at the one step, 1024 + 512
     assert row["peak_memory_bytes"] == 8192 + 1024 + 512
+    # paper 004's footprint: weights + inputs + every tensor a node writes, none reused: 8192 + 1024 + 512
+    assert row["footprint_bytes"] == 8192 + 1024 + 512
     assert row["memory_capacity_bytes"] == V100.memory_capacity.value and row["fits"] is True
     assert row["throughput_per_s"] == pytest.approx(4 / row["predicted_time_s"])
     assert (row["precision"], row["batch"], row["uncounted"]) == ("stored", 4, 0)
+
+
+def test_the_footprint_counts_every_tensor_and_the_peak_only_those_live(tmp_path: Path) -> None:
+    path = tmp_path / "chain.onnx"
+    onnx.save(tiny_model((4, 8)), str(path))  # y = Relu(x + b): x, s and y of 4*8 floats (128 B), b of 8 (32 B)
+    (row,) = rows_of(plan([str(path)], [V100], []))
+    assert row["footprint_bytes"] == 32 + 128 + 128 + 128  # b + x + s + y, paper 004's sum
+    assert row["peak_memory_bytes"] == 32 + 128 + 128  # b + the two tensors live at either node
 
 
 def test_fp16_halves_the_bytes_and_a_device_without_capacity_leaves_fits_empty(tmp_path: Path) -> None:
@@ -152,6 +150,12 @@ def test_a_process_pool_gives_the_rows_of_the_process(tmp_path: Path) -> None:
     planned = planned_keys(models, [V100, NO_CAPACITY], [1, 2], ["fp16"])
     pooled = ordered(rows_of(tasks, ProcessPool(2)), planned)
     assert pooled == ordered(rows_of(tasks), planned)
+
+
+def test_a_timed_task_gives_the_task_s_rows_and_the_seconds_it_took(tmp_path: Path) -> None:
+    task = plan([matmul_model(tmp_path / "mm.onnx")], [V100, NO_CAPACITY], [1, 2])[0]
+    rows, seconds = timed_task(task)
+    assert rows == run_task(task) and seconds > 0
 
 
 def test_local_executor_runs_in_process_for_one_job_and_refuses_none() -> None:

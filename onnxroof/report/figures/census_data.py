@@ -1,9 +1,10 @@
-"""The numbers behind the census figure: paper 004's view of a model zoo, each model's FLOPs against the memory it
-needs on a device (log-log), coloured by its arithmetic intensity, with each device's memory capacity.
+"""The numbers behind the census figure: paper 004's view of a model zoo, each model's FLOPs against its memory
+footprint (weights + inputs + every tensor a node writes, none reused; log-log), coloured by its arithmetic
+intensity, the points of models that do not fit a device's memory (their peak need against its capacity) marked.
 
 One point per row of the census that has an analysis (a model on a device at a batch and precision; one per model
-and device where the census has one batch and precision); rows with an error, no FLOPs or no memory are left out
-and counted.
+and device where the census has one batch and precision); rows with an error, no FLOPs or no footprint (a census
+file written before the footprint was a column) are left out and counted.
 """
 
 from __future__ import annotations
@@ -21,22 +22,15 @@ ZOO_PREFIX = "zoo:"
 
 @dataclass(frozen=True)
 class CensusPoint:
-    """One row on the plane: memory needed (bytes) on x, FLOPs on y, coloured by FLOP/byte."""
+    """One row on the plane: the footprint (bytes) on x, FLOPs on y, coloured by FLOP/byte; ``fits`` whether its
+    peak need fits the device's memory (None where the device lists no capacity)."""
 
     model: str  # short: a file's stem or a zoo name
     device: str
-    memory_bytes: float
+    footprint_bytes: float
     flops: float
     intensity: float
     fits: bool | None
-
-
-@dataclass(frozen=True)
-class Capacity:
-    """A device's memory capacity, drawn as a vertical line: a model right of it does not fit."""
-
-    device: str
-    bytes: float
 
 
 @dataclass(frozen=True)
@@ -44,12 +38,11 @@ class CensusData:
     title: str
     points: tuple[CensusPoint, ...]
     devices: tuple[str, ...]  # in the order the rows name them: the legend's
-    capacities: tuple[Capacity, ...]
     x_limits: tuple[float, float]
     y_limits: tuple[float, float]
     intensity_limits: tuple[float, float]
     labelled: bool  # few enough points to name each
-    left_out: int  # rows without a point: an error, or no FLOPs or memory
+    left_out: int  # rows without a point: an error, or no FLOPs or footprint
 
 
 def short_model(model: str) -> str:
@@ -60,32 +53,31 @@ def short_model(model: str) -> str:
 
 
 def _point(row: Mapping[str, Any]) -> CensusPoint | None:
-    memory, flops = row.get("peak_memory_bytes"), row.get("flops")
-    if row.get("error") or not memory or not flops or memory <= 0 or flops <= 0:
+    footprint, flops = row.get("footprint_bytes"), row.get("flops")
+    if row.get("error") or not footprint or not flops or footprint <= 0 or flops <= 0:
         return None
     return CensusPoint(
-        short_model(str(row["model"])), str(row["device"]), memory, flops, row.get("intensity") or 0.0, row.get("fits")
+        short_model(str(row["model"])),
+        str(row["device"]),
+        footprint,
+        flops,
+        row.get("intensity") or 0.0,
+        row.get("fits"),
     )
 
 
 def census_data(rows: Sequence[Mapping[str, Any]]) -> CensusData:
-    """The census figure's points, devices and capacities from a census' rows."""
+    """The census figure's points and devices from a census' rows."""
     found = [_point(r) for r in rows]
     points = tuple(p for p in found if p is not None)
     devices = tuple(dict.fromkeys(str(r["device"]) for r in rows))
-    capacities: dict[str, float] = {}
-    for r in rows:
-        if r.get("memory_capacity_bytes"):
-            capacities.setdefault(str(r["device"]), float(r["memory_capacity_bytes"]))
-    lines = tuple(Capacity(d, b) for d, b in capacities.items())
     models = len({p.model for p in points})
     intensities = [p.intensity for p in points if p.intensity > 0]
     return CensusData(
-        title=f"Census of {models} model{'s' if models != 1 else ''}: FLOPs against memory on {', '.join(devices)}",
+        title=f"Census of {models} model{'s' if models != 1 else ''}: FLOPs against footprint on {', '.join(devices)}",
         points=points,
         devices=devices,
-        capacities=lines,
-        x_limits=log_limits([p.memory_bytes for p in points] + [c.bytes for c in lines]),
+        x_limits=log_limits([p.footprint_bytes for p in points]),
         y_limits=log_limits([p.flops for p in points]),
         intensity_limits=_spread(intensities),
         labelled=len(points) <= LABELLED_POINTS,
