@@ -312,14 +312,17 @@ MODEL_COMMANDS = {
 
 def _options_named(text: str, command: str | None) -> list[tuple[str | None, str]]:
     """(command, option) for each option ``text`` names: an option after 'onnxroof NAME' is NAME's, one before any
-    such mention is ``command``'s (None: a library's message, which any command may meet)."""
+    such mention is ``command``'s (None: a library's message, which any command may meet); a quoted `dask ...`
+    command line names Dask's options, not ours."""
     import re
 
     from onnxroof.cli import COMMANDS
 
     named = []
     owner = command
-    for piece in re.split(r"(onnxroof [a-z]+)", text):
+    for piece in re.split(r"(onnxroof [a-z]+|`dask [^`]*`)", text):
+        if piece.startswith("`dask "):  # another tool's command line, quoted: its options are its own
+            continue
         if piece.startswith("onnxroof ") and piece.split()[1] in COMMANDS:
             owner = piece.split()[1]
             continue

@@ -7,10 +7,12 @@ import argparse
 from onnxroof.cli.common import (
     Progress,
     add_engine_option,
+    add_executor_options,
     add_measured_inputs_option,
     add_output_options,
     check_output_option,
     emit,
+    executor_of,
     inputs_need_measure,
     resolve_devices,
     split_list,
@@ -24,9 +26,18 @@ prediction is made on the graph onnxruntime runs, so the Casts its CPU provider 
 kernels and the cost of dynamic quantization are predicted. --measure N builds and times the N best here and
 shows their measured speedup beside this machine's prediction.
 
+--jobs N rewrites and analyzes the variants (the model as it is and each rewrite) in N worker processes
+(default: the CPU count); --jobs 1 runs in this process. The timings of --measure run one at a time, in this
+process. --executor ADDRESS sends the variants to an existing Dask cluster instead (its scheduler's
+tcp://HOST:PORT or scheduler file; pip install 'onnxroof[distributed]'): each worker reads the model itself
+(give a path every worker sees), and with --measure the timings go to a worker on this machine, started with
+`dask worker ADDRESS --resources device:KEY=1` (KEY: this machine's profile, host-...). The ranking is the same
+wherever the variants run.
+
 examples:
   onnxroof explore zoo:unet --device rtx2060-super
   onnxroof explore model.onnx --device host --measure 3
+  onnxroof explore /shared/model.onnx --device t4 --executor tcp://scheduler:8786
 """
 
 
@@ -38,6 +49,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_measured_inputs_option(parser)
     parser.add_argument("--only", action="append", default=None, metavar="R", help="try only these rewrites")
     parser.add_argument("--threads", type=int, default=1, metavar="N", help="threads to measure and predict at")
+    add_executor_options(parser)
     parser.add_argument("-f", "--format", default="table", choices=("table", "json"), help="output format")
     add_output_options(parser)
 
@@ -46,12 +58,13 @@ def run(args: argparse.Namespace) -> int:
     from onnxroof.api import DEFAULT_DEVICE
     from onnxroof.report.explore import render_explore
     from onnxroof.report.format import output_width
-    from onnxroof.whatif.explore import explore
+    from onnxroof.whatif.explore import explore, explore_resources
 
     check_output_option(args)
     progress = Progress("exploring")
     try:
         inputs_need_measure(args)
+        executor = executor_of(args, explore_resources)
         resolve_devices([args.device or DEFAULT_DEVICE] + (["host"] if args.measure else []), args.threads, progress)
         result = explore(
             args.model,
@@ -60,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
             threads=args.threads,
             only=tuple(split_list(args.only)),
             feeds_path=args.inputs,
+            executor=executor,
             progress=progress.stage,
         )
     finally:

@@ -7,9 +7,13 @@ import argparse
 from onnxroof.cli.common import (
     Progress,
     add_devices_option,
+    add_executor_options,
+    add_measured_inputs_option,
     add_output_options,
     check_output_option,
     emit,
+    executor_of,
+    inputs_need_measure,
     resolve_devices,
     split_list,
 )
@@ -25,10 +29,27 @@ for it), the graph unchanged. --rewrite converts the graph instead (fp16, int8-d
 include the Casts and quantize nodes the conversion adds: on an onnxruntime host that is what really runs. The
 precision column says which a row is. Batch and input size rewrite the graph (hard-coded shapes repaired).
 
+--measure also times each row with onnxruntime on its device's own machine (the whole model's median time per
+run, at the host profile's thread count) and adds the measured time and the error (predicted / measured - 1).
+Only host devices are measured: host, or a device file that `onnxroof calibrate -o FILE` wrote on that machine;
+a what-if --precision runs no graph, so --measure takes --rewrite instead. Here (--executor local) a device file
+is timed only where it describes this machine; measurements run one at a time, in this process.
+
+--jobs N predicts in N worker processes (default: the CPU count); --jobs 1 runs in this process. Each task is
+one variant of the model (a batch, an input size, a precision) with all its devices, read and rewritten once.
+--executor ADDRESS sends the tasks to an existing Dask cluster instead (its scheduler's tcp://HOST:PORT or
+scheduler file; pip install 'onnxroof[distributed]'): each worker reads the model itself (give a path every
+worker sees), and with --measure each row's task runs on a worker that declares its device, started on that
+machine with `dask worker ADDRESS --resources device:KEY=1` (KEY: the device file's key). The rows are the same
+wherever they run.
+
 examples:
   onnxroof sweep zoo:unet --batch 1,16,64 --precision fp32,fp16,int8 --input-size 128x128,192x192 \\
       --device v100-sxm2,rtx2060-super
   onnxroof sweep model.onnx --batch 1,8 --rewrite fp16,int8-dynamic --device host --format csv -o sweep.csv
+  onnxroof sweep model.onnx --batch 1,8 --rewrite fp16 --measure --device host
+  onnxroof sweep /shared/model.onnx --batch 1,8 --measure -d host-a.toml,host-b.toml \\
+      --executor tcp://scheduler:8786
 """
 
 
@@ -48,6 +69,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_sweep_axes(parser)
     add_devices_option(parser, "devices, repeatable or comma-separated")
     parser.add_argument("--threads", type=int, default=1, metavar="N", help="--device host: calibration threads")
+    parser.add_argument(
+        "--measure", action="store_true", help="also time each row with onnxruntime on its host device's machine"
+    )
+    add_measured_inputs_option(parser)
+    add_executor_options(parser)
     parser.add_argument("-f", "--format", default="table", choices=("table", "json", "csv"), help="output format")
     add_output_options(parser)
 
@@ -93,9 +119,11 @@ def run(args: argparse.Namespace) -> int:
     from onnxroof.api import DEFAULT_DEVICE
     from onnxroof.report.format import output_width
     from onnxroof.report.sweep import render_sweep
-    from onnxroof.whatif.sweep import sweep
+    from onnxroof.whatif.sweep import sweep, sweep_resources
 
     check_output_option(args)
+    inputs_need_measure(args)
+    executor = executor_of(args, sweep_resources)
     progress = Progress("sweeping", unit="analyses")
     named = split_list(args.device) or [DEFAULT_DEVICE]
     try:
@@ -108,6 +136,9 @@ def run(args: argparse.Namespace) -> int:
             precisions=precisions(args),
             rewrites=rewrites(args),
             threads=args.threads,
+            measure=args.measure,
+            feeds_path=args.inputs,
+            executor=executor,
             progress=progress,
         )
     finally:
