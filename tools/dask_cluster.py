@@ -69,15 +69,19 @@ def _worker_args(scheduler_file: Path, name: str, resources: str) -> list[str]:
 
 
 def _stop(processes: Sequence[subprocess.Popen[bytes]]) -> None:
-    """Terminate each process still running (workers before the scheduler), then kill any that lingers."""
-    for process in reversed(processes):
-        if process.poll() is None:
-            process.terminate()
-    for process in processes:
-        try:
-            process.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    """Stop the workers, and only once they are gone the scheduler (the first process): a worker told to stop
+    while its scheduler stops too waits out Dask's close timeout. What lingers past STOP_TIMEOUT_S is killed."""
+    scheduler, workers = processes[0], processes[1:]
+    for group in (workers, [scheduler]):
+        for process in group:
+            if process.poll() is None:
+                process.terminate()
+        for process in group:
+            try:
+                process.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 @contextmanager

@@ -50,6 +50,8 @@ class DaskExecutor:
 
         client = _connect(self.address)
         try:
+            needed = [dict(self.resources(task)) for task in tasks] if self.resources is not None else []
+            _check_resources(client, self.address, needed)
             with client.as_current():
                 futures = {self._submit(client, fn, task): task for task in tasks}
                 for future in as_completed(futures):
@@ -78,6 +80,20 @@ def _connect(address: str) -> Any:
             f"--executor {address}: no Dask scheduler answered ({str(exc).splitlines()[0] if str(exc) else exc})",
             "start one with `dask scheduler` and workers with `dask worker ADDRESS`, or use --executor local",
         ) from None
+
+
+def _check_resources(client: Any, address: str, needed: Sequence[Mapping[str, float]]) -> None:
+    """A UserError naming a resource the tasks ask for that no worker of the cluster declares: the scheduler would
+    hold such a task until one joins, which is a census that never ends."""
+    declared: set[str] = set()
+    for worker in client.scheduler_info()["workers"].values():
+        declared.update(worker.get("resources") or {})
+    missing = sorted({name for wanted in needed for name in wanted} - declared)
+    if missing:
+        raise UserError(
+            f"--executor {address}: no worker declares {missing[0]}, which a task needs",
+            f"start one on that machine with `dask worker {address} --resources {missing[0]}=1`",
+        )
 
 
 def _outcome(task: T, future: Any) -> Done[T, R]:

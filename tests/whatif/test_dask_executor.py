@@ -52,6 +52,14 @@ def test_a_task_needing_a_device_runs_on_the_worker_that_holds_it(tmp_path):
         assert {d.result for d in executor.run(worker_name, list(range(8)))} == {"a"}
 
 
+def test_a_task_needing_a_device_no_worker_holds_is_refused(tmp_path):
+    with dask_cluster(tmp_path, {"a": ""}) as cluster:
+        executor = DaskExecutor(cluster.address, resources=lambda task: {device_resource("host-b"): 1})
+        with pytest.raises(UserError, match="no worker declares device:host-b") as error:
+            list(executor.run(worker_name, [1]))
+        assert "--resources device:host-b=1" in error.value.hint
+
+
 def test_a_worker_lost_mid_run_loses_no_task(tmp_path):
     with dask_cluster(tmp_path, {"a": "", "b": ""}) as cluster:
         outcomes = DaskExecutor(cluster.address).run(slow_square, list(range(20)))
