@@ -1,7 +1,6 @@
 """A real Dask distributed cluster on this machine: a scheduler and single-threaded workers started as separate
 processes on 127.0.0.1 (from the checkout's root, so that they import this checkout), found through a scheduler
-file, stopped when the context ends. tools/bench_census.py times a census on it; tests/cluster.py gives it to the
-tests."""
+file, stopped when the context ends. tools/bench_census.py times a census on it; the tests run theirs on it."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from onnxroof.report.census_files import read_census
 from onnxroof.whatif.census import Task, census, ordered, plan, planned_keys, run_task
 from onnxroof.whatif.dask_executor import DaskExecutor
 from onnxroof.whatif.executors import InProcess
-from tests.cluster import dask_cluster
+from tools.dask_cluster import dask_cluster
 from tests.helpers import matmul_model
 
 pytest.importorskip("distributed")

@@ -11,7 +11,7 @@ from onnxroof.errors import UserError
 from onnxroof.whatif import dask_executor
 from onnxroof.whatif.dask_executor import DaskExecutor, device_resource, executor_for
 from onnxroof.whatif.executors import InProcess, ProcessPool
-from tests.cluster import dask_cluster
+from tools.dask_cluster import dask_cluster
 
 pytest.importorskip("distributed")
 

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,24 +13,13 @@ from onnxroof.cli import main
 from onnxroof.whatif.dask_executor import DaskExecutor, device_resource
 from onnxroof.whatif.explore import explore, explore_resources
 from onnxroof.whatif.sweep import sweep, sweep_resources
-from tests.cluster import Cluster, dask_cluster
 from tests.helpers import host_file, matmul_model
+from tools.dask_cluster import dask_cluster
 
 UNET = "zoo:unet?size=16&depth=1"
 AXES = ["--batch", "1,2", "--input-size", "16,32", "-p", "fp32,fp16", "-d", "v100-sxm2,t4"]
 
 pytest.importorskip("distributed")
-
-
-@contextmanager
-def cluster(directory: Path, workers: dict[str, str]) -> Iterator[Cluster]:
-    """tests.cluster's cluster, whose workers are killed once the test is done, before its scheduler stops: a
-    worker asked to stop as its scheduler goes can wait out distributed's 30 s close timeout on the broken
-    stream."""
-    with dask_cluster(directory, workers) as started:
-        yield started
-        for name in started.workers:
-            started.kill(name)
 
 
 def executed(dask_worker: Any) -> tuple[str, int]:
@@ -56,7 +43,7 @@ def test_a_sweep_and_an_exploration_on_a_cluster_give_the_serial_rows(
     only = ["--only", "lwu,fp16"]
     assert main(["explore", UNET, "-d", "rtx2060-super", *only, "-f", "json", "--jobs", "1"]) == 0
     explored = capsys.readouterr().out
-    with cluster(tmp_path, {"a": "", "b": ""}) as running:
+    with dask_cluster(tmp_path, {"a": "", "b": ""}) as running:
         assert main([*args, "--executor", running.address]) == 0
         assert capsys.readouterr().out == serial
         assert len(json.loads(serial)["rows"]) == 16  # 2 batches x 2 sizes x 2 precisions x 2 devices
@@ -69,7 +56,7 @@ def test_a_sweep_and_an_exploration_on_a_cluster_give_the_serial_rows(
 def test_a_measurement_runs_only_on_the_worker_that_declares_its_device(tmp_path: Path) -> None:
     model = matmul_model(tmp_path / "mm.onnx")
     lab = host_file(tmp_path, "lab-a")  # its key is the resource only worker a declares
-    with cluster(tmp_path, {"a": f"{device_resource('lab-a')}=1", "b": ""}) as running:
+    with dask_cluster(tmp_path, {"a": f"{device_resource('lab-a')}=1", "b": ""}) as running:
         executor = DaskExecutor(running.address, resources=sweep_resources)
         result = sweep(model, [lab], batches=[1, 2, 4], measure=True, executor=executor)
         assert _executed_by_name(running.address) == {"a": 3, "b": 0}  # three measurements, all on a
