@@ -15,8 +15,8 @@ from onnxroof.report.census_files import read_census
 from onnxroof.whatif.census import Task, census, ordered, plan, planned_keys, run_task
 from onnxroof.whatif.dask_executor import DaskExecutor
 from onnxroof.whatif.executors import InProcess
-from tools.dask_cluster import dask_cluster
 from tests.helpers import matmul_model
+from tools.dask_cluster import dask_cluster
 
 pytest.importorskip("distributed")
 
