@@ -23,7 +23,7 @@ DESCRIPTIONS: dict[str, str] = {
     "complexity": "FLOPs against bytes per layer, with the machine-balance diagonal",
     "layers": "per-layer intensity against the ridge points; FLOPs, bytes and time by op type",
     "sweep": "a sweep's trajectories (batch, input size, precision) across the roofline",
-    "census": "a census file's models: FLOPs against memory needed, by device, coloured by intensity",
+    "census": "a census file's models: FLOPs against memory footprint, by device, coloured by intensity",
 }
 
 
