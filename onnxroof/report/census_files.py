@@ -17,6 +17,7 @@ from typing import Any
 from onnxroof.atomic import write_bytes, write_text
 from onnxroof.errors import UserError
 from onnxroof.report.census import parse_csv, parse_json, render_census, typed_row
+from onnxroof.report.format import format_by_extension
 from onnxroof.whatif.census import FIELDS, Key, ordered
 
 __all__ = [
@@ -41,13 +42,7 @@ Row = dict[str, Any]
 
 def census_format(path: str | os.PathLike[str]) -> str:
     """The format a census file's extension names; a UserError for any other."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in FORMATS:
-        raise UserError(
-            f"{path}: the extension {suffix or '(none)'} names no census format",
-            f"end the file name in one of {', '.join(FORMATS)}",
-        )
-    return FORMATS[suffix]
+    return format_by_extension(path, FORMATS, "census")
 
 
 def require_parquet() -> tuple[Any, Any]:

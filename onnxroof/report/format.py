@@ -1,5 +1,5 @@
 """Formatting shared by the renderers: numbers in engineering units, names cut in the middle, prose wrapped,
-tables laid out to a width, short op names.
+tables laid out to a width, short op names, the format an output file's extension names.
 
 Numbers keep three significant digits under the prefix their own size picks, never an exponent:
 ``si(13510) == "13.5 k"``, ``si(999.6) == "1.00 k"``, ``seconds(1000e-6) == "1.00 ms"``, ``seconds(2e-10) ==
@@ -12,17 +12,22 @@ middle and prose is wrapped; headers, numbers and prose are never cut."""
 from __future__ import annotations
 
 import math
+import os
 import re
 import shutil
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+from onnxroof.errors import UserError
 
 __all__ = [
     "ELLIPSIS",
     "Column",
     "dims",
+    "format_by_extension",
     "middle",
     "output_width",
     "seconds",
@@ -37,6 +42,18 @@ ELLIPSIS = "…"  # where a name was cut
 # (power of ten, prefix), smallest first: SI prefixes for counts and rates, and the units of a duration.
 SI_PREFIXES = ((0, ""), (3, "k"), (6, "M"), (9, "G"), (12, "T"), (15, "P"), (18, "E"))
 TIME_PREFIXES = ((-9, "n"), (-6, "u"), (-3, "m"), (0, ""))
+
+
+def format_by_extension(path: str | os.PathLike[str], formats: Mapping[str, str], what: str) -> str:
+    """The format ``path``'s extension names in ``formats`` (``".png" -> "png"``, any case); a UserError naming
+    ``what`` the formats are of (a figure, a census) and the extensions to use otherwise."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in formats:
+        raise UserError(
+            f"{path}: the extension {suffix or '(none)'} names no {what} format",
+            f"end the file name in one of {', '.join(formats)}",
+        )
+    return formats[suffix]
 
 
 def output_width(output: str | None = None) -> int | None:

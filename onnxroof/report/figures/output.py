@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import io
 import os
-from pathlib import Path
 from typing import Any
 
 from onnxroof.atomic import write_bytes
-from onnxroof.errors import UserError
 from onnxroof.report.embedded import EmbeddedFigure, PlacedPoint
 from onnxroof.report.figures.registry import FigureInputs, drawn
 from onnxroof.report.figures.style import marker_radius
+from onnxroof.report.format import format_by_extension
 
 FORMATS: dict[str, str] = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 PNG_DPI = 150
@@ -20,13 +19,7 @@ PNG_DPI = 150
 
 def format_of(path: str | os.PathLike[str]) -> str:
     """The file format an output path's extension names; a UserError for any other."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in FORMATS:
-        raise UserError(
-            f"{path}: the extension {suffix or '(none)'} names no figure format",
-            f"end the file name in one of {', '.join(FORMATS)}",
-        )
-    return FORMATS[suffix]
+    return format_by_extension(path, FORMATS, "figure")
 
 
 def render(figure: Any, fmt: str) -> bytes:
