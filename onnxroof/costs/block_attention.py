@@ -27,7 +27,9 @@ from onnxroof.costs.common import (
     SCALE_FLOPS,
     SOFTCAP_FLOPS,
     SOFTMAX_FLOPS,
+    GroupedHeads,
     cache_rows_bytes,
+    grouped_heads,
     input_bytes,
 )
 from onnxroof.ir import Tensor, UnknownShape
@@ -41,27 +43,12 @@ KV_SCALE_FLOPS: float = 1
 HEAD_SINK_FLOPS: float = 2
 
 
-class _Heads(NamedTuple):
-    heads: int
-    kv_heads: int
-    head_size: int
-
-
-def _heads(node: NodeView, query: Tensor) -> _Heads:
-    """num_heads, kv_num_heads and the head size, from a query of N*H (or packed (N + 2 Nkv)*H) columns."""
-    heads, kv_heads = int(node.attr("num_heads", 0)), int(node.attr("kv_num_heads", 0))
-    if heads <= 0 or kv_heads <= 0:
-        raise UnknownShape(f"{node.name}: {node.op_type} needs num_heads and kv_num_heads")
-    width = query.need_shape()[-1]
-    return _Heads(heads, kv_heads, width // heads if node.input(1) is not None else width // (heads + 2 * kv_heads))
-
-
 def _per_score(node: NodeView) -> float:
     """Scale (1) and softmax (5) on every score element, plus a softcap's 3 where one is set."""
     return SCALE_FLOPS + SOFTMAX_FLOPS + (SOFTCAP_FLOPS if float(node.attr("softcap", 0.0)) > 0 else 0)
 
 
-def _rotary_flops(node: NodeView, tokens: int, dims: _Heads, cos_index: int) -> float:
+def _rotary_flops(node: NodeView, tokens: int, dims: GroupedHeads, cos_index: int) -> float:
     """3 FLOPs per rotated element of the new Q and K with ``do_rotary``: ``tokens * (N + Nkv)`` heads, each
     rotated over twice the cos cache's width (the whole head where no cache is given)."""
     if not node.attr("do_rotary", 0):
@@ -132,7 +119,7 @@ def paged_attention(node: NodeView) -> Cost:
     """
     query = node.need_input(0, "query")
     tokens = query.need_shape()[0]
-    dims = _heads(node, query)
+    dims = grouped_heads(node, query)
     latent = node.text("kv_cache_layout", "SEPARATE").upper() == "LATENT"
     head_v = int(node.attr("v_head_size", 0)) or dims.head_size
     key_cache = node.need_input(_PAGED_KEY_CACHE, "key_cache")
@@ -194,7 +181,7 @@ def _layout_rows(rows: np.ndarray, cols: np.ndarray) -> list[np.ndarray]:
 
 
 def _sparse_work(
-    dims: _Heads, block: int, masks: list[list[np.ndarray]], spans: Sequence[tuple[int, int]]
+    dims: GroupedHeads, block: int, masks: list[list[np.ndarray]], spans: Sequence[tuple[int, int]]
 ) -> _SparseWork:
     """Scores and attended past rows of queries at positions ``[start, end)`` of each batch entry (``spans``),
     each head's query in block row r attending the blocks of row r of its layout (head h's is h % layouts)."""
@@ -257,7 +244,7 @@ def sparse_attention(node: NodeView) -> Cost:
     """
     query = node.need_input(0, "query")
     batch, seq = query.need_shape()[0], query.need_shape()[1]
-    dims = _heads(node, query)
+    dims = grouped_heads(node, query)
     block = int(node.attr("sparse_block_size", 0))
     if block <= 0:
         raise UnknownShape(f"{node.name}: SparseAttention has no sparse_block_size attribute")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from math import ceil, floor, prod
+from typing import NamedTuple
 
 from onnxroof.costs import Cost, NodeView, distinct_tensors, weight_params
 from onnxroof.ir import DEFAULT_DOMAINS, InvalidNode, Tensor, UnknownShape, dtype_size, format_shape
@@ -36,10 +37,12 @@ __all__ = [
     "UNKNOWN_TRIPS_NOTE",
     "WEIGHT_DEQUANTIZE_FLOPS",
     "AttentionDims",
+    "GroupedHeads",
     "activation_flops",
     "broadcast_shape",
     "cache_rows_bytes",
     "check_window",
+    "grouped_heads",
     "input_bytes",
     "io_bytes",
     "kernel_cost",
@@ -368,6 +371,27 @@ ROTARY_FLOPS = 3  # per rotated element: x1*cos - x2*sin (or x2*cos + x1*sin): 2
 WEIGHT_DEQUANTIZE_FLOPS: float = 2
 
 SDPA_KERNELS = 3  # Q K^T GEMM, softmax, context GEMM (inputs already projected)
+
+
+class GroupedHeads(NamedTuple):
+    """The heads of a grouped-query attention op: N query heads, Nkv key/value heads, the head size H."""
+
+    heads: int
+    kv_heads: int
+    head_size: int
+
+
+def grouped_heads(node: NodeView, query: Tensor) -> GroupedHeads:
+    """``num_heads``, ``kv_num_heads`` and H of a grouped-query attention op (GroupQueryAttention,
+    PagedAttention, SparseAttention) from its query's last axis: N*H columns, or (N + 2 Nkv)*H where Q, K and V
+    come packed in it (no key input)."""
+    heads, kv_heads = int(node.attr("num_heads", 0)), int(node.attr("kv_num_heads", 0))
+    for name, value in (("num_heads", heads), ("kv_num_heads", kv_heads)):
+        if value <= 0:
+            raise UnknownShape(f"{node.name}: {node.op_type} has no {name} attribute")
+    width = query.need_shape()[-1]
+    packed = node.input(1) is None
+    return GroupedHeads(heads, kv_heads, width // (heads + 2 * kv_heads) if packed else width // heads)
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from onnxroof.costs.common import (
     SOFTCAP_FLOPS,
     AttentionDims,
     cache_rows_bytes,
+    grouped_heads,
     input_bytes,
     io_bytes,
     rotated_elements,
@@ -250,11 +251,8 @@ def group_query_attention(node: NodeView) -> Cost:
     all L otherwise). Kernels: 3, plus 1 for the rotary embedding.
     """
     q = node.need_input(0, "query")
-    b, s, d = _bsd(node, q)
-    heads, kv_heads = _num_heads(node), int(node.attr("kv_num_heads", 0))
-    if kv_heads <= 0:
-        raise UnknownShape(f"{node.name}: GroupQueryAttention has no kv_num_heads attribute")
-    h = d // (heads + 2 * kv_heads) if node.input(1) is None else d // heads
+    b, s, _ = _bsd(node, q)  # a [B, S, hidden] query
+    heads, kv_heads, h = grouped_heads(node, q)
     notes: list[str] = []
     cache = _gqa_cache(node, b, s, kv_heads, h, notes)
     dims = AttentionDims(b, s, s, cache.total, heads, h, h)
